@@ -1,0 +1,13 @@
+"""The Celery app. Run state lives in the database (dashboard.models.Run), not in a result backend."""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+
+app = Celery("workers")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks(["workers"], related_name="tasks", force=False)
