@@ -1,0 +1,195 @@
+"""The vocabulary of the domain (contract §Vocabulary) and the catalog of the KEP-614 tests.
+
+The catalog rows are seeded from CATALOG by a data migration; this module is the one place
+that names keys, batteries, outcomes and criteria.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class Battery(models.TextChoices):
+    BASIC = "basic", "Basic"
+    CONNECTIVITY = "connectivity", "Connectivity"
+    ALL = "all", "All"
+
+
+class Outcome(models.TextChoices):
+    PASSED = "passed", "passed"
+    FAILED = "failed", "failed"
+    SKIPPED = "skipped", "skipped"
+    ERROR = "error", "error"
+    NOT_RUN = "not_run", "not run"
+
+
+class Proxier(models.TextChoices):
+    IPTABLES = "iptables", "iptables"
+    IPVS = "ipvs", "ipvs"
+    NFTABLES = "nftables", "nftables"
+
+
+class Stage(models.TextChoices):
+    ALPHA = "alpha", "alpha"
+    BETA = "beta", "beta"
+    STABLE = "stable", "stable"
+
+
+class CriterionStatus(models.TextChoices):
+    MET = "met", "met"
+    UNMET = "unmet", "unmet"
+    AT_RISK = "at_risk", "at risk"
+    STALE = "stale", "stale"
+
+
+BASIC_KEYS = (
+    "declare-sctp-ports",
+    "hostport-kubenet",
+    "service-iptables-rules",
+    "netpol-sctp-blocks-tcp-udp",
+)
+CONNECTIVITY_KEYS = ("pod-to-pod", "pod-to-service", "pod-to-loadbalancer", "netpol-allow-deny")
+ALL_KEYS = BASIC_KEYS + CONNECTIVITY_KEYS
+
+
+def keys_of(battery: str) -> tuple[str, ...]:
+    if battery == Battery.BASIC:
+        return BASIC_KEYS
+    if battery == Battery.CONNECTIVITY:
+        return CONNECTIVITY_KEYS
+    return ALL_KEYS
+
+
+# The catalog as the KEP's Test Plan states it. `upstream_names` are the core names (tags
+# stripped) of the upstream e2e tests that feed each entry; dashboard/ingest holds the full,
+# per-release mapping.
+CATALOG: list[dict] = [
+    {
+        "key": "declare-sctp-ports",
+        "title": "Pods, Services, and NetworkPolicies can declare SCTP ports",
+        "battery": "basic",
+        "tags": ["Feature:SCTP"],
+        "kep_text": "Just checks that resources can be created using SCTP as a Protocol value.",
+        "upstream_names": [
+            "[sig-network] Services should allow creating a basic SCTP service with pod and endpoints",
+            "[sig-network] SCTP should allow creating a basic SCTP service with pod and endpoints",
+        ],
+    },
+    {
+        "key": "hostport-kubenet",
+        "title": "Pods can declare SCTP HostPorts when using kubenet",
+        "battery": "basic",
+        "tags": ["Feature:SCTP"],
+        "kep_text": "Confirms that adding an SCTP HostPort creates an appropriate iptables rule. "
+        "Will be Skipped if SSH is not available or kubenet is not in use.",
+        "upstream_names": [
+            "[sig-network] Networking should allow creating a Pod with an SCTP HostPort",
+            "[sig-network] SCTP should create a Pod with SCTP HostPort",
+        ],
+    },
+    {
+        "key": "service-iptables-rules",
+        "title": "Services can declare SCTP ServicePorts when using the iptables proxier",
+        "battery": "basic",
+        "tags": ["Feature:SCTP"],
+        "kep_text": "Confirms that appropriate iptables rules are created for SCTP services. "
+        "Will be Skipped if SSH is not available or the iptables proxier is not in use.",
+        "upstream_names": ["[sig-network] SCTP should create a ClusterIP Service with SCTP ports"],
+    },
+    {
+        "key": "netpol-sctp-blocks-tcp-udp",
+        "title": "A NetworkPolicy matching an SCTP port does not allow TCP or UDP traffic",
+        "battery": "basic",
+        "tags": ["Feature:SCTP", "Feature:NetworkPolicy"],
+        "kep_text": "A policy that allows only SCTP to a port must not let TCP or UDP to that port through.",
+        "upstream_names": [
+            "[sig-network] Netpol NetworkPolicy between server and client should properly isolate pods "
+            "that are selected by a policy allowing SCTP, even if the plugin doesn't support SCTP",
+            "[sig-network] Netpol NetworkPolicy between server and client should not mistakenly treat "
+            "'protocol: SCTP' as 'protocol: TCP', even if the plugin doesn't support SCTP",
+        ],
+    },
+    {
+        "key": "pod-to-pod",
+        "title": "A pod can connect directly to another pod via SCTP",
+        "battery": "connectivity",
+        "tags": ["Feature:SCTPConnectivity", "Disruptive"],
+        "kep_text": "SCTP between two pods, by pod IP.",
+        "upstream_names": [
+            "[sig-network] Networking Granular Checks: Pods should function for intra-pod communication: sctp",
+            "[sig-network] Networking Granular Checks: Pods should function for node-pod communication: sctp",
+        ],
+    },
+    {
+        "key": "pod-to-service",
+        "title": "A pod can connect to another pod via SCTP via a Service IP",
+        "battery": "connectivity",
+        "tags": ["Feature:SCTPConnectivity", "Disruptive"],
+        "kep_text": "SCTP from a pod to a ClusterIP Service backed by another pod.",
+        "upstream_names": [
+            "[sig-network] Networking Granular Checks: Services should function for pod-Service: sctp",
+            "[sig-network] Networking Granular Checks: Services should function for node-Service: sctp",
+            "[sig-network] Networking Granular Checks: Services should function for endpoint-Service: sctp",
+            "[sig-network] [Feature:IPv6DualStack] Granular Checks: Services Secondary IP Family "
+            "should function for pod-Service: sctp",
+        ],
+    },
+    {
+        "key": "pod-to-loadbalancer",
+        "title": "A pod can connect to another pod via SCTP via a Load Balancer",
+        "battery": "connectivity",
+        "tags": ["Feature:SCTPConnectivity", "Disruptive"],
+        "kep_text": "SCTP through a LoadBalancer Service. Skipped on bare metal or clouds without "
+        "SCTP load balancers.",
+        "upstream_names": [],
+    },
+    {
+        "key": "netpol-allow-deny",
+        "title": "NetworkPolicy can be used to allow or deny traffic to SCTP ports",
+        "battery": "connectivity",
+        "tags": ["Feature:SCTPConnectivity", "Feature:NetworkPolicy", "Disruptive"],
+        "kep_text": "A NetworkPolicy can allow SCTP to a port and deny it otherwise.",
+        "upstream_names": [
+            "[sig-network] Netpol NetworkPolicy between server and client using SCTP should support "
+            "a 'default-deny-ingress' policy",
+            "[sig-network] Netpol NetworkPolicy between server and client using SCTP should enforce "
+            "policy based on Ports",
+            "[sig-network] Netpol NetworkPolicy between server and client using SCTP should enforce "
+            "policy to allow traffic only from a pod in a different namespace based on PodSelector "
+            "and NamespaceSelector",
+        ],
+    },
+]
+
+# Transitions and the criteria that gate them, in display order.
+TRANSITIONS: list[dict] = [
+    {
+        "from": "alpha",
+        "to": "beta",
+        "criteria": [
+            ("tests-written", "The e2e tests described in the Test Plan have been written"),
+            ("periodic-basic-passing", 'A periodic job runs the "Basic Tests", and it passes'),
+        ],
+    },
+    {
+        "from": "beta",
+        "to": "stable",
+        "criteria": [
+            (
+                "two-out-of-tree-plugins",
+                "At least 2 out-of-tree network plugins pass the [Feature:SCTPConnectivity] tests",
+            ),
+            ("iptables-and-ipvs", "Both iptables and ipvs proxiers demonstrated to work with SCTP"),
+        ],
+    },
+]
+
+SEED_PLUGINS: list[dict] = [
+    {"slug": "kubenet", "name": "kubenet", "in_tree": True, "implements_network_policy": False},
+    {"slug": "calico", "name": "Calico", "in_tree": False, "implements_network_policy": True},
+    {"slug": "cilium", "name": "Cilium", "in_tree": False, "implements_network_policy": True},
+    {"slug": "ovn-kubernetes", "name": "OVN-Kubernetes", "in_tree": False, "implements_network_policy": True},
+    {"slug": "antrea", "name": "Antrea", "in_tree": False, "implements_network_policy": True},
+    {"slug": "kube-router", "name": "kube-router", "in_tree": False, "implements_network_policy": True},
+    {"slug": "flannel", "name": "Flannel", "in_tree": False, "implements_network_policy": False},
+]

@@ -1,0 +1,356 @@
+"""The domain: vendors and tokens, plugins, clusters, the catalog, runs, submissions, sign-offs."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import models
+from django.utils.timezone import now
+
+from .catalog import Battery, Outcome, Proxier, Stage
+from .crypto import EncryptedTextField, new_token, token_digest
+from .evidence import EvidenceFlags
+
+
+class Vendor(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="vendors")
+    created = models.DateTimeField(default=now)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Plugin(models.Model):
+    slug = models.SlugField(max_length=60, unique=True)
+    name = models.CharField(max_length=100)
+    in_tree = models.BooleanField(default=False)
+    implements_network_policy = models.BooleanField(default=True)
+    vendors = models.ManyToManyField(Vendor, blank=True, related_name="plugins")
+    created = models.DateTimeField(default=now)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ApiToken(models.Model):
+    """A bearer token for the API. Only its SHA-256 digest is stored."""
+
+    class Role(models.TextChoices):
+        VENDOR = "vendor", "vendor"
+        MAINTAINER = "maintainer", "maintainer"
+
+    role = models.CharField(max_length=20, choices=Role.choices)
+    vendor = models.ForeignKey(Vendor, models.CASCADE, null=True, blank=True, related_name="tokens")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, models.CASCADE, null=True, blank=True)
+    digest = models.CharField(max_length=64, unique=True, editable=False)
+    hint = models.CharField(max_length=12, editable=False, help_text="First characters, to tell tokens apart")
+    created = models.DateTimeField(default=now)
+    last_used = models.DateTimeField(null=True, blank=True)
+    revoked = models.BooleanField(default=False)
+
+    def __str__(self) -> str:
+        owner = self.vendor or self.user
+        return f"{self.role} token {self.hint}… ({owner})"
+
+    @classmethod
+    def issue(cls, *, role: str, vendor: Vendor | None = None, user=None) -> tuple[ApiToken, str]:  # type: ignore[no-untyped-def]
+        token = new_token()
+        obj = cls.objects.create(
+            role=role, vendor=vendor, user=user, digest=token_digest(token), hint=token[:10]
+        )
+        return obj, token
+
+    @classmethod
+    def authenticate(cls, token: str) -> ApiToken | None:
+        if not token:
+            return None
+        obj = (
+            cls.objects.select_related("vendor", "user")
+            .filter(digest=token_digest(token), revoked=False)
+            .first()
+        )
+        if obj is not None and (obj.last_used is None or now() - obj.last_used > timedelta(minutes=5)):
+            cls.objects.filter(pk=obj.pk).update(last_used=now())
+        return obj
+
+
+class Cluster(models.Model):
+    name = models.SlugField(max_length=63, unique=True)
+    owner = models.ForeignKey(Vendor, models.SET_NULL, null=True, blank=True, related_name="clusters")
+    plugin = models.ForeignKey(Plugin, models.PROTECT, related_name="clusters")
+    plugin_version = models.CharField(max_length=40, blank=True)
+    kubernetes_version = models.CharField(max_length=40, blank=True)
+    proxier = models.CharField(max_length=20, choices=Proxier.choices, default=Proxier.IPTABLES)
+    node_access = models.BooleanField(default=True, help_text="Privileged hostexec pods allowed")
+    load_balancer = models.BooleanField(default=False, help_text="LoadBalancer services get an ingress")
+    kubenet = models.BooleanField(default=False)
+    kubeconfig = EncryptedTextField(blank=True, help_text="Stored encrypted; never shown back")
+    agnhost_image = models.CharField(max_length=255, blank=True, help_text="Empty: the default agnhost image")
+    timeouts = models.JSONField(default=dict, blank=True, help_text="Overrides of the battery's waits, in seconds")
+    lab = models.BooleanField(default=False, help_text="An emulated cluster served by the lab")
+    enabled = models.BooleanField(default=True)
+    created = models.DateTimeField(default=now)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return f"/clusters/{self.name}/"
+
+
+class CatalogTest(models.Model):
+    key = models.SlugField(max_length=60, unique=True)
+    title = models.CharField(max_length=200)
+    battery = models.CharField(max_length=20, choices=Battery.choices)
+    tags = models.JSONField(default=list)
+    kep_text = models.TextField(blank=True)
+    upstream_names = models.JSONField(default=list)
+    position = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["position"]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class Schedule(models.Model):
+    """A periodic battery on a cluster; mirrored into django-celery-beat's PeriodicTask."""
+
+    cluster = models.ForeignKey(Cluster, models.CASCADE, related_name="schedules")
+    battery = models.CharField(max_length=20, choices=Battery.choices, default=Battery.BASIC)
+    interval_minutes = models.PositiveIntegerField(default=24 * 60)
+    grace_minutes = models.PositiveIntegerField(default=60)
+    enabled = models.BooleanField(default=True)
+    periodic_task = models.OneToOneField(
+        "django_celery_beat.PeriodicTask", models.SET_NULL, null=True, blank=True, editable=False
+    )
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True)
+    created = models.DateTimeField(default=now)
+
+    def __str__(self) -> str:
+        return f"{self.battery} on {self.cluster} every {self.interval_minutes} min"
+
+    @property
+    def interval(self) -> timedelta:
+        return timedelta(minutes=self.interval_minutes)
+
+
+class EvidenceMixin(models.Model):
+    """The flags of dashboard.evidence, stored where the criteria can query them by index."""
+
+    has_connectivity = models.BooleanField(default=False)
+    qualifying = models.BooleanField(default=False)
+    qualifying_reason = models.CharField(max_length=300, blank=True)
+    pod_to_service_passed = models.BooleanField(default=False)
+    basic_ok = models.BooleanField(default=False)
+
+    def apply_flags(self, flags: EvidenceFlags) -> None:
+        self.has_connectivity = flags.has_connectivity
+        self.qualifying = flags.qualifying and flags.has_connectivity
+        self.qualifying_reason = flags.qualifying_reason[:300]
+        self.pod_to_service_passed = flags.pod_to_service_passed
+        self.basic_ok = flags.basic_ok and flags.basic_complete
+
+    class Meta:
+        abstract = True
+
+
+class Run(EvidenceMixin):
+    class State(models.TextChoices):
+        QUEUED = "queued", "queued"
+        RUNNING = "running", "running"
+        FINISHED = "finished", "finished"
+        CANCELLED = "cancelled", "cancelled"
+        ERROR = "error", "error"
+
+    class Trigger(models.TextChoices):
+        MANUAL = "manual", "manual"
+        PERIODIC = "periodic", "periodic"
+        API = "api", "api"
+
+    cluster = models.ForeignKey(Cluster, models.CASCADE, related_name="runs")
+    # Snapshots taken when the run is created: the evidence belongs to what was tested then.
+    plugin = models.ForeignKey(Plugin, models.PROTECT, related_name="runs")
+    plugin_version = models.CharField(max_length=40, blank=True)
+    kubernetes_version = models.CharField(max_length=40, blank=True)
+    proxier = models.CharField(max_length=20, choices=Proxier.choices)
+    battery = models.CharField(max_length=20, choices=Battery.choices)
+    trigger = models.CharField(max_length=20, choices=Trigger.choices, default=Trigger.MANUAL)
+    schedule = models.ForeignKey(Schedule, models.SET_NULL, null=True, blank=True, related_name="runs")
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True)
+    state = models.CharField(max_length=20, choices=State.choices, default=State.QUEUED)
+    task_id = models.CharField(max_length=64, blank=True)
+    worker = models.CharField(max_length=200, blank=True)
+    created = models.DateTimeField(default=now)
+    dispatched = models.DateTimeField(null=True, blank=True)
+    started = models.DateTimeField(null=True, blank=True)
+    heartbeat = models.DateTimeField(null=True, blank=True)
+    finished = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    fingerprint = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-created"]
+        indexes = [
+            # the cluster page's history and the "newest run of a cluster" lookups
+            models.Index(fields=["cluster", "-created"]),
+            # two-out-of-tree-plugins: newest (qualifying) connectivity evidence per plugin
+            models.Index(fields=["plugin", "state", "has_connectivity", "-finished"]),
+            models.Index(fields=["plugin", "state", "qualifying", "-finished"]),
+            # iptables-and-ipvs: newest run per proxier with pod-to-service passed
+            models.Index(fields=["proxier", "state", "pod_to_service_passed", "-finished"]),
+            # periodic-basic-passing: last N scheduled runs of a schedule
+            models.Index(fields=["schedule", "-created"]),
+            # the reaper and the dispatcher
+            models.Index(fields=["state", "heartbeat"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} ({self.battery} on {self.cluster_id})"
+
+    def get_absolute_url(self) -> str:
+        return f"/runs/{self.pk}/"
+
+    @property
+    def duration(self) -> timedelta | None:
+        if self.started and self.finished:
+            return self.finished - self.started
+        return None
+
+
+class TestResult(models.Model):
+    __test__ = False  # not a pytest test class
+
+    run = models.ForeignKey(Run, models.CASCADE, related_name="results")
+    test_key = models.SlugField(max_length=60)
+    outcome = models.CharField(max_length=20, choices=Outcome.choices)
+    reason = models.TextField(blank=True)
+    evidence = models.TextField(blank=True)
+    duration = models.FloatField(null=True, blank=True)
+    started = models.DateTimeField(null=True, blank=True)
+    finished = models.DateTimeField(default=now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "test_key"], name="one_result_per_test")]
+        # tests-written: "has this key ever had a recorded outcome?"
+        indexes = [models.Index(fields=["test_key", "outcome"])]
+
+    def __str__(self) -> str:
+        return f"{self.test_key}: {self.outcome}"
+
+
+class SubmissionQuerySet(models.QuerySet):
+    def without_content(self) -> SubmissionQuerySet:
+        return self.defer("content")
+
+
+class Submission(EvidenceMixin):
+    class Status(models.TextChoices):
+        PENDING = "pending_review", "pending review"
+        VERIFIED = "verified", "verified"
+        REJECTED = "rejected", "rejected"
+
+    plugin = models.ForeignKey(Plugin, models.PROTECT, related_name="submissions")
+    vendor = models.ForeignKey(Vendor, models.PROTECT, related_name="submissions")
+    uploaded_by = models.CharField(max_length=150, help_text="Token hint or user name")
+    plugin_version = models.CharField(max_length=40)
+    kubernetes_version = models.CharField(max_length=40)
+    proxier = models.CharField(max_length=20, choices=Proxier.choices)
+    cluster_name = models.CharField(max_length=100, blank=True)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
+    kind = models.CharField(max_length=30, help_text="junit, sonobuoy, hydrophone-tar, hydrophone-zip")
+    filename = models.CharField(max_length=255, blank=True)
+    sha256 = models.CharField(max_length=64)
+    size = models.PositiveBigIntegerField()
+    content = models.BinaryField(editable=False)
+    results = models.JSONField(default=dict)
+    counts = models.JSONField(default=dict)
+    warnings = models.JSONField(default=list)
+    report = models.JSONField(default=dict, help_text="The validation report")
+    detected_kubernetes_version = models.CharField(max_length=40, blank=True)
+    created = models.DateTimeField(default=now)
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    review_reason = models.TextField(blank=True)
+
+    objects = SubmissionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created"]
+        constraints = [
+            models.UniqueConstraint(fields=["plugin", "sha256"], name="one_submission_per_file_and_plugin")
+        ]
+        indexes = [
+            models.Index(fields=["plugin", "status", "has_connectivity", "-created"]),
+            models.Index(fields=["plugin", "status", "qualifying", "-created"]),
+            models.Index(fields=["proxier", "status", "pod_to_service_passed", "-created"]),
+            models.Index(fields=["status", "-created"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"submission {self.pk} ({self.plugin_id} {self.plugin_version})"
+
+    def get_absolute_url(self) -> str:
+        return f"/submissions/{self.pk}/"
+
+
+class SignOff(models.Model):
+    """A maintainer's decision on a transition; it freezes the verdicts and evidence it saw."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    from_stage = models.CharField(max_length=20, choices=Stage.choices)
+    to_stage = models.CharField(max_length=20, choices=Stage.choices)
+    maintainer = models.ForeignKey(settings.AUTH_USER_MODEL, models.PROTECT)
+    comment = models.TextField()
+    snapshot = models.JSONField(help_text="The readiness verdicts and evidence at sign-off")
+    created = models.DateTimeField(default=now)
+
+    class Meta:
+        ordering = ["-created"]
+
+    def __str__(self) -> str:
+        return f"{self.from_stage} → {self.to_stage} by {self.maintainer}"
+
+
+class AuditEvent(models.Model):
+    """Who did what when: verifications, rejections, sign-offs, schedules, tokens."""
+
+    actor = models.CharField(max_length=150)
+    action = models.CharField(max_length=60)
+    target = models.CharField(max_length=200, blank=True)
+    detail = models.JSONField(default=dict, blank=True)
+    created = models.DateTimeField(default=now)
+
+    class Meta:
+        ordering = ["-created"]
+        indexes = [models.Index(fields=["-created"])]
+
+    def __str__(self) -> str:
+        return f"{self.created:%Y-%m-%d %H:%M} {self.actor} {self.action} {self.target}"
+
+    @classmethod
+    def record(cls, actor: object, action: str, target: object = "", **detail: object) -> AuditEvent:
+        return cls.objects.create(actor=str(actor)[:150], action=action, target=str(target)[:200], detail=detail)
+
+
+class ClusterLease(models.Model):
+    """The per-cluster run lease when there is no Redis (embedded mode); see workers/lease.py."""
+
+    cluster = models.OneToOneField(Cluster, models.CASCADE, primary_key=True, related_name="lease")
+    holder = models.CharField(max_length=64)
+    expires = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"lease on {self.cluster_id} until {self.expires}"

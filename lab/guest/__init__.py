@@ -1,0 +1,1 @@
+"""Kernel SCTP guest: image builder and qemu harness."""

@@ -1,0 +1,159 @@
+"""Lab profiles: one YAML file per emulated cluster (format in docs/contract.md)."""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+PROXIERS = ("iptables", "ipvs", "nftables")
+NETWORK_POLICY_MODES = ("none", "full", "sctp-as-tcp", "no-sctp")
+
+_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_VERSION_RE = re.compile(r"^\d+\.\d+(\.\d+)?([-+][0-9A-Za-z.-]+)?$")
+
+# field -> (type check name, default). A default of None for `name` means "the file stem".
+_TOP: dict[str, tuple[str, Any]] = {
+    "name": ("str", None),
+    "plugin": ("str", None),
+    "plugin_version": ("str", ""),
+    "kubernetes_version": ("str", "1.31.2"),
+    "proxier": ("str", "iptables"),
+    "nodes": ("int", 2),
+    "sctp_feature_gate": ("bool", True),
+    "node_access": ("bool", True),
+    "kubenet": ("bool", False),
+    "load_balancer": ("bool", False),
+    "sctp_module_loaded_at_start": ("bool", False),
+    "dataplane": ("dict", None),
+    "faults": ("dict", None),
+    "token": ("str", None),
+    "seed": ("int", None),
+    "description": ("str", ""),
+}
+_DATAPLANE: dict[str, tuple[str, Any]] = {
+    "pod_to_pod": ("bool", True),
+    "via_service": ("bool", True),
+    "via_load_balancer": ("bool", True),
+    "network_policy": ("str", "full"),
+}
+_FAULTS: dict[str, tuple[str, Any]] = {
+    "api_error_rate": ("number", 0.0),
+    "pod_start_delay_s": ("number", 0.05),
+    "stuck_pending": ("bool", False),
+    "basic_loads_module": ("bool", False),
+    "api_timeout": ("bool", False),
+    # How long `api_timeout` hangs a request; 30 s like the protocol says, shorter in tests.
+    "api_timeout_s": ("number", 30.0),
+}
+
+
+def _type_ok(kind: str, value: Any) -> bool:
+    # bool is an int in Python; YAML `yes`/`true` must not pass as a node count.
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == "str":
+        return isinstance(value, str)
+    if kind == "dict":
+        return isinstance(value, dict)
+    raise AssertionError(kind)
+
+
+_TYPE_WORDS = {"bool": "a boolean", "int": "an integer", "number": "a number",
+               "str": "a string (quote versions)", "dict": "a mapping"}
+
+
+def _fill(section: dict[str, Any], spec: dict[str, tuple[str, Any]], prefix: str,
+          source: str, what: str) -> dict[str, Any]:
+    unknown = sorted(set(section) - set(spec))
+    if unknown:
+        raise ValueError(f"{source}: unknown {what} {prefix}{unknown[0]!s} "
+                         f"(known: {', '.join(sorted(spec))})")
+    out: dict[str, Any] = {}
+    for field, (kind, default) in spec.items():
+        if field in section and section[field] is not None:
+            value = section[field]
+            if not _type_ok(kind, value):
+                raise ValueError(f"{source}: field {prefix}{field} must be {_TYPE_WORDS[kind]}, "
+                                 f"got {value!r}")
+            out[field] = value
+        else:
+            out[field] = copy.deepcopy(default)
+    return out
+
+
+def validate_profile(data: Any, source: str = "<profile>") -> dict[str, Any]:
+    """Return the profile with every optional field filled in; ValueError names source and field."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{source}: a profile must be a YAML mapping, got {type(data).__name__}")
+    profile = _fill(data, _TOP, "", source, "field")
+    if profile["name"] is None:
+        stem = Path(source).stem
+        profile["name"] = stem
+    if not _NAME_RE.match(profile["name"]) or len(profile["name"]) > 63:
+        raise ValueError(f"{source}: field name {profile['name']!r} must be a DNS label "
+                         "(lowercase letters, digits and '-')")
+    if profile["plugin"] is None:
+        raise ValueError(f"{source}: field plugin is required")
+    if not _VERSION_RE.match(profile["kubernetes_version"].lstrip("v")):
+        raise ValueError(f"{source}: field kubernetes_version {profile['kubernetes_version']!r} "
+                         "is not a version like \"1.31.2\"")
+    profile["kubernetes_version"] = profile["kubernetes_version"].lstrip("v")
+    if profile["proxier"] not in PROXIERS:
+        raise ValueError(f"{source}: field proxier must be one of {', '.join(PROXIERS)}, "
+                         f"got {profile['proxier']!r}")
+    if profile["nodes"] < 1:
+        raise ValueError(f"{source}: field nodes must be at least 1, got {profile['nodes']}")
+    if profile["nodes"] > 250:
+        raise ValueError(f"{source}: field nodes must be at most 250, got {profile['nodes']}")
+    profile["dataplane"] = _fill(profile["dataplane"] or {}, _DATAPLANE, "dataplane.", source,
+                                 "field")
+    mode = profile["dataplane"]["network_policy"]
+    if mode not in NETWORK_POLICY_MODES:
+        raise ValueError(f"{source}: field dataplane.network_policy must be one of "
+                         f"{', '.join(NETWORK_POLICY_MODES)}, got {mode!r}")
+    profile["faults"] = _fill(profile["faults"] or {}, _FAULTS, "faults.", source, "fault")
+    faults = profile["faults"]
+    if not 0.0 <= faults["api_error_rate"] <= 1.0:
+        raise ValueError(f"{source}: field faults.api_error_rate must be between 0 and 1, "
+                         f"got {faults['api_error_rate']}")
+    for field in ("pod_start_delay_s", "api_timeout_s"):
+        if faults[field] < 0:
+            raise ValueError(f"{source}: field faults.{field} must not be negative")
+    if profile["token"] is None:
+        profile["token"] = f"lab-{profile['name']}-token"
+    return profile
+
+
+def load_profile(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path}: not valid YAML: {exc}") from exc
+    return validate_profile(data, str(path))
+
+
+def load_profiles(directory: str | Path) -> list[dict[str, Any]]:
+    """Every `*.yaml`/`*.yml` in `directory`, sorted by file name; names must be unique."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise ValueError(f"{directory}: not a directory")
+    paths = sorted([*directory.glob("*.yaml"), *directory.glob("*.yml")])
+    profiles: list[dict[str, Any]] = []
+    seen: dict[str, Path] = {}
+    for path in paths:
+        profile = load_profile(path)
+        if profile["name"] in seen:
+            raise ValueError(f"{path}: field name {profile['name']!r} is already used by "
+                             f"{seen[profile['name']]}")
+        seen[profile["name"]] = path
+        profiles.append(profile)
+    return profiles

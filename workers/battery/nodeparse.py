@@ -1,0 +1,183 @@
+"""Parsers for text collected on cluster nodes (lsmod, iptables-save, ipvsadm, nft, proxyMode).
+
+These functions are the only place the battery interprets node output, so the qemu guest
+tests can check them against real kernel tools. They are pure, never raise on odd input,
+and ignore lines they do not understand (real output carries banners, warnings and
+comments that vary between tool versions).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import shlex
+from dataclasses import dataclass, field
+
+__all__ = [
+    "IpvsService",
+    "iptables_sctp_rules",
+    "ipvs_sctp_services",
+    "nft_sctp_service_elements",
+    "proxy_mode",
+    "sctp_module_loaded",
+]
+
+# Upstream e2e matches lsmod lines with `^\s*sctp\s+` (test/e2e/network/service.go).
+_LSMOD_SCTP = re.compile(r"^\s*sctp\s+", re.MULTILINE)
+
+
+def sctp_module_loaded(lsmod_text: str) -> bool:
+    """True when `lsmod` output lists the sctp module (not merely a module that uses it)."""
+    return bool(_LSMOD_SCTP.search(lsmod_text or ""))
+
+
+def _rule_tokens(line: str) -> list[str]:
+    try:
+        return shlex.split(line)
+    except ValueError:  # an unbalanced quote in a comment: fall back to whitespace
+        return line.split()
+
+
+def _option_values(tokens: list[str], *names: str) -> list[str]:
+    return [tokens[i + 1] for i, tok in enumerate(tokens[:-1]) if tok in names]
+
+
+def _protocol_is_sctp(tokens: list[str]) -> bool:
+    # `-p sctp`, `--protocol sctp`, and numeric 132 (iptables-save prints names, but
+    # iptables-legacy on some distributions prints the number when /etc/protocols is absent).
+    return any(v.lower() in ("sctp", "132") for v in _option_values(tokens, "-p", "--protocol"))
+
+
+def _dest_matches(tokens: list[str], dest_ip: str) -> bool:
+    wanted = dest_ip.split("/")[0]
+    for value in _option_values(tokens, "-d", "--destination"):
+        try:
+            if ipaddress.ip_address(wanted) in ipaddress.ip_network(value, strict=False):
+                return True
+        except ValueError:
+            if value.split("/")[0] == wanted:
+                return True
+    return False
+
+
+def _dport_matches(tokens: list[str], dport: int) -> bool:
+    for value in _option_values(tokens, "--dport", "--destination-port", "--dports"):
+        for part in value.split(","):
+            lo, _, hi = part.partition(":")
+            try:
+                if int(lo) <= dport <= int(hi or lo):
+                    return True
+            except ValueError:
+                continue
+    return False
+
+
+def iptables_sctp_rules(
+    save_text: str,
+    *,
+    dport: int | None = None,
+    dest_ip: str | None = None,
+    chain_prefix: str | None = None,
+) -> list[str]:
+    """The `-A` lines of `iptables-save` output that match SCTP and every given filter.
+
+    `chain_prefix` matches the appended chain's name (`KUBE-SERVICES`, `KUBE-HOSTPORTS`,
+    `KUBE-SVC-` …); `dest_ip` matches `-d` addresses and networks; `dport` matches
+    `--dport` values, ranges and `multiport --dports` lists.
+    """
+    found: list[str] = []
+    for raw in (save_text or "").splitlines():
+        line = raw.strip()
+        if not line.startswith("-A "):
+            continue
+        tokens = _rule_tokens(line)
+        if len(tokens) < 2 or not _protocol_is_sctp(tokens):
+            continue
+        if chain_prefix is not None and not tokens[1].startswith(chain_prefix):
+            continue
+        if dest_ip is not None and not _dest_matches(tokens, dest_ip):
+            continue
+        if dport is not None and not _dport_matches(tokens, dport):
+            continue
+        found.append(line)
+    return found
+
+
+@dataclass
+class IpvsService:
+    vip: str
+    port: int
+    scheduler: str
+    reals: list[tuple[str, int, str]] = field(default_factory=list)
+
+
+def _split_host_port(text: str) -> tuple[str, int] | None:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit():
+        return None
+    return host.strip("[]"), int(port)
+
+
+def ipvs_sctp_services(ipvsadm_text: str) -> list[IpvsService]:
+    """The SCTP virtual services of `ipvsadm -Ln` output, each with its real servers.
+
+    Real output: a 3-line header, then `SCTP  10.96.0.10:95 rr` lines each followed by
+    `  -> 10.244.1.5:8082  Masq  1  0  0` lines (and `TCP`/`UDP`/`FWM` services we skip).
+    """
+    services: list[IpvsService] = []
+    current: IpvsService | None = None
+    for raw in (ipvsadm_text or "").splitlines():
+        fields = raw.split()
+        if not fields:
+            continue
+        head = fields[0].upper()
+        if head in ("TCP", "UDP", "SCTP", "FWM"):
+            current = None
+            if head != "SCTP" or len(fields) < 2:
+                continue
+            hostport = _split_host_port(fields[1])
+            if hostport is None:
+                continue
+            scheduler = fields[2] if len(fields) > 2 else ""
+            current = IpvsService(vip=hostport[0], port=hostport[1], scheduler=scheduler)
+            services.append(current)
+        elif head == "->" and current is not None and len(fields) >= 2:
+            hostport = _split_host_port(fields[1])
+            if hostport is None:  # the column header line "-> RemoteAddress:Port Forward …"
+                continue
+            forward = fields[2] if len(fields) > 2 else ""
+            current.reals.append((hostport[0], hostport[1], forward))
+    return services
+
+
+# One element of a kube-proxy nftables verdict map: `10.96.0.10 . sctp . 95 : goto service-…`.
+_NFT_ELEMENT = re.compile(
+    r"(?P<ip>[0-9a-fA-F.:]+)\s*\.\s*(?P<proto>sctp|132)\s*\.\s*(?P<port>\d+)\s*:\s*(?P<verdict>[^,}]+)"
+)
+
+
+def nft_sctp_service_elements(ruleset_text: str) -> list[tuple[str, int, str]]:
+    """(ip, port, verdict) for each `ip . sctp . port : verdict` map element of `nft list ruleset`.
+
+    kube-proxy's nftables mode keys `service-ips` (and `service-nodeports`) by
+    `ipv4_addr . inet_proto . inet_service`; elements may span several lines inside
+    `elements = { … }`, so the text is scanned as a whole, not line by line.
+    """
+    found: list[tuple[str, int, str]] = []
+    for match in _NFT_ELEMENT.finditer(ruleset_text or ""):
+        ip = match.group("ip")
+        try:
+            ipaddress.ip_address(ip)
+        except ValueError:
+            continue
+        found.append((ip, int(match.group("port")), " ".join(match.group("verdict").split())))
+    return found
+
+
+_PROXY_MODES = ("iptables", "ipvs", "nftables", "kernelspace", "userspace")
+
+
+def proxy_mode(text: str) -> str | None:
+    """The mode kube-proxy reports on :10249/proxyMode, or None for anything else (errors, HTML)."""
+    value = (text or "").strip().lower()
+    return value if value in _PROXY_MODES else None

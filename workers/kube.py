@@ -1,0 +1,149 @@
+"""Kubernetes API calls with bounded retries of transient errors.
+
+Every battery call to a cluster goes through `Kube.call`: transient failures (5xx, 429,
+connection resets, timeouts) are retried with exponential backoff, a bounded number of
+times; after that the cause is raised. Connection-level failures mark the cluster
+unreachable so the rest of a run fails fast instead of waiting every timeout again.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import logging
+import socket
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import urllib3
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+_CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
+    urllib3.exceptions.HTTPError,  # MaxRetryError, ProtocolError, timeouts, NewConnectionError
+    ConnectionError,
+    socket.timeout,
+    TimeoutError,
+    http.client.HTTPException,
+)
+
+
+class KubeError(Exception):
+    """A Kubernetes API call failed for good; the message names the cause."""
+
+
+class ClusterUnreachable(KubeError):
+    """The API server did not answer (connection refused/reset, timeouts) after retries."""
+
+
+class ApiCallFailed(KubeError):
+    """The API server kept answering a transient error status after retries."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def api_error_message(exc: ApiException) -> str:
+    """`422 Invalid: <the Status message>`, as short as the API server's own words allow."""
+    status = getattr(exc, "status", 0) or 0
+    reason = getattr(exc, "reason", "") or ""
+    message = ""
+    body = getattr(exc, "body", None)
+    if body:
+        try:
+            data = json.loads(body)
+            message = data.get("message", "") if isinstance(data, dict) else ""
+            reason = (data.get("reason") if isinstance(data, dict) else None) or reason
+        except (ValueError, TypeError):
+            message = str(body)[:300]
+    text = f"{status} {reason}".strip()
+    return f"{text}: {message}" if message else text
+
+
+def is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, ApiException):
+        # Status 0: the client wrapped a transport error (e.g. SSL) in an ApiException.
+        return exc.status in TRANSIENT_STATUSES or not exc.status
+    return isinstance(exc, _CONNECTION_ERRORS)
+
+
+def _is_connection_error(exc: BaseException) -> bool:
+    return isinstance(exc, _CONNECTION_ERRORS) or (isinstance(exc, ApiException) and not exc.status)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, ApiException):
+        return api_error_message(exc)
+    text = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}"[:400]
+
+
+class Kube:
+    """The typed API groups of one cluster plus the retry policy the battery needs."""
+
+    def __init__(
+        self,
+        api_client: k8s.ApiClient,
+        *,
+        request_timeout: float = 30.0,
+        tries: int = 4,
+        backoff: float = 1.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.api_client = api_client
+        self.core = k8s.CoreV1Api(api_client)
+        self.networking = k8s.NetworkingV1Api(api_client)
+        self.discovery = k8s.DiscoveryV1Api(api_client)
+        self.version_api = k8s.VersionApi(api_client)
+        self.request_timeout = request_timeout
+        self.tries = max(1, tries)
+        self.backoff = backoff
+        self.sleep = sleep
+        # Set once a call gave up on connection errors; later calls then try only once.
+        self.unreachable: str | None = None
+
+    def call(
+        self,
+        fn: Callable[..., T],
+        *args: Any,
+        adopt: Callable[[], T] | None = None,
+        **kwargs: Any,
+    ) -> T:
+        """Call `fn(*args, **kwargs)` with the request timeout, retrying transient errors.
+
+        `adopt` covers retried creates: when a retry answers 409 AlreadyExists, the first try
+        went through despite its error, so the existing object is read back instead.
+        Non-transient API errors (4xx) are raised at once as `ApiException`.
+        """
+        kwargs.setdefault("_request_timeout", self.request_timeout)
+        tries = 1 if self.unreachable else self.tries
+        last: BaseException | None = None
+        for attempt in range(tries):
+            if attempt:
+                self.sleep(self.backoff * (2 ** (attempt - 1)))
+            try:
+                return fn(*args, **kwargs)
+            except ApiException as exc:
+                if exc.status == 409 and attempt and adopt is not None:
+                    return adopt()
+                if not is_transient(exc):
+                    raise
+                last = exc
+            except _CONNECTION_ERRORS as exc:
+                last = exc
+            log.info("transient API error (try %d/%d): %s", attempt + 1, tries, _describe(last))
+        assert last is not None
+        cause = _describe(last)
+        if _is_connection_error(last):
+            self.unreachable = cause
+            raise ClusterUnreachable(f"cluster unreachable after {tries} tries: {cause}") from last
+        status = getattr(last, "status", 0) or 0
+        raise ApiCallFailed(f"API kept failing after {tries} tries: {cause}", status) from last
