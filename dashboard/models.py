@@ -354,3 +354,18 @@ class ClusterLease(models.Model):
 
     def __str__(self) -> str:
         return f"lease on {self.cluster_id} until {self.expires}"
+
+
+class ReadinessSnapshot(models.Model):
+    """A readiness evaluation whose verdicts differ from the one before: the criterion history."""
+
+    statuses = models.JSONField(help_text="criterion key -> status")
+    data = models.JSONField(help_text="The whole evaluation")
+    reason = models.CharField(max_length=200, blank=True)
+    created = models.DateTimeField(default=now)
+
+    class Meta:
+        ordering = ["-created"]
+
+    def __str__(self) -> str:
+        return f"readiness at {self.created:%Y-%m-%d %H:%M}"

@@ -179,3 +179,9 @@ if not DEBUG:
 SESSION_COOKIE_HTTPONLY = True
 CSRF_TRUSTED_ORIGINS = [o for o in env("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
 VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+CELERY_BEAT_SCHEDULE = {
+    "reap-stale-runs": {"task": "workers.tasks.reap_stale_runs", "schedule": 30.0},
+    "dispatch-pending-runs": {"task": "workers.tasks.dispatch_pending", "schedule": 30.0},
+    "sweep-namespaces": {"task": "workers.tasks.sweep_all_clusters", "schedule": 600.0},
+}

@@ -1,0 +1,152 @@
+"""The HTTP API of the contract (/api/v1/)."""
+
+from __future__ import annotations
+
+import json
+
+from django.db.models import OuterRef, Subquery
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from dashboard import readiness
+from dashboard.models import CatalogTest, Cluster, Run, Submission
+from dashboard.runs import RunRequestError, request_run
+from dashboard.submissions import SubmissionError, create_submission, review
+
+from . import serializers
+from .auth import error, token_required
+from .schema import openapi
+
+
+@require_GET
+def catalog(request: HttpRequest) -> JsonResponse:
+    return JsonResponse([serializers.catalog_entry(t) for t in CatalogTest.objects.all()], safe=False)
+
+
+@require_GET
+def readiness_view(request: HttpRequest) -> JsonResponse:
+    return JsonResponse(readiness.evaluate())
+
+
+@require_GET
+def schema(request: HttpRequest) -> JsonResponse:
+    return JsonResponse(openapi())
+
+
+@require_GET
+def clusters(request: HttpRequest) -> JsonResponse:
+    newest = Run.objects.filter(cluster=OuterRef("pk")).order_by("-created").values("id")[:1]
+    rows = list(Cluster.objects.select_related("plugin", "owner").annotate(last_run_id=Subquery(newest)))
+    runs = Run.objects.in_bulk([c.last_run_id for c in rows if c.last_run_id])
+    return JsonResponse([serializers.cluster(c, runs.get(c.last_run_id)) for c in rows], safe=False)
+
+
+@csrf_exempt
+@require_POST
+@token_required()
+def cluster_runs(request: HttpRequest, name: str) -> JsonResponse:
+    token = request.api_token  # type: ignore[attr-defined]
+    cluster = Cluster.objects.filter(name=name).first()
+    if cluster is None:
+        return error(404, f"no cluster named {name!r}")
+    allowed = token.role == "maintainer" or (token.vendor_id and token.vendor_id == cluster.owner_id)
+    if not allowed:
+        return error(403, f"only the owner of cluster {name} or a maintainer may run its battery")
+    try:
+        body = json.loads(request.body or b"{}") if request.content_type == "application/json" else request.POST
+    except ValueError:
+        return error(400, "the body is not valid JSON")
+    battery = (body.get("battery") if hasattr(body, "get") else None) or "all"
+    try:
+        run = request_run(cluster, str(battery), trigger=Run.Trigger.API, user=token.user)
+    except RunRequestError as exc:
+        return error(exc.status, exc.message)
+    return JsonResponse({"run": run.id, "url": run.get_absolute_url(), "state": run.state}, status=202)
+
+
+@require_GET
+def run_detail(request: HttpRequest, run_id: int) -> JsonResponse:
+    run = get_object_or_404(Run.objects.select_related("cluster", "plugin"), pk=run_id)
+    return JsonResponse(serializers.run(run))
+
+
+@csrf_exempt
+@require_http_methods(["GET", "POST"])
+def submissions(request: HttpRequest) -> HttpResponse:
+    if request.method == "POST":
+        return _create_submission(request)
+    qs = Submission.objects.without_content().select_related("plugin", "vendor", "reviewed_by")
+    if plugin := request.GET.get("plugin"):
+        qs = qs.filter(plugin__slug=plugin)
+    if status := request.GET.get("status"):
+        if status not in Submission.Status.values:
+            return error(400, f"unknown status {status!r}: expected one of {', '.join(Submission.Status.values)}")
+        qs = qs.filter(status=status)
+    try:
+        limit = min(max(int(request.GET.get("limit", 100)), 1), 500)
+    except ValueError:
+        return error(400, "limit must be a number")
+    return JsonResponse([serializers.submission(s) for s in qs.order_by("-created")[:limit]], safe=False)
+
+
+@token_required("vendor")
+def _create_submission(request: HttpRequest) -> JsonResponse:
+    token = request.api_token  # type: ignore[attr-defined]
+    upload = request.FILES.get("file")
+    try:
+        sub = create_submission(
+            vendor=token.vendor,
+            allowed_plugin_ids=set(token.vendor.plugins.values_list("id", flat=True)),
+            plugin=request.POST.get("plugin"),
+            plugin_version=request.POST.get("plugin_version"),
+            kubernetes_version=request.POST.get("kubernetes_version"),
+            proxier=request.POST.get("proxier"),
+            cluster=request.POST.get("cluster"),
+            fileobj=upload,
+            filename=upload.name if upload else "",
+            uploaded_by=f"{token.vendor.name} (token {token.hint}…)",
+        )
+    except SubmissionError as exc:
+        return error(exc.status, exc.message, **exc.extra)
+    return JsonResponse(serializers.submission(sub), status=201)
+
+
+@require_GET
+def submission_detail(request: HttpRequest, sub_id: int) -> JsonResponse:
+    sub = get_object_or_404(Submission.objects.without_content().select_related("plugin", "vendor"), pk=sub_id)
+    return JsonResponse(serializers.submission(sub))
+
+
+def _review(request: HttpRequest, sub_id: int, verify: bool) -> JsonResponse:
+    token = request.api_token  # type: ignore[attr-defined]
+    sub = Submission.objects.without_content().select_related("plugin", "vendor").filter(pk=sub_id).first()
+    if sub is None:
+        return error(404, f"no submission {sub_id}")
+    reason = ""
+    if request.body:
+        try:
+            body = json.loads(request.body)
+            reason = str(body.get("reason", "")) if isinstance(body, dict) else ""
+        except ValueError:
+            reason = request.POST.get("reason", "")
+    try:
+        review(sub, user=token.user, verify=verify, reason=reason)
+    except SubmissionError as exc:
+        return error(exc.status, exc.message)
+    return JsonResponse(serializers.submission(sub))
+
+
+@csrf_exempt
+@require_POST
+@token_required("maintainer")
+def submission_verify(request: HttpRequest, sub_id: int) -> JsonResponse:
+    return _review(request, sub_id, verify=True)
+
+
+@csrf_exempt
+@require_POST
+@token_required("maintainer")
+def submission_reject(request: HttpRequest, sub_id: int) -> JsonResponse:
+    return _review(request, sub_id, verify=False)

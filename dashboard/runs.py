@@ -1,0 +1,67 @@
+"""Requesting runs. The row is created first; its primary key is enqueued after the commit.
+
+If the broker is down the run stays `queued` with no `dispatched` time, and the dispatcher on
+beat (workers.tasks.dispatch_pending) sends it when the broker is back: nothing is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import transaction
+from django.utils.timezone import now
+
+from .catalog import Battery
+from .models import Cluster, Run, Schedule
+
+log = logging.getLogger(__name__)
+
+
+class RunRequestError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def request_run(
+    cluster: Cluster,
+    battery: str,
+    *,
+    trigger: str = Run.Trigger.MANUAL,
+    user: Any = None,
+    schedule: Schedule | None = None,
+    dispatch_on_commit: bool = True,
+) -> Run:
+    if battery not in Battery.values:
+        raise RunRequestError(400, f"unknown battery {battery!r}: expected one of {', '.join(Battery.values)}")
+    if not cluster.enabled:
+        raise RunRequestError(409, f"cluster {cluster.name} is disabled")
+    run = Run.objects.create(
+        cluster=cluster,
+        plugin_id=cluster.plugin_id,
+        plugin_version=cluster.plugin_version,
+        kubernetes_version=cluster.kubernetes_version,
+        proxier=cluster.proxier,
+        battery=battery,
+        trigger=trigger,
+        schedule=schedule,
+        requested_by=user if getattr(user, "is_authenticated", False) else None,
+    )
+    if dispatch_on_commit:
+        transaction.on_commit(lambda: dispatch(run.pk))
+    return run
+
+
+def dispatch(run_id: int) -> bool:
+    """Sends the run to the workers; False (and the run stays queued) when the broker is down."""
+    from workers.tasks import execute_run
+
+    try:
+        result = execute_run.apply_async(args=[run_id], retry=False)
+    except Exception as exc:  # the broker is unreachable: the dispatcher retries later
+        log.warning("run %s stays queued: broker unavailable (%s)", run_id, exc)
+        return False
+    Run.objects.filter(pk=run_id, state=Run.State.QUEUED).update(dispatched=now(), task_id=result.id or "")
+    return True

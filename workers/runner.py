@@ -1,0 +1,199 @@
+"""Executing one run: claim it, hold the cluster lease, heartbeat, record results as they come.
+
+Plain code, called by the Celery task (workers.tasks.execute_run) and by
+`manage.py run_battery --sync`; no Celery in here.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from django.conf import settings
+from django.db import close_old_connections, connection
+from django.utils.timezone import now
+
+from dashboard.catalog import Outcome, keys_of
+from dashboard.evidence import summarize
+from dashboard.models import Cluster, Run, TestResult
+
+from .lease import Lease
+
+log = logging.getLogger(__name__)
+
+GONE, BUSY, DONE = "gone", "busy", "done"
+
+
+def lease_holder(run_id: int) -> str:
+    return f"run-{run_id}"
+
+
+def cluster_spec(cluster: Cluster) -> Any:
+    from workers.battery import ClusterSpec
+
+    kwargs: dict[str, Any] = dict(
+        name=cluster.name,
+        plugin_slug=cluster.plugin.slug,
+        plugin_in_tree=cluster.plugin.in_tree,
+        implements_network_policy=cluster.plugin.implements_network_policy,
+        kubenet=cluster.kubenet or cluster.plugin.slug == "kubenet",
+        declared_proxier=cluster.proxier,
+        node_access=cluster.node_access,
+        load_balancer=cluster.load_balancer,
+        agnhost_image=cluster.agnhost_image or settings.AGNHOST_IMAGE,
+    )
+    spec = ClusterSpec(**kwargs)
+    if cluster.timeouts:
+        timeouts = spec.timeouts
+        for name, value in cluster.timeouts.items():
+            if hasattr(timeouts, name):
+                setattr(timeouts, name, float(value))
+    return spec
+
+
+class Heartbeat(threading.Thread):
+    """Marks the run alive and renews the lease; notices a cancel or a lost lease."""
+
+    def __init__(self, run_id: int, lease: Lease) -> None:
+        super().__init__(name=f"heartbeat-run-{run_id}", daemon=True)
+        self.run_id = run_id
+        self.lease = lease
+        self.stop = threading.Event()
+        self.cancel = threading.Event()
+        self.reason = ""
+
+    def run(self) -> None:
+        try:
+            while not self.stop.wait(settings.RUN_HEARTBEAT_SECONDS):
+                try:
+                    alive = Run.objects.filter(pk=self.run_id, state=Run.State.RUNNING).update(heartbeat=now())
+                    if not alive:
+                        self.reason = "the run was cancelled or ended elsewhere"
+                        self.cancel.set()
+                    if not self.lease.renew():
+                        self.reason = "lost the cluster lease"
+                        self.cancel.set()
+                except Exception:  # a transient database or Redis error: try again next beat
+                    log.exception("heartbeat of run %s failed", self.run_id)
+        finally:
+            connection.close()
+
+
+def execute(run_id: int, *, worker: str = "", task_id: str = "") -> str:
+    close_old_connections()
+    run = Run.objects.select_related("cluster", "cluster__plugin").filter(pk=run_id).first()
+    if run is None or run.state != Run.State.QUEUED:
+        return GONE
+    lease = Lease(run.cluster_id, holder=lease_holder(run_id))
+    if not lease.acquire():
+        return BUSY
+    claimed = Run.objects.filter(pk=run_id, state=Run.State.QUEUED).update(
+        state=Run.State.RUNNING, started=now(), heartbeat=now(), worker=worker[:200], task_id=task_id[:64]
+    )
+    if not claimed:
+        lease.release()
+        return GONE
+    beat = Heartbeat(run_id, lease)
+    beat.start()
+    state, error, report = Run.State.FINISHED, "", None
+    try:
+        report = _run_battery(run, beat)
+        if beat.cancel.is_set():
+            state, error = Run.State.CANCELLED, beat.reason
+    except Exception as exc:
+        log.exception("run %s failed", run_id)
+        state, error = Run.State.ERROR, f"{type(exc).__name__}: {exc}"
+    finally:
+        beat.stop.set()
+        beat.join(timeout=10)
+        lease.release()
+    finish(run, state, error, report)
+    return DONE
+
+
+def _run_battery(run: Run, beat: Heartbeat) -> Any:
+    from workers.battery import run_battery
+    from workers.kubeconfig import api_client_from_kubeconfig
+
+    def on_result(key: str, result: Any) -> None:
+        record_result(run.id, key, result)
+
+    api_client = api_client_from_kubeconfig(run.cluster.kubeconfig)
+    try:
+        return run_battery(
+            api_client,
+            cluster_spec(run.cluster),
+            run.battery,
+            str(run.id),
+            on_result=on_result,
+            should_cancel=beat.cancel.is_set,
+        )
+    finally:
+        api_client.close()
+
+
+def record_result(run_id: int, key: str, result: Any) -> None:
+    TestResult.objects.update_or_create(
+        run_id=run_id,
+        test_key=key,
+        defaults={
+            "outcome": result.outcome,
+            "reason": result.reason or "",
+            "evidence": (result.evidence or "")[:100_000],
+            "duration": result.duration,
+            "started": getattr(result, "started", None),
+            "finished": getattr(result, "finished", None) or now(),
+        },
+    )
+
+
+def finish(run: Run, state: str, error: str, report: Any) -> None:
+    if report is not None:
+        for key, result in report.results.items():
+            record_result(run.id, key, result)
+    outcomes = dict(TestResult.objects.filter(run_id=run.id).values_list("test_key", "outcome"))
+    missing = [k for k in keys_of(run.battery) if k not in outcomes]
+    for key in missing:
+        why = error or "the run ended before this test"
+        TestResult.objects.create(run_id=run.id, test_key=key, outcome=Outcome.NOT_RUN, reason=why)
+        outcomes[key] = Outcome.NOT_RUN
+    run.apply_flags(summarize(outcomes, run.cluster.plugin.implements_network_policy))
+    fingerprint = dict(getattr(report, "fingerprint", None) or {})
+    detected = fingerprint.get("proxier_detected")
+    fields = dict(
+        state=state,
+        error=error[:5000],
+        finished=now(),
+        fingerprint=fingerprint,
+        has_connectivity=run.has_connectivity,
+        qualifying=run.qualifying,
+        qualifying_reason=run.qualifying_reason,
+        pod_to_service_passed=run.pod_to_service_passed,
+        basic_ok=run.basic_ok,
+    )
+    if detected in ("iptables", "ipvs", "nftables"):
+        fields["proxier"] = detected  # "on a cluster of that mode": what kube-proxy says, not the form
+    # Only a run still ours is finished here: the reaper may have given up on it already.
+    Run.objects.filter(pk=run.id, state=Run.State.RUNNING).update(**fields)
+    after_run(run.id)
+
+
+def finish_reaped(run_id: int) -> None:
+    """Marks the tests a dead worker never reported, so the run's page says why they are missing."""
+    run = Run.objects.select_related("cluster__plugin").get(pk=run_id)
+    outcomes = dict(TestResult.objects.filter(run_id=run_id).values_list("test_key", "outcome"))
+    for key in keys_of(run.battery):
+        if key not in outcomes:
+            TestResult.objects.create(run_id=run_id, test_key=key, outcome=Outcome.NOT_RUN, reason=run.error)
+    after_run(run_id)
+
+
+def after_run(run_id: int) -> None:
+    """Re-evaluates readiness and records what changed (notifications hang off that)."""
+    try:
+        from dashboard.readiness.history import record_evaluation
+
+        record_evaluation(reason=f"run {run_id} ended")
+    except Exception:
+        log.exception("re-evaluating readiness after run %s failed", run_id)

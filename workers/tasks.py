@@ -1,0 +1,135 @@
+"""Celery tasks: thin wrappers that take primary keys and call plain code."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from celery.exceptions import MaxRetriesExceededError
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils.timezone import now
+
+from dashboard.models import Cluster, Run, Schedule
+
+from . import runner
+from .celery import app
+from .lease import Lease
+
+log = logging.getLogger(__name__)
+
+BUSY_RETRY_SECONDS = 5
+BUSY_MAX_RETRIES = 720  # an hour of waiting for the cluster's lease
+
+
+@app.task(bind=True, acks_late=True, max_retries=BUSY_MAX_RETRIES)
+def execute_run(self, run_id: int) -> str:  # type: ignore[no-untyped-def]
+    outcome = runner.execute(run_id, worker=self.request.hostname or "", task_id=self.request.id or "")
+    if outcome == runner.BUSY:
+        try:
+            raise self.retry(countdown=BUSY_RETRY_SECONDS)
+        except MaxRetriesExceededError:
+            Run.objects.filter(pk=run_id, state=Run.State.QUEUED).update(
+                state=Run.State.ERROR, finished=now(),
+                error="the cluster stayed busy with another run for an hour",
+            )
+    return outcome
+
+
+@app.task
+def reap_stale_runs() -> list[int]:
+    """Ends runs whose worker died: no heartbeat within RUN_HEARTBEAT_TIMEOUT."""
+    cutoff = now() - timedelta(seconds=settings.RUN_HEARTBEAT_TIMEOUT)
+    stale = list(
+        Run.objects.filter(state=Run.State.RUNNING, heartbeat__lt=cutoff).values_list("id", "cluster_id", "heartbeat")
+    )
+    reaped = []
+    for run_id, cluster_id, heartbeat in stale:
+        done = Run.objects.filter(pk=run_id, state=Run.State.RUNNING, heartbeat__lt=cutoff).update(
+            state=Run.State.ERROR, finished=now(),
+            error=f"worker lost: no heartbeat since {heartbeat:%Y-%m-%d %H:%M:%S} UTC",
+        )
+        if done:
+            reaped.append(run_id)
+            release_dead_lease(cluster_id, run_id)
+            runner.finish_reaped(run_id)
+            transaction.on_commit(lambda c=cluster_id: sweep_cluster.delay(c))
+    return reaped
+
+
+def release_dead_lease(cluster_id: int, run_id: int) -> None:
+    if Lease.holder_of(cluster_id) == runner.lease_holder(run_id):
+        lease = Lease(cluster_id, holder=runner.lease_holder(run_id))
+        lease.held = True
+        lease.release()
+
+
+@app.task
+def dispatch_pending() -> int:
+    """Sends queued runs the broker never got (it was down) or lost (it restarted)."""
+    from dashboard.runs import dispatch
+
+    fresh = now() - timedelta(seconds=5)
+    lost = now() - timedelta(minutes=10)
+    ids = list(
+        Run.objects.filter(state=Run.State.QUEUED, created__lt=fresh)
+        .filter(Q(dispatched__isnull=True) | Q(dispatched__lt=lost))
+        .values_list("id", flat=True)[:500]
+    )
+    return sum(1 for run_id in ids if dispatch(run_id))
+
+
+@app.task
+def run_schedule(schedule_id: int) -> int | None:
+    """Beat's entry point for a periodic battery; safe when two beats fire at once."""
+    from dashboard.runs import request_run
+
+    with transaction.atomic():
+        schedule = Schedule.objects.select_for_update().select_related("cluster").filter(pk=schedule_id).first()
+        if schedule is None or not schedule.enabled or not schedule.cluster.enabled:
+            return None
+        if Run.objects.filter(schedule=schedule, state__in=[Run.State.QUEUED, Run.State.RUNNING]).exists():
+            log.info("schedule %s: the previous run has not ended; not starting another", schedule_id)
+            return None
+        last = Run.objects.filter(schedule=schedule).order_by("-created").values_list("created", flat=True).first()
+        if last is not None and now() - last < schedule.interval / 2:
+            log.info("schedule %s: a run started %s ago already (duplicate beat?)", schedule_id, now() - last)
+            return None
+        run = request_run(schedule.cluster, schedule.battery, trigger=Run.Trigger.PERIODIC, schedule=schedule)
+    return run.id
+
+
+@app.task
+def sweep_cluster(cluster_id: int) -> list[str]:
+    """Deletes namespaces left behind by runs that are no longer alive."""
+    from workers.battery import sweep_namespaces
+    from workers.kubeconfig import api_client_from_kubeconfig
+
+    cluster = Cluster.objects.filter(pk=cluster_id).first()
+    if cluster is None or not cluster.kubeconfig:
+        return []
+    live = {str(i) for i in Run.objects.filter(cluster=cluster, state__in=[Run.State.QUEUED, Run.State.RUNNING])
+            .values_list("id", flat=True)}
+    api_client = api_client_from_kubeconfig(cluster.kubeconfig)
+    try:
+        return sweep_namespaces(api_client, live)
+    finally:
+        api_client.close()
+
+
+@app.task
+def sweep_all_clusters() -> int:
+    ids = list(Cluster.objects.filter(enabled=True).values_list("id", flat=True))
+    for cluster_id in ids:
+        sweep_cluster.delay(cluster_id)
+    return len(ids)
+
+
+@app.task
+def ping(value: str) -> str:
+    """A round trip for health checks and tests: the worker writes nothing, answers the value."""
+    from dashboard.models import AuditEvent
+
+    AuditEvent.record("worker", "ping", value)
+    return value
