@@ -1,0 +1,68 @@
+"""Runs a battery on a cluster: in this process with --sync, else through the workers."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+
+from django.core.management.base import BaseCommand, CommandError
+
+from dashboard.api.serializers import run as run_json
+from dashboard.catalog import Battery
+from dashboard.models import Cluster, Run
+from dashboard.runs import RunRequestError, request_run
+
+
+class Command(BaseCommand):
+    help = "Run the SCTP battery against a registered cluster."
+
+    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+        parser.add_argument("cluster")
+        parser.add_argument("--battery", choices=Battery.values, default=Battery.ALL)
+        parser.add_argument("--sync", action="store_true", help="run here, not on a worker")
+        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        parser.add_argument("--wait-lease", type=int, default=600,
+                            help="seconds to wait while another run holds the cluster (--sync)")
+
+    def handle(self, *args, **opts):  # type: ignore[no-untyped-def]
+        from workers import runner
+
+        cluster = Cluster.objects.select_related("plugin").filter(name=opts["cluster"]).first()
+        if cluster is None:
+            known = ", ".join(Cluster.objects.values_list("name", flat=True)) or "none"
+            raise CommandError(f"no cluster named {opts['cluster']!r} (registered: {known})")
+        try:
+            run = request_run(cluster, opts["battery"], trigger=Run.Trigger.MANUAL,
+                              dispatch_on_commit=not opts["sync"])
+        except RunRequestError as exc:
+            raise CommandError(exc.message) from exc
+        if not opts["sync"]:
+            self.stdout.write(json.dumps({"run": run.id, "status": run.state}) if opts["json"] else
+                              f"run {run.id} queued")
+            return
+        deadline = time.monotonic() + opts["wait_lease"]
+        worker = f"run_battery@{socket.gethostname()}"
+        while runner.execute(run.id, worker=worker) == runner.BUSY:
+            if time.monotonic() > deadline:
+                Run.objects.filter(pk=run.id, state=Run.State.QUEUED).update(
+                    state=Run.State.ERROR, error="another run held the cluster for too long")
+                break
+            time.sleep(1)
+        run = Run.objects.select_related("cluster", "plugin").get(pk=run.id)
+        data = run_json(run)
+        out = {
+            "run": run.id,
+            "status": run.state,
+            "error": run.error or None,
+            "results": {k: {"outcome": v["outcome"], "reason": v["reason"]} for k, v in data["results"].items()},
+            "fingerprint": run.fingerprint,
+        }
+        if opts["json"]:
+            self.stdout.write(json.dumps(out))
+        else:
+            self.stdout.write(f"run {run.id} on {cluster.name}: {run.state}")
+            for key, value in out["results"].items():
+                self.stdout.write(f"  {key:28} {value['outcome']:8} {value['reason']}")
+        if run.state != Run.State.FINISHED:
+            raise SystemExit(1)
