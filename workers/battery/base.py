@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
-    from workers.battery.context import TestContext
+    from workers.battery.context import RunContext, TestContext
 
 OUTCOMES = ("passed", "failed", "skipped", "error")
 DEFAULT_AGNHOST_IMAGE = "registry.k8s.io/e2e-test-images/agnhost:2.53"
@@ -148,7 +148,7 @@ class BatteryTest:
     battery: ClassVar[str]  # "basic" | "connectivity"
     needs_node_access: ClassVar[bool] = False
 
-    def skip_reason(self, ctx: TestContext) -> str | None:
+    def skip_reason(self, run: RunContext) -> str | None:
         """Why this cluster cannot run the test, decided before any object is created."""
         return None
 

@@ -75,6 +75,7 @@ class RunContext:
         self.node_access_reason = ""
         self.proxier_detected: str | None = None
         self.feature_gate: str | None = None
+        self.cancelled = False
         self._names = itertools.count(1)
 
     # --- heartbeat, cancellation, sleeping ---------------------------------------------
