@@ -1,0 +1,94 @@
+"""The validation report: catalog outcomes aggregated from upstream tests, and the rule
+that says whether a submission is qualifying connectivity evidence (contract)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+
+from .junit import Case
+from .upstream_names import (
+    CATALOG_KEYS,
+    CONNECTIVITY_KEYS,
+    NETPOL_ALLOW_DENY,
+    POD_TO_LB,
+    POD_TO_POD,
+    POD_TO_SERVICE,
+)
+
+_NO_UPSTREAM = {POD_TO_LB: "no upstream e2e test exists; only this project's battery runs it"}
+
+
+@dataclass
+class CatalogResult:
+    outcome: str  # passed | failed | skipped | not_run
+    upstream_names: list[str] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+
+
+def aggregate(cases: Iterable[Case]) -> dict[str, CatalogResult]:
+    """Contract: failed if any failed, passed if one passed and none failed, skipped if
+    all skipped, not_run if none is in the file.
+
+    The same upstream name can appear more than once (JUnit files of parallel nodes);
+    each occurrence counts, so a spec skipped on one node and run on another is passed.
+    """
+    by_key: dict[str, list[Case]] = {key: [] for key in CATALOG_KEYS}
+    for case in cases:
+        if case.key is not None:
+            by_key[case.key].append(case)
+    results: dict[str, CatalogResult] = {}
+    for key, found in by_key.items():
+        if not found:
+            reason = _NO_UPSTREAM.get(key, "no upstream test for it in the submitted file")
+            results[key] = CatalogResult("not_run", [], [reason])
+            continue
+        outcomes = {case.outcome for case in found}
+        if "failed" in outcomes:
+            outcome = "failed"
+        elif "passed" in outcomes:
+            outcome = "passed"
+        else:
+            outcome = "skipped"
+        names = list(dict.fromkeys(case.name for case in found))
+        # The reasons that explain the outcome: failures for failed, skips for skipped.
+        wanted = {"failed": "failed", "skipped": "skipped"}.get(outcome)
+        reasons = list(
+            dict.fromkeys(case.reason for case in found if case.outcome == wanted and case.reason)
+        )
+        results[key] = CatalogResult(outcome, names, reasons)
+    return results
+
+
+def count(results: dict[str, CatalogResult]) -> dict[str, int]:
+    counts = {"passed": 0, "failed": 0, "skipped": 0, "not_run": 0}
+    for result in results.values():
+        counts[result.outcome] = counts.get(result.outcome, 0) + 1
+    return counts
+
+
+def qualifying(
+    results: dict[str, CatalogResult], implements_network_policy: bool
+) -> tuple[bool, str]:
+    """Contract: pod-to-pod and pod-to-service passed, netpol-allow-deny passed (unless
+    the plugin has no NetworkPolicy), pod-to-loadbalancer anything but failed/error, and
+    no connectivity test failed or errored. The string says why not ("" when it is)."""
+    problems: list[str] = []
+    for key in CONNECTIVITY_KEYS:
+        outcome = results[key].outcome
+        if outcome in ("failed", "error"):
+            problems.append(f"{key} {outcome}")
+    required = [POD_TO_POD, POD_TO_SERVICE]
+    if implements_network_policy:
+        required.append(NETPOL_ALLOW_DENY)
+    for key in required:
+        outcome = results[key].outcome
+        if outcome not in ("passed", "failed", "error"):
+            problems.append(f"{key} {outcome.replace('_', ' ')}, needs passed")
+    if problems:
+        return False, "not qualifying: " + "; ".join(problems)
+    return True, ""
+
+
+def results_to_dict(results: dict[str, CatalogResult]) -> dict[str, dict[str, object]]:
+    return {key: asdict(result) for key, result in results.items()}
