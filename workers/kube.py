@@ -110,6 +110,11 @@ class Kube:
         # Set once a call gave up on connection errors; later calls then try only once.
         self.unreachable: str | None = None
 
+    def server_version(self) -> str:
+        """gitVersion from GET /version (read raw: strict models reject partial answers)."""
+        response = self.call(self.version_api.get_code, _preload_content=False)
+        return str(json.loads(response.data or b"{}").get("gitVersion") or "")
+
     def call(
         self,
         fn: Callable[..., T],

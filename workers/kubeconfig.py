@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
+import json
 from typing import Any
 from urllib.parse import urlparse
 
@@ -139,7 +140,10 @@ def validate_kubeconfig(text: str, check_reachable: bool = True) -> dict[str, An
     if check_reachable:
         api = _client_from_dict(data, REACHABILITY_TIMEOUT)
         try:
-            info = k8s.VersionApi(api).get_code(_request_timeout=REACHABILITY_TIMEOUT)
+            # Raw JSON: the client's strict models reject a /version answer missing fields.
+            response = k8s.VersionApi(api).get_code(
+                _request_timeout=REACHABILITY_TIMEOUT, _preload_content=False
+            )
         except ApiException as exc:
             if exc.status:
                 raise KubeconfigError(
@@ -153,7 +157,13 @@ def validate_kubeconfig(text: str, check_reachable: bool = True) -> dict[str, An
             ) from exc
         finally:
             api.close()
-        summary["kubernetes_version"] = info.git_version
+        try:
+            summary["kubernetes_version"] = json.loads(response.data).get("gitVersion")
+        except (ValueError, AttributeError) as exc:
+            raise KubeconfigError(
+                f"server {summary['server']} answered GET /version with something that is "
+                "not a Kubernetes version"
+            ) from exc
     return summary
 
 

@@ -6,6 +6,7 @@ Plain code, called by the Celery task (workers.tasks.execute_run) and by
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from typing import Any
@@ -45,10 +46,13 @@ def cluster_spec(cluster: Cluster) -> Any:
     )
     spec = ClusterSpec(**kwargs)
     if cluster.timeouts:
-        timeouts = spec.timeouts
-        for name, value in cluster.timeouts.items():
-            if hasattr(timeouts, name):
-                setattr(timeouts, name, float(value))
+        known = {f.name: f.type for f in dataclasses.fields(spec.timeouts)}
+        overrides = {
+            name: (int(value) if isinstance(getattr(spec.timeouts, name), int) else float(value))
+            for name, value in cluster.timeouts.items()
+            if name in known
+        }
+        spec.timeouts = dataclasses.replace(spec.timeouts, **overrides)
     return spec
 
 

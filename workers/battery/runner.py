@@ -146,8 +146,7 @@ def run_battery(
 
 def _fingerprint_cluster(run: RunContext) -> None:
     kube, fingerprint = run.kube, run.report.fingerprint
-    info = kube.call(kube.version_api.get_code)
-    fingerprint["kubernetes_version"] = (info.git_version or "").lstrip("v") or None
+    fingerprint["kubernetes_version"] = kube.server_version().lstrip("v") or None
     nodes = kube.call(kube.core.list_node).items or []
     fingerprint["node_count"] = len(nodes)
     fingerprint["node_names"] = [n.metadata.name for n in nodes]
