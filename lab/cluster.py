@@ -147,7 +147,6 @@ class Cluster:
     def _metadata(self, body: dict[str, Any], namespace: str | None, name: str) -> dict[str, Any]:
         meta = copy.deepcopy(body.get("metadata") or {})
         meta["name"] = name
-        meta.pop("generateName", None) if not body.get("metadata", {}).get("generateName") else None
         if namespace is not None:
             meta["namespace"] = namespace
         meta["uid"] = str(uuid.UUID(int=self.alloc_rng.getrandbits(128), version=4))
