@@ -1,0 +1,87 @@
+"""Small builders of evidence histories for tests (runs, results, submissions, schedules)."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.utils.timezone import now
+
+from dashboard.catalog import ALL_KEYS, BASIC_KEYS, CONNECTIVITY_KEYS, Outcome
+from dashboard.evidence import summarize
+from dashboard.models import Cluster, Plugin, Run, Schedule, Submission, TestResult, Vendor
+
+_seq = itertools.count(1)
+
+PASSING = {k: Outcome.PASSED for k in ALL_KEYS}
+
+
+def plugin(slug: str, *, in_tree: bool = False, netpol: bool = True) -> Plugin:
+    obj, _ = Plugin.objects.get_or_create(
+        slug=slug, defaults={"name": slug, "in_tree": in_tree, "implements_network_policy": netpol}
+    )
+    return obj
+
+
+def cluster(name: str | None = None, *, plugin_slug: str = "calico", proxier: str = "iptables",
+            owner: Vendor | None = None, **kw: Any) -> Cluster:
+    return Cluster.objects.create(
+        name=name or f"cluster-{next(_seq)}", plugin=plugin(plugin_slug), proxier=proxier, owner=owner,
+        plugin_version=kw.pop("plugin_version", "1.0.0"), kubernetes_version=kw.pop("kubernetes_version", "1.31.2"),
+        **kw,
+    )
+
+
+def run(c: Cluster, outcomes: dict[str, str] | None = None, *, battery: str = "all",
+        finished: datetime | None = None, days_ago: float = 1, state: str = Run.State.FINISHED,
+        trigger: str = Run.Trigger.MANUAL, schedule: Schedule | None = None) -> Run:
+    when = finished or now() - timedelta(days=days_ago)
+    keys = {"basic": BASIC_KEYS, "connectivity": CONNECTIVITY_KEYS}.get(battery, ALL_KEYS)
+    outcomes = {k: v for k, v in (PASSING if outcomes is None else outcomes).items() if k in keys}
+    r = Run(cluster=c, plugin=c.plugin, plugin_version=c.plugin_version, kubernetes_version=c.kubernetes_version,
+            proxier=c.proxier, battery=battery, trigger=trigger, schedule=schedule, state=state,
+            created=when - timedelta(minutes=5), started=when - timedelta(minutes=4), finished=when,
+            heartbeat=when)
+    r.apply_flags(summarize(outcomes, c.plugin.implements_network_policy))
+    r.save()
+    TestResult.objects.bulk_create(
+        TestResult(run=r, test_key=k, outcome=o, reason=f"{k} {o}", finished=when) for k, o in outcomes.items()
+    )
+    return r
+
+
+def vendor(name: str = "Vendor", plugins: tuple[str, ...] = ("calico",)) -> Vendor:
+    v, _ = Vendor.objects.get_or_create(name=name)
+    for slug in plugins:
+        v.plugins.add(plugin(slug))
+    return v
+
+
+def submission(plugin_slug: str, outcomes: dict[str, str] | None = None, *, status: str = Submission.Status.VERIFIED,
+               days_ago: float = 1, proxier: str = "iptables", plugin_version: str = "1.0") -> Submission:
+    p = plugin(plugin_slug)
+    outcomes = dict(PASSING if outcomes is None else outcomes)
+    outcomes.pop("pod-to-loadbalancer", None)  # no upstream test feeds it
+    content = f"submission {next(_seq)}".encode()
+    s = Submission(
+        plugin=p, vendor=vendor(f"{plugin_slug} vendor", (plugin_slug,)), uploaded_by="test",
+        plugin_version=plugin_version, kubernetes_version="1.31.2", proxier=proxier, status=status, kind="junit",
+        sha256=hashlib.sha256(content).hexdigest(), size=len(content), content=content,
+        results={k: {"outcome": o, "upstream_names": []} for k, o in outcomes.items()},
+        created=now() - timedelta(days=days_ago),
+    )
+    s.apply_flags(summarize(outcomes, p.implements_network_policy))
+    s.save()
+    return s
+
+
+def schedule(c: Cluster, *, battery: str = "basic", interval_minutes: int = 24 * 60, enabled: bool = True) -> Schedule:
+    return Schedule.objects.create(cluster=c, battery=battery, interval_minutes=interval_minutes, enabled=enabled)
+
+
+def with_outcome(key: str, outcome: str, base: dict[str, str] | None = None) -> dict[str, str]:
+    out = dict(PASSING if base is None else base)
+    out[key] = outcome
+    return out

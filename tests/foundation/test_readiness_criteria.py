@@ -1,0 +1,359 @@
+"""The four criteria against many evidence histories (contract §Criterion semantics)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils.timezone import now
+
+from dashboard.catalog import ALL_KEYS, BASIC_KEYS, Outcome
+from dashboard.models import Run, Submission
+from dashboard.readiness import Context, evaluate
+from dashboard.readiness.criteria import (
+    iptables_and_ipvs,
+    periodic_basic_passing,
+    tests_written,
+    two_out_of_tree_plugins,
+)
+from tests import factories as f
+
+pytestmark = pytest.mark.django_db
+
+
+def verdict(module):  # type: ignore[no-untyped-def]
+    return module.evaluate(Context(now=now()))
+
+
+# -- two-out-of-tree-plugins -------------------------------------------------------------------
+
+def test_two_plugins_is_unmet_without_evidence():
+    v = verdict(two_out_of_tree_plugins)
+    assert v.status == "unmet"
+    assert "needs 2 more out-of-tree plugins" in v.detail
+
+
+def test_two_distinct_out_of_tree_plugins_with_fresh_qualifying_runs_meet_it():
+    f.run(f.cluster(plugin_slug="calico"))
+    f.run(f.cluster(plugin_slug="cilium"))
+    v = verdict(two_out_of_tree_plugins)
+    assert v.status == "met"
+    assert "calico" in v.detail and "cilium" in v.detail
+    assert {e.kind for e in v.evidence} == {"run"}
+
+
+def test_one_plugin_with_several_versions_clusters_and_runs_counts_once():
+    for version in ("3.27", "3.28", "3.29"):
+        c = f.cluster(plugin_slug="calico", plugin_version=version)
+        f.run(c)
+        f.run(c, days_ago=2)
+    f.submission("calico", plugin_version="3.30")
+    v = verdict(two_out_of_tree_plugins)
+    assert v.status == "unmet"
+    assert "needs 1 more out-of-tree plugin" in v.detail
+
+
+def test_an_in_tree_plugin_does_not_count():
+    f.run(f.cluster(plugin_slug="calico"))
+    f.plugin("kubenet", in_tree=True, netpol=False)
+    f.run(f.cluster(plugin_slug="kubenet"))
+    v = verdict(two_out_of_tree_plugins)
+    assert v.status == "unmet"
+    assert "kubenet qualifies but does not count" in v.detail
+
+
+@pytest.mark.parametrize("status", [Submission.Status.PENDING, Submission.Status.REJECTED])
+def test_pending_and_rejected_submissions_never_count(status):
+    f.run(f.cluster(plugin_slug="calico"))
+    f.submission("cilium", status=status)
+    assert verdict(two_out_of_tree_plugins).status == "unmet"
+
+
+def test_a_verified_submission_counts_like_a_run():
+    f.run(f.cluster(plugin_slug="calico"))
+    sub = f.submission("cilium")
+    v = verdict(two_out_of_tree_plugins)
+    assert v.status == "met"
+    assert ("submission", sub.id) in {(e.kind, e.id) for e in v.evidence}
+
+
+def test_evidence_older_than_the_window_makes_it_stale():
+    f.run(f.cluster(plugin_slug="calico"))
+    f.run(f.cluster(plugin_slug="cilium"), days_ago=120)
+    v = verdict(two_out_of_tree_plugins)
+    assert v.status == "stale"
+    assert "cilium" in v.detail
+
+
+def test_the_freshness_window_comes_from_the_setting(settings):
+    settings.READINESS_FRESH_DAYS = 200
+    f.run(f.cluster(plugin_slug="calico"))
+    f.run(f.cluster(plugin_slug="cilium"), days_ago=120)
+    assert verdict(two_out_of_tree_plugins).status == "met"
+
+
+def test_a_regression_after_qualifying_puts_it_at_risk():
+    f.run(f.cluster(plugin_slug="calico"))
+    c = f.cluster(plugin_slug="cilium")
+    f.run(c, days_ago=3)
+    f.run(c, f.with_outcome("pod-to-service", Outcome.FAILED), days_ago=1)
+    v = verdict(two_out_of_tree_plugins)
+    assert v.status == "at_risk"
+    assert "cilium" in v.detail and "pod-to-service failed" in v.detail
+
+
+def test_a_plugin_without_network_policy_qualifies_without_the_netpol_test():
+    f.plugin("flannel", netpol=False)
+    f.run(f.cluster(plugin_slug="calico"))
+    f.run(f.cluster(plugin_slug="flannel"), f.with_outcome("netpol-allow-deny", Outcome.SKIPPED))
+    assert verdict(two_out_of_tree_plugins).status == "met"
+
+
+def test_a_plugin_with_network_policy_needs_the_netpol_test_passed():
+    f.run(f.cluster(plugin_slug="calico"))
+    f.run(f.cluster(plugin_slug="cilium"), f.with_outcome("netpol-allow-deny", Outcome.SKIPPED))
+    v = verdict(two_out_of_tree_plugins)
+    assert v.status == "unmet"
+    assert "netpol-allow-deny skipped" in v.detail
+
+
+@pytest.mark.parametrize("outcome", [Outcome.SKIPPED, Outcome.NOT_RUN])
+def test_pod_to_loadbalancer_is_not_required(outcome):
+    f.run(f.cluster(plugin_slug="calico"), f.with_outcome("pod-to-loadbalancer", outcome))
+    f.run(f.cluster(plugin_slug="cilium"), f.with_outcome("pod-to-loadbalancer", outcome))
+    assert verdict(two_out_of_tree_plugins).status == "met"
+
+
+@pytest.mark.parametrize("outcome", [Outcome.FAILED, Outcome.ERROR])
+def test_a_failed_or_errored_loadbalancer_test_disqualifies(outcome):
+    f.run(f.cluster(plugin_slug="calico"))
+    f.run(f.cluster(plugin_slug="cilium"), f.with_outcome("pod-to-loadbalancer", outcome))
+    assert verdict(two_out_of_tree_plugins).status == "unmet"
+
+
+def test_a_run_that_errored_is_not_evidence():
+    f.run(f.cluster(plugin_slug="calico"))
+    f.run(f.cluster(plugin_slug="cilium"), state=Run.State.ERROR)
+    assert verdict(two_out_of_tree_plugins).status == "unmet"
+
+
+def test_a_basic_only_run_is_not_connectivity_evidence():
+    f.run(f.cluster(plugin_slug="calico"))
+    f.run(f.cluster(plugin_slug="cilium"), battery="basic")
+    assert verdict(two_out_of_tree_plugins).status == "unmet"
+
+
+def test_the_detail_names_what_failed_and_when():
+    f.run(f.cluster(plugin_slug="calico"))
+    f.run(f.cluster(plugin_slug="cilium"), f.with_outcome("pod-to-service", Outcome.FAILED),
+          finished=now().replace(year=2026, month=11, day=25) if now().year == 2026 else None)
+    v = verdict(two_out_of_tree_plugins)
+    assert v.detail.startswith("needs 1 more out-of-tree plugin")
+    assert "cilium: pod-to-service failed on" in v.detail
+
+
+# -- iptables-and-ipvs -------------------------------------------------------------------------
+
+def test_iptables_and_ipvs_needs_both_modes():
+    f.run(f.cluster(proxier="iptables"))
+    v = verdict(iptables_and_ipvs)
+    assert v.status == "unmet"
+    assert "ipvs" in v.detail
+
+
+def test_iptables_and_ipvs_met_with_both_and_nftables_only_reported():
+    f.run(f.cluster(proxier="iptables"))
+    f.submission("cilium", proxier="ipvs")
+    v = verdict(iptables_and_ipvs)
+    assert v.status == "met"
+    assert "nftables (not required): not demonstrated" in v.detail
+
+
+def test_nftables_alone_does_not_satisfy_ipvs():
+    f.run(f.cluster(proxier="iptables"))
+    f.run(f.cluster(proxier="nftables"))
+    v = verdict(iptables_and_ipvs)
+    assert v.status == "unmet"
+    assert "nftables (not required): demonstrated" in v.detail
+
+
+def test_iptables_and_ipvs_ignores_runs_where_pod_to_service_did_not_pass():
+    f.run(f.cluster(proxier="iptables"))
+    f.run(f.cluster(proxier="ipvs"), f.with_outcome("pod-to-service", Outcome.FAILED))
+    assert verdict(iptables_and_ipvs).status == "unmet"
+
+
+def test_iptables_and_ipvs_is_stale_with_old_ipvs_evidence():
+    f.run(f.cluster(proxier="iptables"))
+    f.run(f.cluster(proxier="ipvs"), days_ago=100)
+    assert verdict(iptables_and_ipvs).status == "stale"
+
+
+def test_iptables_and_ipvs_counts_an_in_tree_plugin_and_pending_submissions_do_not():
+    f.plugin("kubenet", in_tree=True, netpol=False)
+    f.run(f.cluster(plugin_slug="kubenet", proxier="iptables"))
+    f.submission("calico", proxier="ipvs", status=Submission.Status.PENDING)
+    v = verdict(iptables_and_ipvs)
+    assert v.status == "unmet"
+    assert "ipvs" in v.detail and "iptables" not in v.detail.split("nftables")[0].replace("iptables and ipvs", "")
+
+
+# -- periodic-basic-passing --------------------------------------------------------------------
+
+def periodic_history(outcomes_list, *, interval=60, spacing_minutes=60, newest_minutes_ago=10):  # type: ignore[no-untyped-def]
+    c = f.cluster()
+    s = f.schedule(c, interval_minutes=interval)
+    for i, outcomes in enumerate(outcomes_list):
+        f.run(c, outcomes, battery="basic", trigger=Run.Trigger.PERIODIC, schedule=s,
+              finished=now() - timedelta(minutes=newest_minutes_ago + i * spacing_minutes))
+    return s
+
+
+def test_periodic_needs_a_schedule():
+    v = verdict(periodic_basic_passing)
+    assert v.status == "unmet" and "no enabled periodic schedule" in v.detail
+
+
+def test_periodic_met_when_the_last_three_scheduled_runs_passed():
+    periodic_history([None, None, None])
+    assert verdict(periodic_basic_passing).status == "met"
+
+
+def test_periodic_unmet_with_fewer_runs_than_required():
+    periodic_history([None, None])
+    v = verdict(periodic_basic_passing)
+    assert v.status == "unmet" and "only 2 scheduled runs" in v.detail
+
+
+@pytest.mark.parametrize("bad", [Outcome.FAILED, Outcome.ERROR])
+def test_periodic_unmet_when_one_of_the_last_runs_had_a_basic_failure(bad):
+    periodic_history([None, f.with_outcome("service-iptables-rules", bad), None])
+    assert verdict(periodic_basic_passing).status == "unmet"
+
+
+def test_periodic_skipped_basic_tests_do_not_break_it():
+    periodic_history([f.with_outcome("hostport-kubenet", Outcome.SKIPPED)] * 3)
+    assert verdict(periodic_basic_passing).status == "met"
+
+
+def test_periodic_an_older_failure_beyond_the_window_of_runs_does_not_count():
+    periodic_history([None, None, None, f.with_outcome("declare-sctp-ports", Outcome.FAILED)])
+    assert verdict(periodic_basic_passing).status == "met"
+
+
+def test_periodic_the_number_of_runs_comes_from_the_setting(settings):
+    settings.READINESS_PERIODIC_RUNS = 5
+    periodic_history([None, None, None, None])
+    assert verdict(periodic_basic_passing).status == "unmet"
+
+
+def test_periodic_stale_when_only_the_age_fails():
+    periodic_history([None, None, None], interval=60, newest_minutes_ago=180)
+    v = verdict(periodic_basic_passing)
+    assert v.status == "stale" and "older than twice" in v.detail
+
+
+def test_periodic_a_paused_schedule_does_not_count():
+    s = periodic_history([None, None, None])
+    s.enabled = False
+    s.save()
+    assert verdict(periodic_basic_passing).status == "unmet"
+
+
+def test_periodic_manual_runs_do_not_count():
+    c = f.cluster()
+    f.schedule(c)
+    for i in range(3):
+        f.run(c, battery="basic", days_ago=i * 0.1)
+    assert verdict(periodic_basic_passing).status == "unmet"
+
+
+def test_periodic_a_run_that_ended_in_error_breaks_it():
+    c = f.cluster()
+    s = f.schedule(c, interval_minutes=60)
+    for i, state in enumerate([Run.State.FINISHED, Run.State.ERROR, Run.State.FINISHED]):
+        f.run(c, battery="basic", trigger=Run.Trigger.PERIODIC, schedule=s, state=state,
+              finished=now() - timedelta(minutes=10 + 60 * i))
+    assert verdict(periodic_basic_passing).status == "unmet"
+
+
+def test_periodic_one_good_schedule_is_enough_among_failing_ones():
+    periodic_history([f.with_outcome("declare-sctp-ports", Outcome.FAILED)] * 3)
+    periodic_history([None, None, None])
+    assert verdict(periodic_basic_passing).status == "met"
+
+
+# -- tests-written -----------------------------------------------------------------------------
+
+def test_tests_written_needs_a_recorded_outcome_for_every_test():
+    c = f.cluster()
+    f.run(c, {k: Outcome.PASSED for k in BASIC_KEYS}, battery="basic")
+    v = verdict(tests_written)
+    assert v.status == "unmet" and "pod-to-pod" in v.detail
+
+
+def test_tests_written_met_when_all_have_passed_failed_or_skipped():
+    c = f.cluster()
+    outcomes = dict.fromkeys(ALL_KEYS, Outcome.SKIPPED)
+    outcomes["pod-to-pod"] = Outcome.FAILED
+    f.run(c, outcomes)
+    assert verdict(tests_written).status == "met"
+
+
+def test_tests_written_does_not_count_errors_or_not_run():
+    c = f.cluster()
+    f.run(c, dict.fromkeys(ALL_KEYS, Outcome.ERROR))
+    f.run(c, dict.fromkeys(ALL_KEYS, Outcome.NOT_RUN))
+    assert verdict(tests_written).status == "unmet"
+
+
+def test_tests_written_needs_the_battery_to_implement_every_key(monkeypatch):
+    f.run(f.cluster())
+    monkeypatch.setattr(tests_written, "implemented_keys", lambda: set(ALL_KEYS) - {"pod-to-loadbalancer"})
+    v = verdict(tests_written)
+    assert v.status == "unmet" and "not implemented: pod-to-loadbalancer" in v.detail
+
+
+def test_the_battery_implements_every_catalog_test():
+    assert tests_written.implemented_keys() == set(ALL_KEYS)
+
+
+# -- the whole evaluation ----------------------------------------------------------------------
+
+def build_history(size: int) -> None:
+    for i in range(size):
+        for slug, proxier in (("calico", "iptables"), ("cilium", "ipvs"), ("antrea", "nftables")):
+            c = f.cluster(plugin_slug=slug, proxier=proxier)
+            s = f.schedule(c, interval_minutes=60)
+            f.run(c, battery="basic", trigger=Run.Trigger.PERIODIC, schedule=s, finished=now() - timedelta(minutes=5 + i))
+            f.run(c, days_ago=i + 1)
+        f.submission("cilium", days_ago=i, status=Submission.Status.VERIFIED)
+        f.submission("calico", days_ago=i, status=Submission.Status.PENDING)
+
+
+def count_queries() -> int:
+    with CaptureQueriesContext(connection) as ctx:
+        evaluate()
+    return len(ctx)
+
+
+def test_the_evaluation_takes_a_fixed_number_of_queries_whatever_the_history():
+    build_history(1)
+    small = count_queries()
+    build_history(6)
+    assert count_queries() == small
+    assert small == 15  # pinned: a change here is a change in the engine's query plan
+
+
+def test_the_readiness_evaluation_says_ready_when_all_criteria_are_met():
+    c1, c2 = f.cluster(plugin_slug="calico", proxier="iptables"), f.cluster(plugin_slug="cilium", proxier="ipvs")
+    f.run(c1), f.run(c2)
+    s = f.schedule(c1, interval_minutes=60)
+    for i in range(3):
+        f.run(c1, battery="basic", trigger=Run.Trigger.PERIODIC, schedule=s,
+              finished=now() - timedelta(minutes=5 + 60 * i))
+    result = evaluate()
+    assert [t["ready"] for t in result["transitions"]] == [True, True]
+    assert result["stage"] == "alpha"
