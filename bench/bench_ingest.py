@@ -1,0 +1,76 @@
+"""Ingesting the real 7,201-testcase v1.30 JUnit vs junitparser merely parsing it.
+
+Run: .venv/bin/python bench/bench_ingest.py   (prints both medians, the ratio, peak memory)
+The target: ratio <= 4 and peak < 100 MB above the baseline.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+
+import junitparser  # noqa: E402
+
+from dashboard.ingest import ingest  # noqa: E402
+
+FILE = Path("/work/shared/data/e2e-junit/conformance-v1.30-junit_01.xml")
+ROUNDS = 15
+
+
+def junitparser_parse_and_iterate() -> int:
+    count = 0
+    for suite in junitparser.JUnitXml.fromfile(str(FILE)):
+        for _case in suite:
+            count += 1
+    return count
+
+
+def ingest_file() -> int:
+    with FILE.open("rb") as handle:
+        return ingest(handle, declared_kubernetes_version="1.30").testcase_count
+
+
+def median_seconds(function) -> float:
+    function()  # warm-up: imports, regex compilation, page cache
+    times = []
+    for _ in range(ROUNDS):
+        started = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def peak_mib(function) -> float:
+    tracemalloc.start()
+    baseline, _ = tracemalloc.get_traced_memory()
+    tracemalloc.reset_peak()
+    function()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return (peak - baseline) / (1024 * 1024)
+
+
+def main() -> int:
+    assert junitparser_parse_and_iterate() == ingest_file() == 7201
+    # Measured side by side in one process, each after its own warm-up.
+    base = median_seconds(junitparser_parse_and_iterate)
+    ours = median_seconds(ingest_file)
+    ratio = ours / base
+    peak = peak_mib(ingest_file)
+    print(f"{'benchmark':<44} {'median':>10}")
+    print(f"{'junitparser parse + iterate (7,201 cases)':<44} {base * 1000:>8.1f}ms")
+    print(f"{'dashboard.ingest.ingest (same file)':<44} {ours * 1000:>8.1f}ms")
+    print(f"{'ratio (target <= 4.0)':<44} {ratio:>10.2f}")
+    print(f"{'ingest peak memory above baseline (< 100)':<44} {peak:>8.1f}MB")
+    return 0 if ratio <= 4.0 and peak < 100 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
