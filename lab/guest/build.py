@@ -156,6 +156,11 @@ def find_image() -> Path | None:
     return path if (path / "manifest.json").exists() else None
 
 
+def cache_has_any_image() -> bool:
+    root = cache_root()
+    return root.is_dir() and any((p / "manifest.json").exists() for p in root.iterdir() if p.is_dir())
+
+
 # ---------------------------------------------------------------- building
 
 
@@ -290,8 +295,11 @@ def _initramfs(kernel_tree: Path, kver: str, work: Path, target: Path) -> None:
     shutil.copy2(shutil.which("busybox") or "/bin/busybox", initrd / "bin" / "busybox")
     shutil.copy2(HERE / "initramfs-init", initrd / "init")
     os.chmod(initrd / "init", 0o755)
-    deps = _out(["modprobe", "-d", str(kernel_tree), "-S", kver, "--show-depends",
-                 "virtio_pci", "9pnet_virtio", "9p"])
+    # One module per call: modprobe reads further arguments as module parameters.
+    deps = "".join(
+        _out(["modprobe", "-d", str(kernel_tree), "-S", kver, "--show-depends", name])
+        for name in ("virtio_pci", "9pnet_virtio", "9p")
+    )
     order: list[str] = []
     for line in deps.splitlines():
         parts = line.split()

@@ -22,6 +22,7 @@ if mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 job /job; then
     echo "$?" > /job/exit_code
     echo "sctp-guest: job done $(cat /proc/uptime)" > /dev/console
     sync
+    cd /
     umount /job
 else
     echo "sctp-guest: cannot mount the job share" > /dev/console
