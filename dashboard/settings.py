@@ -103,7 +103,7 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "/static/"
-STATIC_ROOT = BASE_DIR / "static"
+STATIC_ROOT = VAR_DIR / "static"
 STATICFILES_DIRS = [BASE_DIR / "dashboard" / "static"]
 MEDIA_ROOT = Path(env("MEDIA_ROOT", str(VAR_DIR / "media")))
 LOGIN_URL = "/login/"
@@ -140,6 +140,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = "UTC"
+CELERY_TASK_DEFAULT_QUEUE = env("CELERY_QUEUE", "celery")
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 
 # --- The product -----------------------------------------------------------------------------
@@ -179,7 +180,7 @@ if not DEBUG:
     }
 SESSION_COOKIE_HTTPONLY = True
 CSRF_TRUSTED_ORIGINS = [o for o in env("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
-VAR_DIR.mkdir(parents=True, exist_ok=True)
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 
 CELERY_BEAT_SCHEDULE = {
     "reap-stale-runs": {"task": "workers.tasks.reap_stale_runs", "schedule": 30.0},

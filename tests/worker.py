@@ -1,0 +1,90 @@
+"""A real Celery worker process over the real Redis, pointed at the test database."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_database_url() -> str:
+    s = connection.settings_dict
+    if s["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{s['NAME']}"
+    host = s.get("HOST") or "127.0.0.1"
+    port = s.get("PORT") or 5432
+    user = s.get("USER") or "postgres"
+    password = f":{s['PASSWORD']}" if s.get("PASSWORD") else ""
+    return f"postgres://{user}{password}@{host}:{port}/{s['NAME']}"
+
+
+def redis_or_skip() -> None:
+    import redis
+
+    try:
+        redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=1).ping()
+    except Exception as exc:  # CI always has Redis; a laptop may not
+        pytest.skip(f"needs Redis at {settings.REDIS_URL}: {exc}")
+
+
+@contextmanager
+def celery_worker(concurrency: int = 1, extra_env: dict[str, str] | None = None,
+                  queue: str | None = None) -> Iterator[dict]:
+    """Starts `celery -A workers worker` on a private queue; yields {"queue", "proc", "log"}."""
+    from workers import app
+
+    redis_or_skip()
+    queue = queue or f"test-{uuid.uuid4().hex[:8]}"
+    env = os.environ.copy()
+    env.update({
+        "DATABASE_URL": test_database_url(),
+        "CELERY_BROKER_URL": settings.REDIS_URL,
+        "REDIS_URL": settings.REDIS_URL,
+        "CELERY_QUEUE": queue,
+        "RUN_HEARTBEAT_SECONDS": str(settings.RUN_HEARTBEAT_SECONDS),
+        "RUN_HEARTBEAT_TIMEOUT": str(settings.RUN_HEARTBEAT_TIMEOUT),
+        "RUN_LEASE_SECONDS": str(settings.RUN_LEASE_SECONDS),
+        "FIELD_ENCRYPTION_KEY": settings.FIELD_ENCRYPTION_KEY,
+        "SECRET_KEY": settings.SECRET_KEY,
+    })
+    env.update(extra_env or {})
+    log = ROOT / "var" / f"worker-{queue}.log"
+    log.parent.mkdir(exist_ok=True)
+    logfile = open(log, "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "workers", "worker", "-Q", queue, "-c", str(concurrency),
+         "-n", f"{queue}@%h", "-l", "info", "--without-heartbeat", "--without-mingle", "--without-gossip"],
+        cwd=ROOT, env=env, stdout=logfile, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    old_queue = app.conf.task_default_queue
+    app.conf.task_default_queue = queue
+    app.conf.broker_url = settings.REDIS_URL
+    try:
+        deadline = time.monotonic() + 30
+        while f"{queue}@" not in log.read_text() or " ready." not in log.read_text():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the worker did not start:\n{log.read_text()[-3000:]}")
+            time.sleep(0.2)
+        yield {"queue": queue, "proc": proc, "log": log}
+    finally:
+        app.conf.task_default_queue = old_queue
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        logfile.close()
