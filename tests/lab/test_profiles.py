@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lab.profiles import load_profile, load_profiles, validate_profile
+
+SHIPPED = Path(__file__).resolve().parents[2] / "lab" / "profiles"
+
+
+def write(tmp_path: Path, text: str, name: str = "bad.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_every_shipped_profile_loads_with_unique_names() -> None:
+    profiles = load_profiles(SHIPPED)
+    names = {p["name"] for p in profiles}
+    assert {"calico-iptables", "calico-ipvs", "cilium-default", "cilium-sctp", "ovn-nftables",
+            "flannel-iptables", "kubenet", "legacy-1-19-gate-off"} <= names
+    assert len(names) == len(profiles)
+
+
+def test_shipped_profiles_describe_the_plugins_as_documented() -> None:
+    by_name = {p["name"]: p for p in load_profiles(SHIPPED)}
+    assert by_name["cilium-default"]["dataplane"]["network_policy"] == "no-sctp"
+    assert by_name["cilium-default"]["dataplane"]["pod_to_pod"] is False
+    assert by_name["flannel-iptables"]["dataplane"]["network_policy"] == "none"
+    assert by_name["kubenet"]["kubenet"] is True
+    assert by_name["legacy-1-19-gate-off"]["sctp_feature_gate"] is False
+    assert by_name["legacy-1-19-gate-off"]["kubernetes_version"].startswith("1.18.")
+    assert by_name["ovn-nftables"]["proxier"] == "nftables"
+    assert by_name["calico-ipvs"]["load_balancer"] is True
+    assert sum(p["load_balancer"] for p in by_name.values()) <= 2
+
+
+def test_a_minimal_profile_gets_every_default() -> None:
+    got = validate_profile({"name": "x", "plugin": "calico"}, "x.yaml")
+    assert got["proxier"] == "iptables"
+    assert got["nodes"] == 2
+    assert got["sctp_feature_gate"] is True and got["node_access"] is True
+    assert got["kubenet"] is False and got["load_balancer"] is False
+    assert got["dataplane"] == {"pod_to_pod": True, "via_service": True,
+                                "via_load_balancer": True, "network_policy": "full"}
+    assert got["faults"]["pod_start_delay_s"] == 0.05
+    assert got["faults"]["api_error_rate"] == 0.0
+    assert got["token"] == "lab-x-token"
+
+
+def test_the_name_defaults_to_the_file_stem(tmp_path: Path) -> None:
+    path = write(tmp_path, "plugin: calico\n", "my-cluster.yaml")
+    assert load_profile(path)["name"] == "my-cluster"
+
+
+def test_validation_is_idempotent() -> None:
+    once = validate_profile({"name": "x", "plugin": "calico", "faults": {"stuck_pending": True}})
+    assert validate_profile(once) == once
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("plugin: calico\nproxier: userspace\n", "proxier"),
+        ("plugin: calico\nnodes: 0\n", "nodes"),
+        ("plugin: calico\nnodes: two\n", "nodes"),
+        ("plugin: calico\nnodes: true\n", "nodes"),
+        ("plugin: calico\ndataplane: {network_policy: partial}\n", "dataplane.network_policy"),
+        ("plugin: calico\ndataplane: {pod_to_pod: 'yes'}\n", "dataplane.pod_to_pod"),
+        ("plugin: calico\nfaults: {explode: true}\n", "faults.explode"),
+        ("plugin: calico\nfaults: {api_error_rate: 2}\n", "faults.api_error_rate"),
+        ("plugin: calico\nfaults: {pod_start_delay_s: -1}\n", "faults.pod_start_delay_s"),
+        ("plugin: calico\nkubernetes_version: 1.31\n", "kubernetes_version"),
+        ("plugin: calico\nsctp_feature_gate: maybe\n", "sctp_feature_gate"),
+        ("plugin: calico\nload_balancers: true\n", "load_balancers"),
+        ("name: calico-iptables\n", "plugin"),
+        ("name: Not_A_Label\nplugin: calico\n", "name"),
+    ],
+)
+def test_bad_input_names_the_file_and_the_field(tmp_path: Path, text: str, field: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ValueError) as err:
+        load_profile(path)
+    assert str(path) in str(err.value)
+    assert field in str(err.value)
+
+
+def test_a_non_mapping_file_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="bad.yaml.*mapping"):
+        load_profile(write(tmp_path, "- a\n- b\n"))
+
+
+def test_broken_yaml_is_refused_with_the_file_name(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="bad.yaml.*not valid YAML"):
+        load_profile(write(tmp_path, "plugin: [calico\n"))
+
+
+def test_two_files_with_one_cluster_name_are_refused(tmp_path: Path) -> None:
+    write(tmp_path, "name: same\nplugin: calico\n", "a.yaml")
+    write(tmp_path, "name: same\nplugin: cilium\n", "b.yaml")
+    with pytest.raises(ValueError, match="b.yaml.*name"):
+        load_profiles(tmp_path)
