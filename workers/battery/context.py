@@ -76,6 +76,8 @@ class RunContext:
         self.proxier_detected: str | None = None
         self.feature_gate: str | None = None
         self.cancelled = False
+        self.no_endpoint_slices = False
+        self.deleted_namespaces: set[str] = set()
         self._names = itertools.count(1)
 
     # --- heartbeat, cancellation, sleeping ---------------------------------------------
@@ -130,10 +132,14 @@ class RunContext:
 
     def delete_namespace(self, name: str) -> str | None:
         """Delete (asynchronously, as the API does); an error message, or None when done."""
+        if name in self.deleted_namespaces:
+            return None
         try:
             self.kube.call(self.kube.core.delete_namespace, name)
+            self.deleted_namespaces.add(name)
         except ApiException as exc:
             if exc.status == 404:
+                self.deleted_namespaces.add(name)
                 return None
             return f"deleting namespace {name}: {api_error_message(exc)}"
         except Exception as exc:  # never let cleanup hide the run's own outcome
@@ -250,15 +256,25 @@ class TestContext:
 
         A 403 means the cluster forbids node access: raised as NodeAccessForbidden.
         """
-        name = self.run.unique(f"hostexec-{pods.dns_label(node, 30)}")
-        body = pods.hostexec_pod(name, self.image, node, cmd)
-        try:
-            pod, log = self.run_oneshot(body, self.spec.timeouts.pod_start)
-        except ApiException as exc:
-            if exc.status == 403:
-                raise NodeAccessForbidden(api_error_message(exc)) from exc
-            raise
-        return pod.status.phase == "Succeeded", log
+        return self.hostexec_nodes([node], cmd)[node]
+
+    def hostexec_nodes(self, nodes: list[str], cmd: str) -> dict[str, tuple[bool, str]]:
+        """`hostexec` on several nodes at once: all pods are created before any is awaited."""
+        names: dict[str, str] = {}
+        for node in nodes:
+            name = self.run.unique(f"hostexec-{pods.dns_label(node, 30)}")
+            try:
+                self.create_pod(pods.hostexec_pod(name, self.image, node, cmd))
+            except ApiException as exc:
+                if exc.status == 403:
+                    raise NodeAccessForbidden(api_error_message(exc)) from exc
+                raise
+            names[node] = name
+        results: dict[str, tuple[bool, str]] = {}
+        for node, name in names.items():
+            pod = self.wait_pod(name, FINISHED_PHASES, self.spec.timeouts.pod_start)
+            results[node] = (pod.status.phase == "Succeeded", self.pod_log(name))
+        return results
 
     def require_node_access(self) -> None:
         if self.run.node_access is False:
@@ -278,15 +294,14 @@ class TestContext:
 
     def module_states(self) -> dict[str, bool | None]:
         """sctp.ko loaded per battery node (None where lsmod could not be read)."""
-        states: dict[str, bool | None] = {}
-        for node in self.run.nodes:
-            try:
-                ok, log = self.hostexec(node, "lsmod")
-            except (TestError, NodeAccessForbidden):
-                states[node] = None
-                continue
-            states[node] = nodeparse.sctp_module_loaded(log) if ok else None
-        return states
+        try:
+            outputs = self.hostexec_nodes(self.run.nodes, "lsmod")
+        except (TestError, NodeAccessForbidden):
+            return {node: None for node in self.run.nodes}
+        return {
+            node: nodeparse.sctp_module_loaded(log) if ok else None
+            for node, (ok, log) in outputs.items()
+        }
 
     # --- traffic --------------------------------------------------------------------------
 
@@ -355,20 +370,7 @@ class TestContext:
         deadline = self.run.clock() + self.spec.timeouts.pod_start
         while True:
             self.run.tick()
-            slices = self.kube.call(
-                self.kube.discovery.list_namespaced_endpoint_slice,
-                self.namespace,
-                label_selector=f"kubernetes.io/service-name={service_name}",
-            )
-            addresses: list[str] = []
-            for item in slices.items or []:
-                protocols = {p.protocol for p in (item.ports or [])}
-                if protocol not in protocols:
-                    continue
-                for endpoint in item.endpoints or []:
-                    ready = endpoint.conditions.ready if endpoint.conditions else True
-                    if ready is not False:
-                        addresses.extend(endpoint.addresses or [])
+            addresses = self._ready_addresses(service_name, protocol)
             if addresses:
                 return addresses
             if self.run.clock() >= deadline:
@@ -377,6 +379,44 @@ class TestContext:
                     f"{self.spec.timeouts.pod_start:g}s"
                 )
             self.run.pause(self.spec.timeouts.poll_interval)
+
+    def _ready_addresses(self, service_name: str, protocol: str) -> list[str]:
+        if not self.run.no_endpoint_slices:
+            try:
+                slices = self.kube.call(
+                    self.kube.discovery.list_namespaced_endpoint_slice,
+                    self.namespace,
+                    label_selector=f"kubernetes.io/service-name={service_name}",
+                )
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+                # discovery.k8s.io/v1 is GA from v1.21; older clusters only have Endpoints.
+                self.run.no_endpoint_slices = True
+            else:
+                addresses: list[str] = []
+                for item in slices.items or []:
+                    if protocol not in {p.protocol for p in (item.ports or [])}:
+                        continue
+                    for endpoint in item.endpoints or []:
+                        ready = endpoint.conditions.ready if endpoint.conditions else True
+                        if ready is not False:
+                            addresses.extend(endpoint.addresses or [])
+                return addresses
+        try:
+            endpoints = self.kube.call(
+                self.kube.core.read_namespaced_endpoints, service_name, self.namespace
+            )
+        except ApiException as exc:
+            if exc.status == 404:  # not created yet by the endpoints controller
+                return []
+            raise
+        return [
+            address.ip
+            for subset in endpoints.subsets or []
+            if protocol in {p.protocol for p in (subset.ports or [])}
+            for address in subset.addresses or []
+        ]
 
 
 def fail_unless(condition: bool, reason: str) -> None:

@@ -106,7 +106,7 @@ def run_battery(
             report.fingerprint["sctp_module_before"] = probe.module_states()
         for key in keys:
             if kube.unreachable:
-                stop_reason = f"not run: cluster unreachable ({kube.unreachable})"
+                stop_reason = f"not run: the cluster became unreachable ({kube.unreachable})"
                 break
             run.tick()
             outcome = _run_one(run, REGISTRY[key]())
@@ -119,7 +119,7 @@ def run_battery(
         report.cancelled = True
         stop_reason = "not run: the run was cancelled"
     except ClusterUnreachable as exc:
-        stop_reason = f"not run: cluster unreachable ({exc})"
+        stop_reason = f"not run: {exc}"
         report.errors.append(str(exc))
     except (KubeError, ApiException) as exc:
         message = api_error_message(exc) if isinstance(exc, ApiException) else str(exc)
@@ -225,9 +225,8 @@ def _run_one(run: RunContext, test: BatteryTest) -> TestOutcome:
         outcome, reason = _verdict(ctx, test)
         if test.battery == "basic":
             after = ctx.module_states() if check_module and not run.kube.unreachable else None
-            outcome, reason = apply_module_invariant(
-                outcome, reason, before, after, evidence, run.node_access_reason
-            )
+            why = run.node_access_reason if run.node_access is not True else "lsmod could not be read"
+            outcome, reason = apply_module_invariant(outcome, reason, before, after, evidence, why)
         return done(outcome, reason)
     except Cancelled:
         run.cancelled = True
