@@ -404,7 +404,7 @@ def ipvsadm(cluster: Cluster) -> str:
 
     lines = []
     for proto, vip, port, reals in sorted(virtuals, key=order):
-        lines.append(f"{proto:<4}  {vip}:{port} rr\n")
+        lines.append(f"{proto}  {vip}:{port} rr\n")
         for ip, target in reals:
             lines.append(f"  -> {f'{ip}:{target}':<28} {'Masq':<7} {1:<6} {0:<10} {0:<10}\n")
     return head + "".join(lines)
