@@ -1,0 +1,60 @@
+"""Registering the lab's emulated clusters as clusters of the dashboard."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import yaml
+from django.db import transaction
+
+from .models import Cluster, Plugin, Run
+from .runs import request_run
+
+
+def lab_timeouts() -> dict[str, Any]:
+    from workers.battery import Timeouts
+
+    return dataclasses.asdict(Timeouts.for_lab())
+
+
+@transaction.atomic
+def register(server: Any, public_url: str | None = None) -> list[Cluster]:
+    """Creates or updates one cluster per lab profile, pointing at `server` (a LabServer)."""
+    clusters = []
+    for name, emulated in server.clusters.items():
+        profile = emulated.profile
+        plugin, _ = Plugin.objects.get_or_create(
+            slug=profile["plugin"],
+            defaults={"name": profile["plugin"], "in_tree": profile["plugin"] == "kubenet",
+                      "implements_network_policy": profile["dataplane"]["network_policy"] != "none"},
+        )
+        kubeconfig = server.kubeconfig(name)
+        if public_url:  # the URL other processes (containers) reach the lab at
+            kubeconfig["clusters"][0]["cluster"]["server"] = f"{public_url.rstrip('/')}/clusters/{name}"
+        owner = plugin.vendors.order_by("id").first()
+        cluster, _ = Cluster.objects.update_or_create(
+            name=name,
+            defaults={
+                "plugin": plugin,
+                "plugin_version": str(profile.get("plugin_version") or ""),
+                "kubernetes_version": profile["kubernetes_version"],
+                "proxier": profile["proxier"],
+                "node_access": profile["node_access"],
+                "load_balancer": profile["load_balancer"],
+                "kubenet": profile["kubenet"],
+                "kubeconfig": yaml.safe_dump(kubeconfig, sort_keys=False),
+                "timeouts": lab_timeouts(),
+                "lab": True,
+                "enabled": True,
+                **({"owner": owner} if owner else {}),
+            },
+        )
+        clusters.append(cluster)
+    return clusters
+
+
+def kickoff(clusters: list[Cluster], battery: str = "all") -> list[Run]:
+    """A first run on every cluster that has none yet."""
+    have_runs = set(Run.objects.filter(cluster__in=clusters).values_list("cluster_id", flat=True))
+    return [request_run(c, battery) for c in clusters if c.id not in have_runs]

@@ -1,0 +1,53 @@
+"""Serves the lab's emulated clusters until stopped; --register makes them dashboard clusters."""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+from django.core.management.base import BaseCommand, CommandError
+
+from dashboard.labreg import kickoff, register
+
+
+class Command(BaseCommand):
+    help = "Serve one emulated Kubernetes cluster per profile file in DIR."
+
+    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+        parser.add_argument("--profiles", required=True, help="directory of lab profile YAML files")
+        parser.add_argument("--port", type=int, default=8070)
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--public-host", default="", help="host name other processes reach the lab at")
+        parser.add_argument("--register", action="store_true", help="create or update a cluster per profile")
+        parser.add_argument("--kickoff", action="store_true", help="request a first run on clusters without one")
+        parser.add_argument("--verbose", action="store_true")
+
+    def handle(self, *args, **opts):  # type: ignore[no-untyped-def]
+        from lab.profiles import load_profiles
+        from lab.server import LabServer
+
+        try:
+            profiles = load_profiles(opts["profiles"])
+        except ValueError as exc:
+            raise CommandError(str(exc)) from exc
+        if not profiles:
+            raise CommandError(f"no profiles (*.yaml) in {opts['profiles']}")
+        try:
+            server = LabServer(profiles, host=opts["host"], port=opts["port"], verbose=opts["verbose"]).start()
+        except OSError as exc:
+            raise CommandError(f"cannot listen on {opts['host']}:{opts['port']}: {exc}") from exc
+        public = f"http://{opts['public_host']}:{server.port}" if opts["public_host"] else None
+        for name in server.clusters:
+            self.stdout.write(f"lab cluster {name}: {public or server.base_url}/clusters/{name}")
+        if opts["register"]:
+            clusters = register(server, public)
+            self.stdout.write(f"registered {len(clusters)} lab clusters")
+            if opts["kickoff"]:
+                runs = kickoff(clusters)
+                self.stdout.write(f"requested {len(runs)} first runs")
+        self.stdout.flush()
+        stop = threading.Event()
+        signal.signal(signal.SIGINT, lambda *a: stop.set())
+        signal.signal(signal.SIGTERM, lambda *a: stop.set())
+        stop.wait()
+        server.stop()
