@@ -369,3 +369,71 @@ class ReadinessSnapshot(models.Model):
 
     def __str__(self) -> str:
         return f"readiness at {self.created:%Y-%m-%d %H:%M}"
+
+
+# --- Operations: schedule health and notifications (dashboard/schedules.py, dashboard/notify.py) ---
+
+
+class ScheduleHealth(models.Model):
+    """The last state the beat check saw for a schedule, so that only changes are announced."""
+
+    schedule = models.OneToOneField(Schedule, models.CASCADE, primary_key=True, related_name="health")
+    state = models.CharField(max_length=10, default="new")
+    # Staleness is counted from here when no periodic run is newer (creation, resume, edit):
+    # a resumed schedule gets a fresh chance instead of turning "down" at once.
+    baseline = models.DateTimeField(default=now)
+    changed = models.DateTimeField(default=now)
+    # Bumped on every announced change; part of the notification's de-duplication key.
+    version = models.PositiveIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"schedule {self.schedule_id} is {self.state}"
+
+
+class NotificationChannel(models.Model):
+    class Kind(models.TextChoices):
+        WEBHOOK = "webhook", "webhook"
+        EMAIL = "email", "e-mail"
+
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    target = models.CharField(max_length=500, help_text="The webhook URL or the e-mail address")
+    secret = models.CharField(max_length=200, blank=True, help_text="Webhooks: signs the body (X-Signature)")
+    enabled = models.BooleanField(default=True)
+    created = models.DateTimeField(default=now)
+
+    class Meta:
+        ordering = ["kind", "target"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.target}"
+
+
+class NotificationLog(models.Model):
+    """One event for one channel. The unique key is claimed before anything is sent."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        SENDING = "sending", "sending"
+        RETRYING = "retrying", "retrying"
+        SENT = "sent", "sent"
+        FAILED = "failed", "failed"
+
+    channel = models.ForeignKey(NotificationChannel, models.CASCADE, related_name="log")
+    event_key = models.CharField(max_length=200)
+    event = models.CharField(max_length=40)
+    payload = models.JSONField(default=dict)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+    created = models.DateTimeField(default=now)
+    queued = models.DateTimeField(null=True, blank=True)
+    sent = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created"]
+        constraints = [models.UniqueConstraint(fields=["channel", "event_key"], name="one_notification_per_event")]
+        # the re-dispatcher: deliveries whose task the broker never got or lost
+        indexes = [models.Index(fields=["status", "queued"])]
+
+    def __str__(self) -> str:
+        return f"{self.event_key} → {self.channel}: {self.status}"
