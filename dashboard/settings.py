@@ -89,7 +89,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
-    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-dashboard.sqlite3")}
+    # A file (not :memory:) so worker subprocesses in the end-to-end tests share it; one per
+    # test process so parallel test runs on one machine do not share it.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-dashboard-{os.getpid()}.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -187,3 +189,48 @@ CELERY_BEAT_SCHEDULE = {
     "dispatch-pending-runs": {"task": "workers.tasks.dispatch_pending", "schedule": 30.0},
     "sweep-namespaces": {"task": "workers.tasks.sweep_all_clusters", "schedule": 600.0},
 }
+
+# --- Operations: cache, rate limits, notifications, schedule checks (dashboard/ratelimit.py,
+# dashboard/notify.py, dashboard/schedules.py) -------------------------------------------------
+# The rate limits count in the cache. Redis when the broker is Redis (short socket timeouts: a
+# Redis outage must not hang the web, and the limiter fails open); the database table created
+# by migration 0004 in the embedded mode; CACHE_URL may name another Redis (e.g. a separate db).
+CACHE_URL = env("CACHE_URL", "" if EMBEDDED_BROKER else (REDIS_URL if CELERY_BROKER_URL.startswith("redis") else ""))
+if CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": CACHE_URL,
+            "KEY_PREFIX": env("CACHE_KEY_PREFIX", "sctp-dashboard"),
+            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "dashboard_cache"}}
+
+# "N/S": at most N requests in S seconds. POSTs to /api/v1/ count per token and per client IP
+# (GETs are public, cheap reads and are not limited); failed logins count per user name + IP.
+API_RATE_LIMIT_TOKEN = env("API_RATE_LIMIT_TOKEN", "120/60")
+API_RATE_LIMIT_IP = env("API_RATE_LIMIT_IP", "300/60")
+LOGIN_RATE_LIMIT = env("LOGIN_RATE_LIMIT", "10/900")
+# The client address: REMOTE_ADDR, or the last hop of this header when a trusted proxy sets it.
+RATE_LIMIT_IP_HEADER = env("RATE_LIMIT_IP_HEADER", "")
+MIDDLEWARE.insert(
+    MIDDLEWARE.index("django.contrib.sessions.middleware.SessionMiddleware"), "dashboard.ratelimit.ApiRateLimitMiddleware"
+)
+
+EMAIL_BACKEND = env("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = env("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "sctp-dashboard@localhost")
+# Where links in notifications point; empty: relative links.
+SITE_URL = env("SITE_URL", "").rstrip("/")
+NOTIFY_MAX_ATTEMPTS = env_int("NOTIFY_MAX_ATTEMPTS", 5)
+NOTIFY_BACKOFF_SECONDS = env_int("NOTIFY_BACKOFF_SECONDS", 30)  # 30 s, 60 s, 120 s, … capped
+NOTIFY_BACKOFF_MAX_SECONDS = env_int("NOTIFY_BACKOFF_MAX_SECONDS", 1800)
+NOTIFY_TIMEOUT_SECONDS = env_int("NOTIFY_TIMEOUT_SECONDS", 10)
+
+CELERY_BEAT_SCHEDULE["check-schedules"] = {"task": "dashboard.notify.check_schedules", "schedule": 60.0}

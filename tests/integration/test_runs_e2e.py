@@ -1,0 +1,109 @@
+"""Runs requested through the API, executed by a real Celery worker over Redis against the lab."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+from django.test import Client
+
+from dashboard.models import ApiToken, Run
+from dashboard.readiness import evaluate
+from tests.labtools import lab_clusters, profile
+from tests.worker import celery_worker
+from workers.lease import Lease
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+
+def wait_for(predicate, timeout: float, what: str, log=None):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            tail = log.read_text()[-3000:] if log else ""
+            raise AssertionError(f"timed out waiting for {what}\n{tail}")
+        time.sleep(0.2)
+
+
+def maintainer_token() -> str:
+    from django.contrib.auth import get_user_model
+
+    user = get_user_model().objects.create_user("m")
+    return ApiToken.issue(role=ApiToken.Role.MAINTAINER, user=user)[1]
+
+
+def request(client: Client, token: str, cluster: str, battery: str) -> int:
+    resp = client.post(f"/api/v1/clusters/{cluster}/runs/", {"battery": battery}, content_type="application/json",
+                       HTTP_AUTHORIZATION=f"Token {token}")
+    assert resp.status_code == 202, resp.content
+    return resp.json()["run"]
+
+
+def test_a_run_requested_through_the_api_is_executed_by_a_worker_and_moves_the_verdicts():
+    token = maintainer_token()
+    client = Client()
+    with lab_clusters(profile(name="e2e-calico", proxier="iptables"), profile(name="e2e-cilium", plugin="cilium",
+                                                                             proxier="ipvs")):
+        with celery_worker(concurrency=2) as worker:
+            ids = [request(client, token, "e2e-calico", "all"), request(client, token, "e2e-cilium", "all")]
+            for run_id in ids:
+                wait_for(lambda: Run.objects.get(pk=run_id).state in ("finished", "error"), 90,
+                         f"run {run_id}", worker["log"])
+    for run_id in ids:
+        run = Run.objects.get(pk=run_id)
+        assert run.state == "finished", run.error
+        assert run.trigger == "api" and run.worker.startswith("test-")
+        data = client.get(f"/api/v1/runs/{run_id}/").json()
+        assert data["results"]["pod-to-service"]["outcome"] == "passed"
+        assert data["results"]["hostport-kubenet"]["outcome"] == "skipped"
+        assert data["fingerprint"]["worker_sctp"]["available"] is False
+    verdicts = {c["key"]: c["status"] for t in evaluate()["transitions"] for c in t["criteria"]}
+    assert verdicts["two-out-of-tree-plugins"] == "met"
+    assert verdicts["iptables-and-ipvs"] == "met"
+    assert verdicts["tests-written"] == "met"
+
+
+def test_two_runs_on_one_cluster_requested_at_once_never_overlap():
+    token = maintainer_token()
+    client = Client()
+    with lab_clusters(profile(name="busy", faults={"pod_start_delay_s": 0.1})):
+        with celery_worker(concurrency=2) as worker:
+            ids = [request(client, token, "busy", "basic"), request(client, token, "busy", "basic")]
+            wait_for(lambda: all(r.state == "finished" for r in Run.objects.filter(pk__in=ids)), 120,
+                     "both runs", worker["log"])
+    first, second = sorted(Run.objects.filter(pk__in=ids), key=lambda r: r.started)
+    assert first.finished <= second.started, (first.started, first.finished, second.started)
+
+
+def test_a_worker_killed_mid_run_leaves_the_run_in_error_and_the_lease_free(settings):
+    from workers.tasks import reap_stale_runs
+
+    settings.RUN_HEARTBEAT_SECONDS = 1
+    settings.RUN_HEARTBEAT_TIMEOUT = 4
+    settings.RUN_LEASE_SECONDS = 30  # longer than the test: only the reaper can free it this fast
+    token = maintainer_token()
+    client = Client()
+    with lab_clusters(profile(name="slow", faults={"pod_start_delay_s": 1.0})) as (_, clusters):
+        cluster = clusters["slow"]
+        with celery_worker() as worker:
+            run_id = request(client, token, "slow", "all")
+            wait_for(lambda: Run.objects.get(pk=run_id).state == "running", 30, "the run to start", worker["log"])
+            assert Lease.holder_of(cluster.id) == f"run-{run_id}"
+            os.killpg(worker["proc"].pid, signal.SIGKILL)
+            worker["proc"].wait()
+        assert Run.objects.get(pk=run_id).state == "running"  # nobody has noticed yet
+        time.sleep(settings.RUN_HEARTBEAT_TIMEOUT + 1)
+        assert run_id in reap_stale_runs()
+        run = Run.objects.get(pk=run_id)
+        assert run.state == "error" and run.error.startswith("worker lost")
+        assert Lease.holder_of(cluster.id) is None
+        assert run.results.filter(outcome="not_run").exists()
+        # and a retry on the same cluster succeeds
+        with celery_worker() as worker:
+            retry_id = request(client, token, "slow", "basic")
+            wait_for(lambda: Run.objects.get(pk=retry_id).state == "finished", 90, "the retry", worker["log"])
