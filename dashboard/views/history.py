@@ -1,0 +1,101 @@
+"""A cluster's recent history as a TestGrid-like grid: tests × runs, pass rate, flakiness, sparklines."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+from dashboard.catalog import ALL_KEYS, keys_of
+
+from .outcomes import DECIDED, cell
+
+WINDOW = 30  # runs shown and counted: the page costs the same after a year of history
+
+
+@dataclass
+class TestStats:
+    decided: int
+    passed: int
+    flips: int
+    skipped: int
+
+    @property
+    def pass_rate(self) -> float | None:
+        return self.passed / self.decided if self.decided else None
+
+    @property
+    def flakiness(self) -> float | None:
+        # TestGrid's idea: how often consecutive decided results change between pass and fail.
+        return self.flips / (self.decided - 1) if self.decided > 1 else None
+
+
+def stats(outcomes_oldest_first: Iterable[str]) -> TestStats:
+    decided = passed = flips = skipped = 0
+    previous: bool | None = None
+    for outcome in outcomes_oldest_first:
+        if outcome == "skipped":
+            skipped += 1
+        if outcome not in DECIDED:
+            continue
+        ok = outcome == "passed"
+        decided += 1
+        passed += ok
+        if previous is not None and ok != previous:
+            flips += 1
+        previous = ok
+    return TestStats(decided, passed, flips, skipped)
+
+
+def rolling_pass_rate(outcomes_oldest_first: Sequence[str], width: int = 5) -> list[float]:
+    decided = [o == "passed" for o in outcomes_oldest_first if o in DECIDED]
+    out = []
+    for i in range(len(decided)):
+        window = decided[max(0, i - width + 1): i + 1]
+        out.append(sum(window) / len(window))
+    return out
+
+
+def sparkline(values: Sequence[float], width: int = 120, height: int = 24) -> dict[str, Any] | None:
+    """Points for an inline SVG polyline; values are 0..1 (1 at the top)."""
+    if not values:
+        return None
+    if len(values) == 1:
+        values = [values[0], values[0]]
+    step = (width - 4) / (len(values) - 1)
+    points = " ".join(f"{2 + i * step:.1f},{2 + (1 - v) * (height - 4):.1f}" for i, v in enumerate(values))
+    last = values[-1]
+    return {"points": points, "width": width, "height": height, "last_x": f"{2 + (len(values) - 1) * step:.1f}",
+            "last_y": f"{2 + (1 - last) * (height - 4):.1f}", "last": round(last * 100)}
+
+
+def grid(runs_newest_first: Sequence[Any], results: dict[tuple[int, str], Any]) -> dict[str, Any]:
+    """Rows per catalog test; columns are the runs, newest on the left as in TestGrid."""
+    rows = []
+    per_run_rate: list[float] = []
+    for r in reversed(runs_newest_first):
+        outs = [results[(r.id, k)].outcome for k in keys_of(r.battery) if (r.id, k) in results]
+        decided = [o for o in outs if o in DECIDED]
+        if decided:
+            per_run_rate.append(sum(o == "passed" for o in decided) / len(decided))
+    for key in ALL_KEYS:
+        cells, chronological = [], []
+        for r in runs_newest_first:
+            res = results.get((r.id, key))
+            if key not in keys_of(r.battery):
+                cells.append({"outcome": "", "symbol": "", "label": "not in this battery", "run": r.id})
+                continue
+            if res is None:
+                outcome = r.state if r.state in ("queued", "running") else "not_run"
+                cells.append(cell(outcome, run=r.id, reason=""))
+            else:
+                cells.append(cell(res.outcome, run=r.id, reason=res.reason))
+                chronological.append(res.outcome)
+        chronological.reverse()
+        st = stats(chronological)
+        rows.append({
+            "key": key, "cells": cells, "stats": st,
+            "pass_rate": None if st.pass_rate is None else round(st.pass_rate * 100),
+            "flakiness": None if st.flakiness is None else round(st.flakiness * 100),
+            "sparkline": sparkline(rolling_pass_rate(chronological), width=80, height=18),
+        })
+    return {"rows": rows, "sparkline": sparkline(per_run_rate, width=240, height=36)}

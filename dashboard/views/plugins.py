@@ -1,0 +1,54 @@
+"""A plugin's page (/plugins/<slug>/) and its embeddable badge (/badge/<slug>.svg)."""
+
+from __future__ import annotations
+
+from django.db.models import OuterRef, Subquery
+from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET
+
+from dashboard import badges
+from dashboard.models import Cluster, Plugin, Run, Submission
+
+from .clusters import CLUSTER_FIELDS
+
+SUBMISSIONS_SHOWN = 25
+BADGE_MAX_AGE = 300  # seconds: README renderers (camo) re-fetch often enough to stay current
+
+
+def plugin_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    plugin = get_object_or_404(Plugin, slug=slug)
+    newest = Run.objects.filter(cluster=OuterRef("pk")).order_by("-created")
+    clusters = list(
+        Cluster.objects.filter(plugin=plugin).select_related("owner").only(*CLUSTER_FIELDS, "owner__name")
+        .annotate(last_run_id=Subquery(newest.values("id")[:1]))
+    )
+    runs = Run.objects.defer("fingerprint", "error").in_bulk([c.last_run_id for c in clusters if c.last_run_id])
+    submissions = list(Submission.objects.without_content().filter(plugin=plugin).select_related("vendor")
+                       .defer("results", "report", "warnings").order_by("-created")[:SUBMISSIONS_SHOWN])
+    status = badges.plugin_status(plugin)
+    badge_url = request.build_absolute_uri(f"/badge/{plugin.slug}.svg")
+    page_url = request.build_absolute_uri(f"/plugins/{plugin.slug}/")
+    return render(request, "plugins/detail.html", {
+        "plugin": plugin, "clusters": [(c, runs.get(c.last_run_id)) for c in clusters],
+        "submissions": submissions, "status": status, "badge_url": badge_url,
+        "badge_markdown": f"[![SCTP]({badge_url})]({page_url})",
+        "vendors": list(plugin.vendors.values_list("name", flat=True)),
+    })
+
+
+@require_GET
+def badge(request: HttpRequest, slug: str) -> HttpResponse:
+    plugin = Plugin.objects.filter(slug=slug).first()
+    if plugin is None:
+        body, status = badges.render_svg("SCTP", "unknown plugin", "#8c959f"), 404
+    else:
+        body, status = badges.badge(plugin), 200
+    etag = badges.etag_of(body)
+    if status == 200 and etag in [t.strip() for t in request.headers.get("If-None-Match", "").split(",")]:
+        response: HttpResponse = HttpResponseNotModified()
+    else:
+        response = HttpResponse(body, content_type="image/svg+xml; charset=utf-8", status=status)
+    response["ETag"] = etag
+    response["Cache-Control"] = f"public, max-age={BADGE_MAX_AGE}"
+    return response

@@ -1,0 +1,81 @@
+"""Review (/review/): pending submissions, sign-off of a transition, the audit log, the KEP report."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from dashboard import readiness
+from dashboard.catalog import TRANSITIONS
+from dashboard.models import AuditEvent, SignOff, Submission
+
+from .access import maintainer_required
+from .report import markdown_report
+
+AUDIT_SHOWN = 100
+PENDING_SHOWN = 50
+
+
+def next_transition(stage: str) -> dict[str, Any] | None:
+    return next((t for t in TRANSITIONS if t["from"] == stage), None)
+
+
+@maintainer_required
+def review_page(request: HttpRequest) -> HttpResponse:
+    evaluation = readiness.evaluate()
+    nxt = next_transition(evaluation["stage"])
+    transition = next((t for t in evaluation["transitions"] if nxt and t["from"] == nxt["from"]), None)
+    pending = list(Submission.objects.without_content().filter(status=Submission.Status.PENDING)
+                   .select_related("plugin", "vendor").defer("results", "report", "warnings")
+                   .order_by("created")[:PENDING_SHOWN])
+    return render(request, "review/review.html", {
+        "readiness": evaluation, "transition": transition, "pending": pending,
+        "pending_total": Submission.objects.filter(status=Submission.Status.PENDING).count(),
+        "signoffs": list(SignOff.objects.select_related("maintainer").defer("snapshot")[:20]),
+        "audit": list(AuditEvent.objects.all()[:AUDIT_SHOWN]),
+    })
+
+
+@require_POST
+@maintainer_required
+def sign_off(request: HttpRequest) -> HttpResponse:
+    comment = request.POST.get("comment", "").strip()
+    from_stage, to_stage = request.POST.get("from_stage"), request.POST.get("to_stage")
+    evaluation = readiness.evaluate()
+    nxt = next_transition(evaluation["stage"])
+    if nxt is None or (from_stage, to_stage) != (nxt["from"], nxt["to"]):
+        messages.error(request, f"The stage is {evaluation['stage']}: only "
+                       + (f"{nxt['from']} → {nxt['to']}" if nxt else "no further transition") + " can be signed off.")
+        return redirect("/review/")
+    if not comment:
+        messages.error(request, "A sign-off needs a comment: say why the evidence is enough.")
+        return redirect("/review/")
+    ready = next(t["ready"] for t in evaluation["transitions"] if t["from"] == from_stage)
+    with transaction.atomic():
+        signoff = SignOff.objects.create(from_stage=from_stage, to_stage=to_stage, maintainer=request.user,
+                                         comment=comment, snapshot=evaluation)
+        AuditEvent.record(request.user.get_username(), "signoff", f"{from_stage} → {to_stage}",
+                          signoff=str(signoff.uuid), comment=comment, criteria_met=ready)
+    messages.success(request, f"Signed off {from_stage} → {to_stage}. The verdicts and evidence are frozen "
+                     "in the sign-off.")
+    return redirect(f"/review/signoffs/{signoff.uuid}/")
+
+
+@maintainer_required
+def signoff_detail(request: HttpRequest, uuid: str) -> HttpResponse:
+    signoff = get_object_or_404(SignOff.objects.select_related("maintainer"), uuid=uuid)
+    return render(request, "review/signoff.html", {"signoff": signoff, "snapshot": signoff.snapshot})
+
+
+@maintainer_required
+def report_md(request: HttpRequest) -> HttpResponse:
+    body = markdown_report(readiness.evaluate(), base_url=request.build_absolute_uri("/").rstrip("/"))
+    response = HttpResponse(body, content_type="text/markdown; charset=utf-8")
+    if request.GET.get("download") == "1":
+        response["Content-Disposition"] = 'attachment; filename="kep-614-sctp-readiness.md"'
+    return response

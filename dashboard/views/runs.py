@@ -1,0 +1,44 @@
+"""One run (/runs/<id>/): live progress while it runs, then outcomes, reasons, evidence, timings.
+
+The progress block is a partial (/runs/<id>/progress/) that a few lines of JavaScript fetch
+every second while the run is queued or running; without JavaScript the page refreshes itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+
+from dashboard.api import serializers
+from dashboard.models import Run
+
+from .outcomes import cell
+
+ACTIVE = (Run.State.QUEUED, Run.State.RUNNING)
+
+
+def _context(run_id: int) -> dict[str, Any]:
+    run = get_object_or_404(Run.objects.select_related("cluster", "plugin", "requested_by"), pk=run_id)
+    data = serializers.run(run, list(run.results.all()))
+    tests = []
+    for key, res in data["results"].items():
+        outcome = res["outcome"]
+        if outcome == "not_run" and run.state in ACTIVE:
+            # Not run *yet*: the page says "waiting" rather than a verdict it does not have.
+            outcome = "queued"
+        tests.append({"key": key, **res, **cell(outcome)})
+    done = sum(1 for t in tests if t["outcome"] not in ("queued", "running"))
+    return {"run": run, "data": data, "tests": tests, "active": run.state in ACTIVE, "done": done,
+            "total": len(tests), "fingerprint": sorted((run.fingerprint or {}).items())}
+
+
+def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+    return render(request, "runs/detail.html", _context(run_id))
+
+
+def run_progress(request: HttpRequest, run_id: int) -> HttpResponse:
+    response = render(request, "runs/_progress.html", _context(run_id))
+    response["Cache-Control"] = "no-store"
+    return response

@@ -1,0 +1,132 @@
+"""Submissions: the list with filters, one submission's validation report, upload, verify/reject."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from dashboard.catalog import ALL_KEYS, CATALOG, Proxier
+from dashboard.models import Plugin, Submission, Vendor
+from dashboard.roles import is_maintainer, vendor_ids
+from dashboard.submissions import SubmissionError, create_submission, review
+
+from .access import maintainer_required, vendor_required
+from .outcomes import cell
+
+PAGE_SIZE = 50
+TITLES = {t["key"]: t["title"] for t in CATALOG}
+
+
+def submission_list(request: HttpRequest) -> HttpResponse:
+    qs = Submission.objects.without_content().select_related("plugin", "vendor").defer("results", "report", "warnings")
+    plugin, status = request.GET.get("plugin", ""), request.GET.get("status", "")
+    if plugin:
+        qs = qs.filter(plugin__slug=plugin)
+    if status in Submission.Status.values:
+        qs = qs.filter(status=status)
+    mine = request.GET.get("mine") == "1" and request.user.is_authenticated
+    if mine:
+        qs = qs.filter(vendor_id__in=vendor_ids(request.user))
+    page = Paginator(qs.order_by("-created"), PAGE_SIZE).get_page(request.GET.get("page"))
+    own = vendor_ids(request.user)
+    return render(request, "submissions/list.html", {
+        "page": page, "rows": [(s, s.vendor_id in own) for s in page.object_list],
+        "plugins": Plugin.objects.order_by("name").values_list("slug", "name"),
+        "statuses": Submission.Status.choices, "plugin": plugin, "status": status, "mine": mine,
+        "is_vendor": bool(own),
+    })
+
+
+def _report_rows(sub: Submission) -> list[dict[str, Any]]:
+    rows = []
+    for key in ALL_KEYS:
+        res = (sub.results or {}).get(key) or {}
+        outcome = res.get("outcome", "not_run")
+        rows.append({"key": key, "title": TITLES[key], **cell(outcome), "reasons": res.get("reasons", []),
+                     "upstream_names": res.get("upstream_names", []),
+                     "missing": outcome == "not_run"})
+    return rows
+
+
+def submission_detail(request: HttpRequest, sub_id: int) -> HttpResponse:
+    sub = get_object_or_404(Submission.objects.without_content().select_related("plugin", "vendor", "reviewed_by"),
+                            pk=sub_id)
+    report = sub.report or {}
+    return render(request, "submissions/detail.html", {
+        "sub": sub, "rows": _report_rows(sub), "report": report,
+        "qualifying": report.get("qualifying") or {"qualifying": sub.qualifying, "reason": sub.qualifying_reason},
+        "can_review": is_maintainer(request.user),
+        "is_own": sub.vendor_id in vendor_ids(request.user),
+        "version_mismatch": bool(sub.detected_kubernetes_version)
+        and sub.detected_kubernetes_version.lstrip("v") != sub.kubernetes_version.lstrip("v"),
+    })
+
+
+@maintainer_required
+def submission_download(request: HttpRequest, sub_id: int) -> HttpResponse:
+    sub = get_object_or_404(Submission.objects.only("id", "content", "filename", "kind"), pk=sub_id)
+    response = HttpResponse(bytes(sub.content), content_type="application/octet-stream")
+    name = (sub.filename or f"submission-{sub.id}").replace('"', "")
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+@require_POST
+@maintainer_required
+def submission_review(request: HttpRequest, sub_id: int) -> HttpResponse:
+    sub = get_object_or_404(Submission.objects.without_content().select_related("plugin"), pk=sub_id)
+    action = request.POST.get("action")
+    if action not in ("verify", "reject"):
+        messages.error(request, "Choose verify or reject.")
+        return redirect(sub.get_absolute_url())
+    try:
+        review(sub, user=request.user, verify=action == "verify", reason=request.POST.get("reason", ""))
+    except SubmissionError as exc:
+        messages.error(request, exc.message)
+        return redirect(sub.get_absolute_url())
+    messages.success(request, f"Submission {sub.id} {sub.get_status_display()}.")
+    return redirect(request.POST.get("next") if request.POST.get("next") == "/review/" else sub.get_absolute_url())
+
+
+@vendor_required
+def submission_new(request: HttpRequest) -> HttpResponse:
+    own = vendor_ids(request.user)
+    plugins = list(Plugin.objects.filter(vendors__in=own).distinct().order_by("name"))
+    values = {k: request.POST.get(k, "") for k in ("plugin", "plugin_version", "kubernetes_version", "proxier",
+                                                    "cluster")}
+    status, error = 200, ""
+    if request.method == "POST":
+        upload = request.FILES.get("file")
+        vendor = Vendor.objects.filter(id__in=own, plugins__slug=values["plugin"]).first()
+        try:
+            if vendor is None:
+                allowed = Plugin.objects.filter(slug=values["plugin"]).exists()
+                raise SubmissionError(403 if allowed else 400,
+                                      f"you may not submit results for plugin {values['plugin']!r}" if allowed
+                                      else f"unknown plugin: {values['plugin']!r}")
+            sub = create_submission(
+                vendor=vendor, allowed_plugin_ids={p.id for p in plugins}, plugin=values["plugin"],
+                plugin_version=values["plugin_version"], kubernetes_version=values["kubernetes_version"],
+                proxier=values["proxier"], cluster=values["cluster"], fileobj=upload,
+                filename=upload.name if upload else "", uploaded_by=request.user.get_username(),
+            )
+        except SubmissionError as exc:
+            status, error = exc.status, exc.message
+            existing = exc.extra.get("existing_id")
+            if existing:
+                error += f" (see /submissions/{existing}/)"
+        else:
+            messages.success(request, f"Submission {sub.id} received; it waits for a maintainer's review.")
+            return redirect(sub.get_absolute_url())
+    elif not values["plugin"] and len(plugins) == 1:
+        values["plugin"] = plugins[0].slug
+    return render(request, "submissions/new.html", {"plugins": plugins, "values": values, "error": error,
+                                                    "proxiers": Proxier.values}, status=status)
+
+

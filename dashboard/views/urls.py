@@ -1,0 +1,27 @@
+"""The pages' routes (contract §Pages); included from dashboard/urls.py."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from . import clusters, matrix, plugins, review, runs, submissions
+
+urlpatterns = [
+    path("matrix/", matrix.matrix, name="matrix"),
+    path("clusters/", clusters.cluster_list, name="clusters"),
+    path("clusters/<slug:name>/", clusters.cluster_detail, name="cluster"),
+    path("clusters/<slug:name>/run/", clusters.run_now, name="cluster-run-now"),
+    path("runs/<int:run_id>/", runs.run_detail, name="run"),
+    path("runs/<int:run_id>/progress/", runs.run_progress, name="run-progress"),
+    path("plugins/<slug:slug>/", plugins.plugin_detail, name="plugin"),
+    path("badge/<slug:slug>.svg", plugins.badge, name="badge"),
+    path("submissions/", submissions.submission_list, name="submissions"),
+    path("submissions/new/", submissions.submission_new, name="submission-new"),
+    path("submissions/<int:sub_id>/", submissions.submission_detail, name="submission"),
+    path("submissions/<int:sub_id>/download/", submissions.submission_download, name="submission-download"),
+    path("submissions/<int:sub_id>/review/", submissions.submission_review, name="submission-review"),
+    path("review/", review.review_page, name="review"),
+    path("review/signoff/", review.sign_off, name="signoff"),
+    path("review/signoffs/<uuid:uuid>/", review.signoff_detail, name="signoff-detail"),
+    path("review/report.md", review.report_md, name="report"),
+]
