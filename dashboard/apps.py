@@ -1,6 +1,22 @@
+from __future__ import annotations
+
 from django.apps import AppConfig
 
 
 class DashboardConfig(AppConfig):
     name = "dashboard"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from django.db.models.signals import post_delete, post_save
+
+        from . import notify, schedules
+        from .models import Schedule
+        from .readiness.history import LISTENERS
+
+        # Every save of a Schedule (pages, admin, scripts) keeps its beat PeriodicTask in step.
+        post_save.connect(schedules.on_schedule_saved, sender=Schedule, dispatch_uid="schedule-sync")
+        post_delete.connect(schedules.on_schedule_deleted, sender=Schedule, dispatch_uid="schedule-unsync")
+        # A criterion that stops being met is announced (importing notify also registers its tasks).
+        if notify.on_readiness_change not in LISTENERS:
+            LISTENERS.append(notify.on_readiness_change)

@@ -2,13 +2,28 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from dashboard.ratelimit import RateLimitedLoginView
 from dashboard.views import front
+from dashboard.views import schedules as schedule_views
 
 urlpatterns = [
     path("", front.index, name="readiness"),
-    path("login/", auth_views.LoginView.as_view(template_name="accounts/login.html"), name="login"),
+    # Django's LoginView, refusing a user name + address after LOGIN_RATE_LIMIT failures.
+    path("login/", RateLimitedLoginView.as_view(template_name="accounts/login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/v1/", include("dashboard.api.urls")),
+    # Periodic schedules and notification channels (maintainers).
+    path("schedules/", schedule_views.schedule_list, name="schedules"),
+    path("schedules/new/", schedule_views.schedule_new, name="schedule-new"),
+    path("schedules/<int:schedule_id>/edit/", schedule_views.schedule_edit, name="schedule-edit"),
+    path("schedules/<int:schedule_id>/pause/", schedule_views.schedule_pause, name="schedule-pause"),
+    path("schedules/<int:schedule_id>/resume/", schedule_views.schedule_resume, name="schedule-resume"),
+    path("schedules/<int:schedule_id>/delete/", schedule_views.schedule_delete, name="schedule-delete"),
+    path("schedules/channels/", schedule_views.channels, name="notify-channels"),
+    path("schedules/channels/<int:channel_id>/toggle/", schedule_views.channel_toggle, name="notify-channel-toggle"),
+    path("schedules/channels/<int:channel_id>/delete/", schedule_views.channel_delete, name="notify-channel-delete"),
+    path("clusters/<slug:name>/schedules/", schedule_views.cluster_schedules, name="cluster-schedules"),
+    path("clusters/<slug:name>/schedules/new/", schedule_views.cluster_schedule_new, name="cluster-schedule-new"),
     path("", include("dashboard.views.urls")),  # the pages: matrix, clusters, runs, submissions, review
     path("admin/", admin.site.urls),
 ]
