@@ -203,10 +203,10 @@ def explain(schedule: Schedule, last_run: Run | None, *, now: datetime | None = 
         return "paused", "paused by a maintainer"
     if not schedule.cluster.enabled:
         return "paused", f"cluster {schedule.cluster.name} is disabled"
-    baseline = baseline or schedule.created
     interval, grace = schedule.interval, timedelta(minutes=schedule.grace_minutes)
-    if last_run is not None and last_run.created < baseline:
+    if baseline is not None and last_run is not None and last_run.created < baseline:
         last_run = None  # from before a resume or an edit: not this job's verdict
+    baseline = baseline or schedule.created
     if last_run is None:
         if now <= baseline + interval + grace:
             return "new", "waiting for the first periodic run"
@@ -303,7 +303,10 @@ def record_states(items: Iterable[Status], *, now: datetime | None = None) -> li
     for st in items:
         if st.health is None:
             health, created = ScheduleHealth.objects.get_or_create(
-                schedule=st.schedule, defaults={"state": st.state, "baseline": st.schedule.created, "changed": now}
+                schedule=st.schedule,
+                # a schedule made elsewhere (admin, scripts): its existing runs keep counting
+                defaults={"state": st.state, "changed": now,
+                          "baseline": min(st.schedule.created, st.last_run.created if st.last_run else now)},
             )
             if created:
                 if (None, st.state) in ANNOUNCED:
