@@ -1,0 +1,105 @@
+"""Fixtures: a real lab server per test, reached through the real kubernetes client."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from lab import server as lab_server
+from lab.server import LabServer
+from workers.battery import BatteryReport, ClusterSpec, Timeouts, run_battery
+from workers.kubeconfig import api_client_from_kubeconfig
+
+# The lab answers HTTP/1.1 with headers and body in two writes; with Nagle on, every
+# request then waits for the client's delayed ACK (~40 ms), making an `all` run ~3x slower.
+# Harmless once the lab sets it itself.
+lab_server._RequestHandler.disable_nagle_algorithm = True
+
+FAST = Timeouts.for_lab()
+
+
+def profile(**changes: Any) -> dict[str, Any]:
+    """A healthy two-node calico/iptables cluster with a load balancer, changed as asked."""
+    base: dict[str, Any] = {
+        "name": "lab",
+        "plugin": "calico",
+        "plugin_version": "3.28.0",
+        "kubernetes_version": "1.31.2",
+        "proxier": "iptables",
+        "nodes": 2,
+        "sctp_feature_gate": True,
+        "node_access": True,
+        "kubenet": False,
+        "load_balancer": True,
+        "sctp_module_loaded_at_start": False,
+        "dataplane": {
+            "pod_to_pod": True,
+            "via_service": True,
+            "via_load_balancer": True,
+            "network_policy": "full",
+        },
+        "faults": {"pod_start_delay_s": 0.01},
+        "seed": 7,
+    }
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            base[key] = {**base[key], **value}
+        else:
+            base[key] = value
+    return base
+
+
+def spec_for(prof: dict[str, Any], **changes: Any) -> ClusterSpec:
+    """The ClusterSpec a registration of this profile would declare (honestly, by default)."""
+    spec = ClusterSpec(
+        name=prof["name"],
+        plugin_slug=prof["plugin"],
+        plugin_in_tree=prof["plugin"] == "kubenet",
+        implements_network_policy=prof["dataplane"]["network_policy"] != "none",
+        kubenet=prof["kubenet"],
+        declared_proxier=prof["proxier"],
+        node_access=prof["node_access"],
+        load_balancer=prof["load_balancer"],
+        timeouts=FAST,
+    )
+    return dataclasses.replace(spec, **changes)
+
+
+class Lab:
+    def __init__(self, server: LabServer, prof: dict[str, Any]) -> None:
+        self.server = server
+        self.profile = prof
+        self.api = api_client_from_kubeconfig(
+            yaml.safe_dump(server.kubeconfig(prof["name"])), request_timeout=FAST.request
+        )
+
+    @property
+    def cluster(self) -> Any:
+        return self.server.cluster(self.profile["name"])
+
+    def run(self, battery: str = "all", run_id: str = "run-1", **kwargs: Any) -> BatteryReport:
+        spec = kwargs.pop("spec", None) or spec_for(self.profile)
+        return run_battery(self.api, spec, battery, run_id, **kwargs)
+
+    def battery_namespaces(self) -> list[str]:
+        return [name for name in self.cluster.namespaces if name.startswith("sctp-battery-")]
+
+
+@pytest.fixture
+def start_lab() -> Iterator[Callable[..., Lab]]:
+    started: list[Lab] = []
+
+    def start(**changes: Any) -> Lab:
+        prof = profile(**changes)
+        lab = Lab(LabServer([prof]).start(), prof)
+        started.append(lab)
+        return lab
+
+    yield start
+    for lab in started:
+        lab.api.close()
+        lab.server.stop()

@@ -1,0 +1,146 @@
+"""The four connectivity tests against the lab over real HTTP."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tests.battery.conftest import FAST, spec_for
+from workers import sctp_host
+from workers.battery import CONNECTIVITY_KEYS
+
+
+def test_a_healthy_cluster_passes_every_connectivity_test(start_lab):
+    report = start_lab().run("connectivity")
+    assert {k: r.outcome for k, r in report.results.items()} == {k: "passed" for k in CONNECTIVITY_KEYS}
+    assert report.fingerprint["load_balancer"] is True
+
+
+def test_pod_to_pod_fails_with_the_clients_words_when_sctp_between_pods_is_dropped(start_lab):
+    report = start_lab(dataplane={"pod_to_pod": False}).run("connectivity")
+    result = report.results["pod-to-pod"]
+    assert result.outcome == "failed"
+    assert result.reason.startswith("SCTP from a pod on lab-control-plane to pod 10.244.")
+    assert result.reason.endswith("on lab-worker timed out (TIMEOUT)")
+    assert "TIMEOUT (attempt 1/1, expected success)" in result.evidence
+
+
+def test_pod_to_service_fails_when_the_clusterip_path_drops_sctp(start_lab):
+    report = start_lab(dataplane={"via_service": False}).run("connectivity")
+    result = report.results["pod-to-service"]
+    assert result.outcome == "failed"
+    assert result.reason.startswith("SCTP to the ClusterIP 10.96.")
+    assert result.reason.endswith(":95 timed out (TIMEOUT)")
+    assert report.results["pod-to-pod"].outcome == "passed"
+
+
+def test_pod_to_loadbalancer_is_skipped_at_once_without_a_declared_load_balancer(start_lab):
+    report = start_lab(load_balancer=False).run("connectivity")
+    result = report.results["pod-to-loadbalancer"]
+    assert (result.outcome, result.reason) == (
+        "skipped",
+        "the cluster has no load balancer (registered without one)",
+    )
+    assert result.duration < 0.1
+
+
+def test_pod_to_loadbalancer_is_skipped_when_no_ingress_ip_arrives(start_lab):
+    lab = start_lab(load_balancer=False)
+    timeouts = dataclasses.replace(FAST, lb_ingress=0.5)
+    spec = spec_for(lab.profile, load_balancer=True, timeouts=timeouts)
+    report = lab.run("connectivity", spec=spec)
+    result = report.results["pod-to-loadbalancer"]
+    assert (result.outcome, result.reason) == ("skipped", "no load balancer ingress within 0.5s")
+    assert report.fingerprint["load_balancer"] is False
+
+
+def test_pod_to_loadbalancer_fails_when_the_load_balancer_drops_sctp(start_lab):
+    report = start_lab(dataplane={"via_load_balancer": False}).run("connectivity")
+    result = report.results["pod-to-loadbalancer"]
+    assert result.outcome == "failed"
+    assert result.reason.startswith("SCTP to the load balancer 172.18.255.")
+    assert result.reason.endswith(":5060 timed out (TIMEOUT)")
+
+
+def test_a_worker_without_kernel_sctp_uses_an_in_cluster_client_and_says_so(start_lab):
+    assert not sctp_host.check_worker_sctp()["available"]  # this machine: no SCTP
+    report = start_lab().run("connectivity")
+    result = report.results["pod-to-loadbalancer"]
+    assert result.outcome == "passed"
+    assert "worker host has no kernel SCTP; used an in-cluster client pod" in result.evidence
+    assert report.fingerprint["worker_sctp"]["available"] is False
+
+
+def test_a_worker_with_sctp_connects_to_the_load_balancer_itself(start_lab, monkeypatch):
+    calls = []
+    monkeypatch.setattr(
+        sctp_host, "check_worker_sctp", lambda: {"available": True, "reason": "ok", "pysctp_version": "0.7.3"}
+    )
+
+    def connect(host, port, timeout):
+        calls.append((host, port))
+        return True, f"SCTP association with {host}:{port} established from the worker"
+
+    monkeypatch.setattr(sctp_host, "sctp_connect", connect)
+    report = start_lab().run("connectivity")
+    result = report.results["pod-to-loadbalancer"]
+    assert result.outcome == "passed"
+    assert result.reason.startswith("SCTP connected from outside the cluster (the worker) to 172.18.255.")
+    assert calls and calls[0][1] == 5060
+
+
+def test_a_worker_that_cannot_reach_the_load_balancer_falls_back_to_a_pod(start_lab, monkeypatch):
+    monkeypatch.setattr(
+        sctp_host, "check_worker_sctp", lambda: {"available": True, "reason": "ok", "pysctp_version": "0.7.3"}
+    )
+    monkeypatch.setattr(sctp_host, "sctp_connect", lambda h, p, t: (False, "TIMEOUT: no route"))
+    report = start_lab().run("connectivity")
+    result = report.results["pod-to-loadbalancer"]
+    assert result.outcome == "passed"
+    assert "worker client: TIMEOUT: no route" in result.evidence
+    assert result.reason.startswith("SCTP connected from a pod to the load balancer")
+
+
+def test_netpol_allow_deny_passes_when_policies_are_enforced_for_sctp(start_lab):
+    report = start_lab().run("connectivity")
+    evidence = report.results["netpol-allow-deny"].evidence
+    assert "default-deny-ingress: SCTP to 10.244." in evidence
+    assert "allow policy, other pod: SCTP" in evidence
+
+
+def test_netpol_allow_deny_fails_when_sctp_rules_are_ignored(start_lab):
+    report = start_lab(dataplane={"network_policy": "no-sctp"}).run("connectivity")
+    result = report.results["netpol-allow-deny"]
+    assert result.outcome == "failed"
+    assert result.reason.endswith(
+        "was denied (TIMEOUT) although a policy allows SCTP/5060 from the client"
+    )
+
+
+def test_netpol_allow_deny_fails_when_sctp_rules_are_read_as_tcp(start_lab):
+    report = start_lab(dataplane={"network_policy": "sctp-as-tcp"}).run("connectivity")
+    assert "although a policy allows SCTP/5060" in report.results["netpol-allow-deny"].reason
+
+
+def test_netpol_allow_deny_fails_when_default_deny_is_not_enforced(start_lab):
+    lab = start_lab(dataplane={"network_policy": "none"})
+    report = lab.run("connectivity", spec=spec_for(lab.profile, implements_network_policy=True))
+    result = report.results["netpol-allow-deny"]
+    assert result.outcome == "failed"
+    assert result.reason.endswith("got through a default-deny-ingress policy")
+
+
+def test_netpol_allow_deny_is_skipped_for_plugins_without_network_policy(start_lab):
+    report = start_lab(plugin="kubenet", dataplane={"network_policy": "none"}).run("connectivity")
+    result = report.results["netpol-allow-deny"]
+    assert (result.outcome, result.reason) == (
+        "skipped",
+        "the plugin kubenet does not implement NetworkPolicy",
+    )
+
+
+def test_connectivity_tests_load_sctp_ko_and_do_not_check_the_module_invariant(start_lab):
+    lab = start_lab()
+    report = lab.run("connectivity")
+    assert all("sctp.ko before" not in r.evidence for r in report.results.values())
+    # Why they are [Disruptive]: SCTP servers and clients pull the module in.
+    assert all(node.sctp_loaded for node in lab.cluster.nodes)
