@@ -13,4 +13,6 @@ def fresh_cache_namespace(settings):  # type: ignore[no-untyped-def]
     caches = copy.deepcopy(settings.CACHES)
     caches["default"]["KEY_PREFIX"] = f"test-{uuid.uuid4().hex}"
     settings.CACHES = caches
+    # Dozens of log-ins per test: the default PBKDF2 would cost a third of a second each.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     yield
