@@ -1,0 +1,61 @@
+"""Shared builders for the page tests: a history of runs and submissions that can be grown."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from dashboard.catalog import Outcome
+from dashboard.models import Cluster, Submission
+from tests import factories
+
+
+def grow_history(cluster: Cluster, runs: int, *, start_days_ago: float = 40) -> None:
+    """Adds `runs` finished runs on the cluster, alternating batteries and one flaky test."""
+    for i in range(runs):
+        outcomes = dict(factories.PASSING)
+        if i % 3 == 0:
+            outcomes["pod-to-pod"] = Outcome.FAILED
+        outcomes["hostport-kubenet"] = Outcome.SKIPPED
+        factories.run(cluster, outcomes, battery=("all", "basic", "connectivity")[i % 3],
+                      days_ago=start_days_ago - i * 0.1)
+
+
+def grow_submissions(n: int, plugin: str = "cilium") -> None:
+    for i in range(n):
+        factories.submission(plugin, status=(Submission.Status.VERIFIED, Submission.Status.PENDING)[i % 2],
+                             days_ago=30 - i * 0.01, proxier=("iptables", "ipvs")[i % 2])
+
+
+def queries(client: Client, url: str) -> int:
+    with CaptureQueriesContext(connection) as ctx:
+        response = client.get(url)
+    assert response.status_code == 200, (url, response.status_code)
+    return len(ctx.captured_queries)
+
+
+@pytest.fixture
+def world(db, vendor_user):  # type: ignore[no-untyped-def]
+    """Two clusters with some history, a verified and a pending submission."""
+    calico = factories.vendor("Calico vendor", ("calico",))
+    ipt = factories.cluster("calico-iptables", owner=calico)
+    ipvs = factories.cluster("cilium-ipvs", plugin_slug="cilium", proxier="ipvs")
+    grow_history(ipt, 3)
+    grow_history(ipvs, 3)
+    factories.schedule(ipt)
+    grow_submissions(2)
+    return {"ipt": ipt, "ipvs": ipvs}
+
+
+@pytest.fixture
+def login(client: Client) -> Callable[..., Client]:
+    def as_user(user) -> Client:  # type: ignore[no-untyped-def]
+        if user is not None:
+            client.force_login(user)
+        return client
+
+    return as_user

@@ -1,0 +1,53 @@
+"""The readiness page (/): stage track, a card per criterion, evidence, changes since the sign-off."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from dashboard import readiness
+from dashboard.models import SignOff
+from tests import factories
+
+from .conftest import grow_history, grow_submissions, queries
+
+pytestmark = pytest.mark.django_db
+
+
+def test_it_shows_a_card_per_criterion_with_status_and_gap(client: Client) -> None:
+    body = client.get("/").content.decode()
+    for key in ("tests-written", "periodic-basic-passing", "two-out-of-tree-plugins", "iptables-and-ipvs"):
+        assert f'data-criterion="{key}"' in body
+    assert "needs 2 more out-of-tree plugins" in body
+    assert 'class="stage-track"' in body
+
+
+def test_it_links_the_evidence_behind_a_met_criterion(client: Client) -> None:
+    c1 = factories.cluster("calico-a")
+    c2 = factories.cluster("cilium-b", plugin_slug="cilium", proxier="ipvs")
+    r1, r2 = factories.run(c1), factories.run(c2)
+    body = client.get("/").content.decode()
+    assert 'data-criterion="two-out-of-tree-plugins" data-status="met"' in body
+    assert f'href="/runs/{r1.id}/"' in body and f'href="/runs/{r2.id}/"' in body
+    assert 'href="/plugins/cilium/"' in body
+
+
+def test_it_says_what_changed_since_the_last_sign_off(client: Client, maintainer) -> None:  # type: ignore[no-untyped-def]
+    SignOff.objects.create(from_stage="alpha", to_stage="beta", maintainer=maintainer, comment="ok",
+                           snapshot=readiness.evaluate())
+    factories.run(factories.cluster("calico-a"))
+    factories.run(factories.cluster("cilium-b", plugin_slug="cilium"))
+    body = client.get("/").content.decode()
+    assert "Changed since the last sign-off: was <strong>unmet</strong>" in body
+    assert "Last sign-off: alpha → beta by maria" in body
+
+
+def test_its_query_count_does_not_grow_with_history(client: Client) -> None:
+    c = factories.cluster("calico-a")
+    factories.schedule(c)
+    grow_history(c, 3)
+    factories.submission("cilium")
+    before = queries(client, "/")
+    grow_history(c, 60)
+    grow_submissions(20)
+    assert queries(client, "/") == before == 15
