@@ -24,7 +24,7 @@ def plugin_detail(request: HttpRequest, slug: str) -> HttpResponse:
         .annotate(last_run_id=Subquery(newest.values("id")[:1]))
     )
     runs = Run.objects.defer("fingerprint", "error").in_bulk([c.last_run_id for c in clusters if c.last_run_id])
-    submissions = list(Submission.objects.without_content().filter(plugin=plugin).select_related("vendor")
+    submissions = list(Submission.objects.without_content().filter(plugin=plugin).select_related("plugin", "vendor")
                        .defer("results", "report", "warnings").order_by("-created")[:SUBMISSIONS_SHOWN])
     status = badges.plugin_status(plugin)
     badge_url = request.build_absolute_uri(f"/badge/{plugin.slug}.svg")
