@@ -131,8 +131,11 @@ class Schedule(models.Model):
     interval_minutes = models.PositiveIntegerField(default=24 * 60)
     grace_minutes = models.PositiveIntegerField(default=60)
     enabled = models.BooleanField(default=True)
+    # related_name: the default reverse accessor ("schedule") would shadow PeriodicTask.schedule,
+    # which beat reads on every entry.
     periodic_task = models.OneToOneField(
-        "django_celery_beat.PeriodicTask", models.SET_NULL, null=True, blank=True, editable=False
+        "django_celery_beat.PeriodicTask", models.SET_NULL, null=True, blank=True, editable=False,
+        related_name="sctp_schedule",
     )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True)
     created = models.DateTimeField(default=now)

@@ -57,10 +57,11 @@ class Command(BaseCommand):
         if opts["setup_only"]:
             return
         py, manage = sys.executable, str(settings.BASE_DIR / "manage.py")
-        procs: list[tuple[str, subprocess.Popen]] = []
+        procs: dict[str, tuple[list[str], subprocess.Popen]] = {}
+        restarts: dict[str, int] = {}
 
         def start(name: str, argv: list[str]) -> None:
-            procs.append((name, subprocess.Popen(argv, env=env, cwd=settings.BASE_DIR)))
+            procs[name] = (argv, subprocess.Popen(argv, env=env, cwd=settings.BASE_DIR))
 
         start("lab", [py, manage, "lab", "--profiles", str(settings.BASE_DIR / "lab" / "profiles"),
                       "--port", str(LAB_PORT), "--register", "--kickoff"])
@@ -82,16 +83,23 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, on_signal)
         try:
             while not stop:
-                for name, proc in procs:
-                    if proc.poll() is not None:
-                        self.stderr.write(f"{name} exited with status {proc.returncode}; stopping the demo")
+                for name, (argv, proc) in list(procs.items()):
+                    if proc.poll() is None:
+                        continue
+                    # A crashed child is restarted a few times; then the demo stops and says why.
+                    restarts[name] = restarts.get(name, 0) + 1
+                    if restarts[name] > 3:
+                        self.stderr.write(f"{name} keeps exiting (status {proc.returncode}); stopping the demo")
                         stop = True
+                        break
+                    self.stderr.write(f"{name} exited with status {proc.returncode}; restarting it")
+                    start(name, argv)
                 time.sleep(0.5)
         finally:
-            for _, proc in procs:
+            for _, proc in procs.values():
                 if proc.poll() is None:
                     proc.terminate()
-            for _, proc in procs:
+            for _, proc in procs.values():
                 try:
                     proc.wait(timeout=10)
                 except subprocess.TimeoutExpired:
