@@ -34,7 +34,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -292,6 +291,8 @@ def ipvs_facts(modules: ModuleFacts, modules_root: str = "/lib/modules") -> Ipvs
 
 
 def proxier_facts(ipvs_loaded: bool) -> ProxierFacts:
+    import urllib.request  # slow to import; only the check needs it
+
     parse = _nodeparse()
     facts = ProxierFacts()
     try:
@@ -431,7 +432,13 @@ def _sctp_stream_socket() -> Any:
     return sctp.sctpsocket_tcp(socket.AF_INET)
 
 
-def _serve_stream(sock: Any, stop: threading.Event) -> None:
+def _reply(data: bytes, name: str) -> bytes:
+    # The echo carries the server's name so a client behind a virtual IP sees which backend
+    # answered (load balancing is visible, not assumed).
+    return data + (b" from " + name.encode() if name else b"")
+
+
+def _serve_stream(sock: Any, stop: threading.Event, name: str) -> None:
     sock.settimeout(0.2)
     while not stop.is_set():
         try:
@@ -444,14 +451,14 @@ def _serve_stream(sock: Any, stop: threading.Event) -> None:
             conn.settimeout(5)
             data = conn.recv(4096)
             if data:
-                conn.send(data)
+                conn.send(_reply(data, name))
         except OSError:
             pass
         finally:
             conn.close()
 
 
-def _serve_udp(sock: socket.socket, stop: threading.Event) -> None:
+def _serve_udp(sock: socket.socket, stop: threading.Event, name: str) -> None:
     sock.settimeout(0.2)
     while not stop.is_set():
         try:
@@ -460,11 +467,11 @@ def _serve_udp(sock: socket.socket, stop: threading.Event) -> None:
             continue
         except OSError:
             return
-        sock.sendto(data, peer)
+        sock.sendto(_reply(data, name), peer)
 
 
 def serve(host: str, port: int, protocols: list[str], ready_file: str | None,
-          duration: float | None) -> int:
+          duration: float | None, name: str = "") -> int:
     stop = threading.Event()
     threads: list[threading.Thread] = []
     sockets: list[Any] = []
@@ -488,7 +495,7 @@ def serve(host: str, port: int, protocols: list[str], ready_file: str | None,
             sock.listen(16)
         sockets.append(sock)
         target = _serve_udp if proto == "udp" else _serve_stream
-        threads.append(threading.Thread(target=target, args=(sock, stop), daemon=True))
+        threads.append(threading.Thread(target=target, args=(sock, stop, name), daemon=True))
     for t in threads:
         t.start()
     print(f"serving {','.join(protocols)} on {host}:{port}", flush=True)
@@ -509,7 +516,10 @@ def serve(host: str, port: int, protocols: list[str], ready_file: str | None,
 
 
 def connect(target: str, protocol: str, timeout: float) -> tuple[int, str]:
-    """Echo once through HOST:PORT; returns (exit status, OK|TIMEOUT|REFUSED|OTHER: …)."""
+    """Echo once through HOST:PORT; returns (exit status, OK|TIMEOUT|REFUSED|DNS|OTHER: …).
+
+    A named server's reply makes it ``OK from NAME``.
+    """
     host, _, port_text = target.rpartition(":")
     try:
         port = int(port_text)
@@ -542,9 +552,9 @@ def connect(target: str, protocol: str, timeout: float) -> tuple[int, str]:
         return 1, f"OTHER: {_errno_text(exc)}"
     finally:
         sock.close()
-    if reply != ECHO_PAYLOAD:
+    if not reply.startswith(ECHO_PAYLOAD):
         return 1, f"OTHER: unexpected reply {reply[:40]!r}"
-    return 0, "OK"
+    return 0, "OK" + reply[len(ECHO_PAYLOAD):].decode(errors="replace")
 
 
 def _duration(text: str) -> float:
@@ -564,10 +574,13 @@ def main(argv: list[str] | None = None) -> int:
     p_serve.add_argument("--protocols", default="sctp", help="comma-separated: sctp,tcp,udp")
     p_serve.add_argument("--ready-file", help="written once every socket listens")
     p_serve.add_argument("--duration", type=float, help="stop after this many seconds")
+    p_serve.add_argument("--name", default="", help="added to every reply: OK from NAME")
     p_connect = sub.add_parser("connect", help="echo client: prints OK, TIMEOUT, REFUSED, DNS or OTHER")
     p_connect.add_argument("target", help="HOST:PORT")
     p_connect.add_argument("--protocol", default="sctp", choices=("sctp", "tcp", "udp"))
     p_connect.add_argument("--timeout", default="5s", type=_duration)
+    p_connect.add_argument("--count", type=int, default=1,
+                           help="connect this many times, one line each; fails if any fails")
     args = parser.parse_args(argv)
 
     if args.command == "check":
@@ -582,10 +595,13 @@ def main(argv: list[str] | None = None) -> int:
         bad = [p for p in protocols if p not in ("sctp", "tcp", "udp")]
         if bad or not protocols:
             parser.error(f"unknown protocols {bad}")
-        return serve(args.host, args.port, protocols, args.ready_file, args.duration)
-    status, word = connect(args.target, args.protocol, args.timeout)
-    print(word, flush=True)
-    return status
+        return serve(args.host, args.port, protocols, args.ready_file, args.duration, args.name)
+    worst = 0
+    for _ in range(max(1, args.count)):
+        status, word = connect(args.target, args.protocol, args.timeout)
+        print(word, flush=True)
+        worst = max(worst, status)
+    return worst
 
 
 if __name__ == "__main__":
