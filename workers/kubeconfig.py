@@ -117,7 +117,9 @@ def _check_structure(data: dict[str, Any]) -> dict[str, Any]:
     context = contexts[current]
     cluster_name, user_name = context.get("cluster"), context.get("user")
     if not cluster_name or cluster_name not in clusters:
-        raise KubeconfigError(f"context '{current}' names cluster '{cluster_name}', which is missing")
+        raise KubeconfigError(
+            f"context '{current}' names cluster '{cluster_name}', which is missing"
+        )
     if not user_name or user_name not in users:
         raise KubeconfigError(f"context '{current}' names user '{user_name}', which is missing")
     server = clusters[cluster_name].get("server")
@@ -150,7 +152,9 @@ def validate_kubeconfig(text: str, check_reachable: bool = True) -> dict[str, An
                     f"server {summary['server']} answered GET /version with HTTP "
                     f"{api_error_message(exc)}"
                 ) from exc
-            raise KubeconfigError(f"server {summary['server']} is not reachable: {exc.reason}") from exc
+            raise KubeconfigError(
+                f"server {summary['server']} is not reachable: {exc.reason}"
+            ) from exc
         except Exception as exc:  # urllib3 wraps every transport failure differently
             raise KubeconfigError(
                 f"server {summary['server']} is not reachable: {type(exc).__name__}: {exc}"

@@ -40,7 +40,11 @@ def check_worker_sctp() -> dict[str, Any]:
             "reason": f"pysctp is not importable: {exc}",
             "pysctp_version": version,
         }
-    return {"available": True, "reason": "kernel SCTP and pysctp available", "pysctp_version": version}
+    return {
+        "available": True,
+        "reason": "kernel SCTP and pysctp available",
+        "pysctp_version": version,
+    }
 
 
 def sctp_connect(host: str, port: int, timeout: float) -> tuple[bool, str]:
@@ -64,7 +68,7 @@ def sctp_connect(host: str, port: int, timeout: float) -> tuple[bool, str]:
     try:
         sock.settimeout(timeout)
         sock.connect(address)
-    except (socket.timeout, TimeoutError):
+    except TimeoutError:  # socket.timeout is an alias since 3.10
         return False, f"TIMEOUT: no SCTP association with {host}:{port} within {timeout:g}s"
     except ConnectionRefusedError as exc:
         return False, f"REFUSED: {host}:{port}: {exc}"

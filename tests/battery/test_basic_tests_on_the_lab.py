@@ -17,8 +17,14 @@ def test_a_healthy_cluster_passes_every_basic_test_without_loading_sctp_ko(start
     report = lab.run("basic")
     assert outcomes(report) == {key: "passed" for key in BASIC_KEYS}
     assert not any(node.sctp_loaded for node in lab.cluster.nodes)
-    assert report.fingerprint["sctp_module_before"] == {"lab-worker": False, "lab-control-plane": False}
-    assert report.fingerprint["sctp_module_after"] == {"lab-worker": False, "lab-control-plane": False}
+    assert report.fingerprint["sctp_module_before"] == {
+        "lab-worker": False,
+        "lab-control-plane": False,
+    }
+    assert report.fingerprint["sctp_module_after"] == {
+        "lab-worker": False,
+        "lab-control-plane": False,
+    }
     declare = report.results["declare-sctp-ports"]
     assert "sctp.ko before: lab-worker=not loaded" in declare.evidence
     assert report.fingerprint["feature_gate"] == "on"
@@ -77,7 +83,9 @@ def test_hostport_kubenet_fails_when_no_iptables_rule_appears(start_lab):
     report = lab.run("basic", spec=spec_for(lab.profile, kubenet=True))
     hostport = report.results["hostport-kubenet"]
     assert hostport.outcome == "failed"
-    assert hostport.reason.startswith("no iptables rule for SCTP hostPort 5060 on node lab-worker within")
+    assert hostport.reason.startswith(
+        "no iptables rule for SCTP hostPort 5060 on node lab-worker within"
+    )
 
 
 @pytest.mark.parametrize("mode", ["ipvs", "nftables"])
@@ -97,12 +105,16 @@ def test_a_plugin_that_loads_sctp_ko_for_declared_ports_fails_the_invariant(star
     report = start_lab(faults={"basic_loads_module": True}).run("basic")
     declare = report.results["declare-sctp-ports"]
     assert declare.outcome == "failed"
-    assert declare.reason.startswith("The state of the sctp module has changed due to the test case")
+    assert declare.reason.startswith(
+        "The state of the sctp module has changed due to the test case"
+    )
     assert "sctp.ko after: lab-worker=loaded" in declare.evidence
     # Later tests find the module already there: their own verdict stands, marked inconclusive.
     netpol = report.results["netpol-sctp-blocks-tcp-udp"]
     assert netpol.outcome == "passed"
-    assert "module invariant inconclusive: sctp.ko was already loaded before the test" in netpol.reason
+    assert (
+        "module invariant inconclusive: sctp.ko was already loaded before the test" in netpol.reason
+    )
 
 
 def test_a_module_loaded_before_the_run_makes_the_invariant_inconclusive_not_failed(start_lab):

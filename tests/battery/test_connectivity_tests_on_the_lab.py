@@ -11,7 +11,9 @@ from workers.battery import CONNECTIVITY_KEYS
 
 def test_a_healthy_cluster_passes_every_connectivity_test(start_lab):
     report = start_lab().run("connectivity")
-    assert {k: r.outcome for k, r in report.results.items()} == {k: "passed" for k in CONNECTIVITY_KEYS}
+    assert {k: r.outcome for k, r in report.results.items()} == {
+        k: "passed" for k in CONNECTIVITY_KEYS
+    }
     assert report.fingerprint["load_balancer"] is True
 
 
@@ -73,7 +75,9 @@ def test_a_worker_without_kernel_sctp_uses_an_in_cluster_client_and_says_so(star
 def test_a_worker_with_sctp_connects_to_the_load_balancer_itself(start_lab, monkeypatch):
     calls = []
     monkeypatch.setattr(
-        sctp_host, "check_worker_sctp", lambda: {"available": True, "reason": "ok", "pysctp_version": "0.7.3"}
+        sctp_host,
+        "check_worker_sctp",
+        lambda: {"available": True, "reason": "ok", "pysctp_version": "0.7.3"},
     )
 
     def connect(host, port, timeout):
@@ -84,13 +88,17 @@ def test_a_worker_with_sctp_connects_to_the_load_balancer_itself(start_lab, monk
     report = start_lab().run("connectivity")
     result = report.results["pod-to-loadbalancer"]
     assert result.outcome == "passed"
-    assert result.reason.startswith("SCTP connected from outside the cluster (the worker) to 172.18.255.")
+    assert result.reason.startswith(
+        "SCTP connected from outside the cluster (the worker) to 172.18.255."
+    )
     assert calls and calls[0][1] == 5060
 
 
 def test_a_worker_that_cannot_reach_the_load_balancer_falls_back_to_a_pod(start_lab, monkeypatch):
     monkeypatch.setattr(
-        sctp_host, "check_worker_sctp", lambda: {"available": True, "reason": "ok", "pysctp_version": "0.7.3"}
+        sctp_host,
+        "check_worker_sctp",
+        lambda: {"available": True, "reason": "ok", "pysctp_version": "0.7.3"},
     )
     monkeypatch.setattr(sctp_host, "sctp_connect", lambda h, p, t: (False, "TIMEOUT: no route"))
     report = start_lab().run("connectivity")

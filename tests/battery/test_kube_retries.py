@@ -12,7 +12,9 @@ from kubernetes.client.exceptions import ApiException
 from workers.kube import ApiCallFailed, ClusterUnreachable, Kube, api_error_message
 
 
-def api_exception(status: int, message: str = "boom", reason: str = "InternalError") -> ApiException:
+def api_exception(
+    status: int, message: str = "boom", reason: str = "InternalError"
+) -> ApiException:
     exc = ApiException(status=status, reason=reason)
     exc.body = json.dumps({"kind": "Status", "message": message, "reason": reason, "code": status})
     return exc
@@ -55,7 +57,9 @@ def test_client_errors_are_raised_at_once(kube):
 
 def test_retries_are_bounded_and_the_last_cause_is_named(kube):
     fn = Flaky(*(api_exception(500, "etcd timed out") for _ in range(5)))
-    with pytest.raises(ApiCallFailed, match="API kept failing after 4 tries: 500 InternalError: etcd timed out"):
+    with pytest.raises(
+        ApiCallFailed, match="API kept failing after 4 tries: 500 InternalError: etcd timed out"
+    ):
         kube.call(fn)
     assert len(fn.calls) == 4
     assert kube.unreachable is None
@@ -73,8 +77,12 @@ def test_a_conflict_on_the_first_try_is_a_real_conflict(kube):
 
 
 def test_connection_errors_mark_the_cluster_unreachable_and_later_calls_try_once(kube):
-    reset = urllib3.exceptions.ProtocolError("Connection aborted.", ConnectionResetError(104, "reset"))
-    with pytest.raises(ClusterUnreachable, match="cluster unreachable after 4 tries: ProtocolError"):
+    reset = urllib3.exceptions.ProtocolError(
+        "Connection aborted.", ConnectionResetError(104, "reset")
+    )
+    with pytest.raises(
+        ClusterUnreachable, match="cluster unreachable after 4 tries: ProtocolError"
+    ):
         kube.call(Flaky(*(reset for _ in range(4))))
     assert kube.unreachable
     later = Flaky(ConnectionRefusedError(111, "refused"), result="late")

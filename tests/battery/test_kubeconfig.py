@@ -19,7 +19,9 @@ from workers.kubeconfig import (
 )
 
 TOKEN = "good-token"
-CA_DATA = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n").decode()
+CA_DATA = base64.b64encode(
+    b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+).decode()
 
 
 def kubeconfig(server: str = "http://127.0.0.1:9", **changes) -> dict:
@@ -44,7 +46,9 @@ def with_user(**fields) -> str:
 
 
 def with_cluster(**fields) -> str:
-    return text(kubeconfig(clusters=[{"name": "lab", "cluster": {"server": "https://k:6443", **fields}}]))
+    return text(
+        kubeconfig(clusters=[{"name": "lab", "cluster": {"server": "https://k:6443", **fields}}])
+    )
 
 
 @pytest.fixture
@@ -54,7 +58,15 @@ def version_server():
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):
             if self.headers.get("Authorization") != f"Bearer {TOKEN}":
-                body, status = {"kind": "Status", "message": "Unauthorized", "reason": "Unauthorized", "code": 401}, 401
+                body, status = (
+                    {
+                        "kind": "Status",
+                        "message": "Unauthorized",
+                        "reason": "Unauthorized",
+                        "code": 401,
+                    },
+                    401,
+                )
             else:
                 body, status = {"gitVersion": "v1.31.2", "major": "1", "minor": "31"}, 200
             payload = json.dumps(body).encode()
@@ -100,7 +112,9 @@ def test_it_rejects_a_kubeconfig_without_current_context():
 
 
 def test_it_rejects_a_current_context_that_is_not_defined():
-    assert "'elsewhere' is not among the contexts" in refusal(text(kubeconfig(**{"current-context": "elsewhere"})))
+    assert "'elsewhere' is not among the contexts" in refusal(
+        text(kubeconfig(**{"current-context": "elsewhere"}))
+    )
 
 
 def test_it_rejects_a_context_naming_a_missing_cluster_or_user():
@@ -116,12 +130,16 @@ def test_it_rejects_a_cluster_without_an_http_server():
 
 
 def test_it_refuses_exec_credential_plugins():
-    message = refusal(with_user(exec={"apiVersion": "client.authentication.k8s.io/v1", "command": "/bin/sh"}))
+    message = refusal(
+        with_user(exec={"apiVersion": "client.authentication.k8s.io/v1", "command": "/bin/sh"})
+    )
     assert "'exec'" in message and "run a command" in message
 
 
 def test_it_refuses_auth_provider_plugins():
-    message = refusal(with_user(**{"auth-provider": {"name": "gcp", "config": {"cmd-path": "/usr/bin/gcloud"}}}))
+    message = refusal(
+        with_user(**{"auth-provider": {"name": "gcp", "config": {"cmd-path": "/usr/bin/gcloud"}}})
+    )
     assert "'auth-provider'" in message and "run a command" in message
 
 
@@ -145,14 +163,21 @@ def test_it_refuses_unsafe_fields_in_entries_other_than_the_current_one():
 
 
 def test_it_refuses_inline_data_that_is_not_base64():
-    assert "not base64" in refusal(with_cluster(**{"certificate-authority-data": "not base64 at all!"}))
+    assert "not base64" in refusal(
+        with_cluster(**{"certificate-authority-data": "not base64 at all!"})
+    )
 
 
 def test_inline_credentials_are_accepted_without_contacting_the_server():
     summary = validate_kubeconfig(
         with_cluster(**{"certificate-authority-data": CA_DATA}), check_reachable=False
     )
-    assert summary == {"context": "lab", "cluster": "lab", "user": "lab", "server": "https://k:6443"}
+    assert summary == {
+        "context": "lab",
+        "cluster": "lab",
+        "user": "lab",
+        "server": "https://k:6443",
+    }
     assert parse_kubeconfig(with_user(token="t"))["users"][0]["user"] == {"token": "t"}
 
 

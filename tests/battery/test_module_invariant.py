@@ -16,13 +16,19 @@ def apply(outcome, before, after, reason="it worked"):
 def test_an_unchanged_unloaded_module_keeps_the_verdict():
     (outcome, reason), evidence = apply("passed", NOT_LOADED, NOT_LOADED)
     assert (outcome, reason) == ("passed", "it worked")
-    assert evidence == ["sctp.ko before: n1=not loaded, n2=not loaded", "sctp.ko after: n1=not loaded, n2=not loaded"]
+    assert evidence == [
+        "sctp.ko before: n1=not loaded, n2=not loaded",
+        "sctp.ko after: n1=not loaded, n2=not loaded",
+    ]
 
 
 def test_a_module_loaded_during_the_test_fails_it_and_names_the_node():
     (outcome, reason), _ = apply("passed", NOT_LOADED, {"n1": False, "n2": True})
     assert outcome == "failed"
-    assert reason == "The state of the sctp module has changed due to the test case (sctp.ko got loaded on n2)"
+    assert (
+        reason
+        == "The state of the sctp module has changed due to the test case (sctp.ko got loaded on n2)"
+    )
 
 
 def test_a_failing_test_that_also_loaded_the_module_reports_both():
@@ -40,11 +46,11 @@ def test_a_module_loaded_before_makes_it_inconclusive():
 
 
 def test_without_node_access_the_invariant_is_not_checked():
-    (outcome, reason), evidence = apply("passed", None, None)
+    (_, reason), evidence = apply("passed", None, None)
     assert reason == "it worked (module invariant not checked: no node access)"
     assert evidence == ["module invariant not checked: no node access: 403"]
 
 
 def test_an_unreadable_lsmod_is_said_not_hidden():
-    (outcome, reason), _ = apply("passed", {"n1": False, "n2": None}, NOT_LOADED)
+    (_, reason), _ = apply("passed", {"n1": False, "n2": None}, NOT_LOADED)
     assert reason == "it worked; module invariant not checked on n2: lsmod failed"

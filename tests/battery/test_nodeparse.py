@@ -107,7 +107,9 @@ def test_iptables_rules_are_filtered_by_port_destination_and_chain():
         IPTABLES_SAVE, dport=5060, dest_ip="10.96.112.7", chain_prefix="KUBE-SERVICES"
     )
     assert service_rules == [
-        line for line in IPTABLES_SAVE.splitlines() if line.startswith("-A KUBE-SERVICES -d 10.96.112.7")
+        line
+        for line in IPTABLES_SAVE.splitlines()
+        if line.startswith("-A KUBE-SERVICES -d 10.96.112.7")
     ]
     hostport = iptables_sctp_rules(IPTABLES_SAVE, dport=5060, chain_prefix="KUBE-HOSTPORTS")
     assert len(hostport) == 1 and "hostport 5060" in hostport[0]
@@ -127,7 +129,9 @@ def test_iptables_rules_understand_numeric_protocols_and_multiport_ranges():
 
 
 def test_iptables_rules_survive_unbalanced_quotes_and_empty_input():
-    broken = '-A KUBE-SERVICES -d 10.0.0.1/32 -p sctp -m comment --comment "oops -m sctp --dport 9 -j X'
+    broken = (
+        '-A KUBE-SERVICES -d 10.0.0.1/32 -p sctp -m comment --comment "oops -m sctp --dport 9 -j X'
+    )
     assert iptables_sctp_rules(broken, dport=9) == [broken]
     assert iptables_sctp_rules("") == []
 

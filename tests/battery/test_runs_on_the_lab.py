@@ -31,7 +31,9 @@ def test_an_all_run_reports_every_test_in_order_and_removes_its_namespaces(start
     seen, beats = [], []
     started = time.monotonic()
     report = lab.run(
-        "all", run_id="42", on_result=lambda key, outcome: seen.append((key, outcome.outcome)),
+        "all",
+        run_id="42",
+        on_result=lambda key, outcome: seen.append((key, outcome.outcome)),
         on_progress=lambda: beats.append(1),
     )
     wall = time.monotonic() - started
@@ -88,7 +90,9 @@ def test_an_api_that_keeps_failing_ends_the_test_in_error_with_the_cause(start_l
     report = start_lab(faults={"api_error_rate": 0.85}, seed=1).run("basic")
     errors = [r for r in report.results.values() if r.outcome == "error"]
     assert errors
-    assert all("API kept failing after 4 tries: 50" in r.reason or "not run" in r.reason for r in errors)
+    assert all(
+        "API kept failing after 4 tries: 50" in r.reason or "not run" in r.reason for r in errors
+    )
     assert all(r.outcome != "passed" or "API" not in r.reason for r in report.results.values())
 
 

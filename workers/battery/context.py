@@ -116,11 +116,20 @@ class RunContext:
         return name
 
     def labels(self) -> dict[str, str]:
-        return {RUN_ID_LABEL: pods.dns_label(self.run_id), MANAGED_BY_LABEL: MANAGED_BY_VALUE}
+        labels = {RUN_ID_LABEL: pods.dns_label(self.run_id), MANAGED_BY_LABEL: MANAGED_BY_VALUE}
+        if self.spec.node_access:
+            # Like upstream e2e namespaces that need hostexec pods: Pod Security admission
+            # must let them through; a cluster that forbids them still answers 403.
+            labels["pod-security.kubernetes.io/enforce"] = "privileged"
+        return labels
 
     def create_namespace(self, suffix: str) -> str:
         name = self.namespace_name(suffix)
-        body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": self.labels()}}
+        body = {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": name, "labels": self.labels()},
+        }
         self.kube.call(
             self.kube.core.create_namespace,
             body,
@@ -142,7 +151,7 @@ class RunContext:
                 self.deleted_namespaces.add(name)
                 return None
             return f"deleting namespace {name}: {api_error_message(exc)}"
-        except Exception as exc:  # never let cleanup hide the run's own outcome
+        except Exception as exc:  # noqa: BLE001 - cleanup must never hide the run's own outcome
             return f"deleting namespace {name}: {exc}"
         return None
 
@@ -176,14 +185,18 @@ class TestContext:
 
     # --- generic objects ----------------------------------------------------------------
 
-    def create(self, create: Callable[..., Any], read: Callable[..., Any], body: dict[str, Any]) -> Any:
+    def create(
+        self, create: Callable[..., Any], read: Callable[..., Any], body: dict[str, Any]
+    ) -> Any:
         name = body["metadata"]["name"]
         return self.kube.call(
             create, self.namespace, body, adopt=lambda: read(name, self.namespace)
         )
 
     def create_pod(self, body: dict[str, Any]) -> Any:
-        return self.create(self.kube.core.create_namespaced_pod, self.kube.core.read_namespaced_pod, body)
+        return self.create(
+            self.kube.core.create_namespaced_pod, self.kube.core.read_namespaced_pod, body
+        )
 
     def create_service(self, body: dict[str, Any]) -> Any:
         return self.create(
@@ -199,7 +212,9 @@ class TestContext:
 
     def delete_policy(self, name: str) -> None:
         try:
-            self.kube.call(self.kube.networking.delete_namespaced_network_policy, name, self.namespace)
+            self.kube.call(
+                self.kube.networking.delete_namespaced_network_policy, name, self.namespace
+            )
         except ApiException as exc:
             if exc.status != 404:
                 raise
@@ -317,9 +332,18 @@ class TestContext:
         timeouts = self.spec.timeouts
         name = self.run.unique(f"client-{protocol.lower()}")
         body = pods.client_pod(
-            name, self.image, host, port, protocol, timeouts.connect, labels or {"app": "client"}, node
+            name,
+            self.image,
+            host,
+            port,
+            protocol,
+            timeouts.connect,
+            labels or {"app": "client"},
+            node,
         )
-        pod, log = self.run_oneshot(body, timeouts.pod_start + timeouts.connect + 5 * timeouts.poll_interval)
+        pod, log = self.run_oneshot(
+            body, timeouts.pod_start + timeouts.connect + 5 * timeouts.poll_interval
+        )
         if pod.status.phase == "Succeeded":
             return ConnectResult(True, "", log, name)
         words = [w for w in log.split() if w in CONNECT_WORDS]

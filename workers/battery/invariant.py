@@ -48,5 +48,8 @@ def apply_module_invariant(
     if loaded_before:
         return outcome, f"{reason}; {INCONCLUSIVE} (on {', '.join(loaded_before)})"
     if unknown:
-        return outcome, f"{reason}; module invariant not checked on {', '.join(unknown)}: lsmod failed"
+        return (
+            outcome,
+            f"{reason}; module invariant not checked on {', '.join(unknown)}: lsmod failed",
+        )
     return outcome, reason

@@ -53,7 +53,9 @@ def battery_keys(battery: str) -> list[str]:
     try:
         return list(BATTERIES[battery])
     except KeyError:
-        raise ValueError(f"unknown battery {battery!r}; expected one of {sorted(BATTERIES)}") from None
+        raise ValueError(
+            f"unknown battery {battery!r}; expected one of {sorted(BATTERIES)}"
+        ) from None
 
 
 def run_battery(
@@ -133,7 +135,9 @@ def run_battery(
         now = _now()
         for key in keys:
             if key not in report.results:
-                record(key, TestOutcome("error", stop_reason or "not run", started=now, finished=now))
+                record(
+                    key, TestOutcome("error", stop_reason or "not run", started=now, finished=now)
+                )
         for name in list(report.namespaces_created):
             problem = run.delete_namespace(name)
             if problem:
@@ -225,7 +229,9 @@ def _run_one(run: RunContext, test: BatteryTest) -> TestOutcome:
         outcome, reason = _verdict(ctx, test)
         if test.battery == "basic":
             after = ctx.module_states() if check_module and not run.kube.unreachable else None
-            why = run.node_access_reason if run.node_access is not True else "lsmod could not be read"
+            why = (
+                run.node_access_reason if run.node_access is not True else "lsmod could not be read"
+            )
             outcome, reason = apply_module_invariant(outcome, reason, before, after, evidence, why)
         return done(outcome, reason)
     except Cancelled:
@@ -255,7 +261,10 @@ def _verdict(ctx: TestContext, test: BatteryTest) -> tuple[str, str]:
     except ApiException as exc:
         if exc.status == 422 and "SCTP" in (exc.body or ""):
             ctx.run.feature_gate = "off"
-            return "failed", f"feature gate off: API rejected protocol SCTP ({api_error_message(exc)})"
+            return (
+                "failed",
+                f"feature gate off: API rejected protocol SCTP ({api_error_message(exc)})",
+            )
         if exc.status == 403:
             return "skipped", f"no node access: {api_error_message(exc)}"
         return "error", _api_reason(exc)

@@ -30,7 +30,9 @@ class DeclareSctpPorts(BatteryTest):
         service = ctx.create_service(pods.service("sctp-declare", labels, SCTP_PORT, SCTP_PORT))
         read = ctx.kube.call(ctx.kube.core.read_namespaced_service, "sctp-declare", ctx.namespace)
         _expect_sctp("Service", [p.protocol for p in read.spec.ports or []])
-        ctx.note(f"service sctp-declare: ClusterIP {service.spec.cluster_ip}, port {SCTP_PORT}/SCTP")
+        ctx.note(
+            f"service sctp-declare: ClusterIP {service.spec.cluster_ip}, port {SCTP_PORT}/SCTP"
+        )
 
         policy_body = pods.network_policy(
             "sctp-declare", labels, [{"ports": [{"protocol": "SCTP", "port": SCTP_PORT}]}]

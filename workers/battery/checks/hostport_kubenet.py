@@ -40,7 +40,10 @@ class HostportKubenet(BatteryTest):
             raise
         # Upstream: a line of `iptables-save` holding `-p sctp` and `--dport 5060`.
         rules = poll_node_rules(
-            ctx, node, "iptables-save", lambda text: nodeparse.iptables_sctp_rules(text, dport=SCTP_PORT)
+            ctx,
+            node,
+            "iptables-save",
+            lambda text: nodeparse.iptables_sctp_rules(text, dport=SCTP_PORT),
         )
         if not rules:
             raise TestFailed(

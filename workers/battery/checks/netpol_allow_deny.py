@@ -28,7 +28,9 @@ class NetpolAllowDeny(BatteryTest):
         )
         ip, node, P = server.status.pod_ip, ctx.node(1), SCTP_PORT
 
-        r = ctx.connect_expect(ip, P, "sctp", expect_ok=True, node=node, labels=ALLOWED, what="no policy")
+        r = ctx.connect_expect(
+            ip, P, "sctp", expect_ok=True, node=node, labels=ALLOWED, what="no policy"
+        )
         require(r, True, f"SCTP to {ip}:{P} did not work before any policy ({r.word})")
 
         ctx.create_policy(pods.network_policy("default-deny-ingress", {}, []))
@@ -50,7 +52,13 @@ class NetpolAllowDeny(BatteryTest):
             )
         )
         r = ctx.connect_expect(
-            ip, P, "sctp", expect_ok=True, node=node, labels=ALLOWED, what="allow policy, matched client"
+            ip,
+            P,
+            "sctp",
+            expect_ok=True,
+            node=node,
+            labels=ALLOWED,
+            what="allow policy, matched client",
         )
         require(
             r,
@@ -62,7 +70,9 @@ class NetpolAllowDeny(BatteryTest):
             ip, P, "sctp", expect_ok=False, node=node, labels=OTHER, what="allow policy, other pod"
         )
         require(
-            r, False, f"SCTP to {ip}:{P} from a pod not matched by the policy's podSelector got through"
+            r,
+            False,
+            f"SCTP to {ip}:{P} from a pod not matched by the policy's podSelector got through",
         )
         return (
             f"SCTP to port {P} worked without a policy, was denied by default-deny-ingress, "

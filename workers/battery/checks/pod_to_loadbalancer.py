@@ -36,7 +36,9 @@ class PodToLoadBalancer(BatteryTest):
             ok, detail = sctp_host.sctp_connect(address, SCTP_PORT, ctx.spec.timeouts.connect)
             ctx.note(f"worker client: {detail}")
             if ok:
-                return f"SCTP connected from outside the cluster (the worker) to {address}:{SCTP_PORT}"
+                return (
+                    f"SCTP connected from outside the cluster (the worker) to {address}:{SCTP_PORT}"
+                )
             ctx.note("the worker could not reach the load balancer; used an in-cluster client pod")
         else:
             ctx.note(
@@ -56,7 +58,9 @@ class PodToLoadBalancer(BatteryTest):
         deadline = ctx.run.clock() + timeout
         while True:
             ctx.run.tick()
-            svc: Any = ctx.kube.call(ctx.kube.core.read_namespaced_service, "sctp-lb", ctx.namespace)
+            svc: Any = ctx.kube.call(
+                ctx.kube.core.read_namespaced_service, "sctp-lb", ctx.namespace
+            )
             lb = svc.status.load_balancer if svc.status else None
             for ingress in (lb.ingress if lb else None) or []:
                 if ingress.ip or ingress.hostname:

@@ -15,7 +15,9 @@ class PodToPod(BatteryTest):
 
     def run(self, ctx: TestContext) -> str:
         server = ctx.start_server(
-            pods.porter_pod("sctp-server", ctx.image, SCTP_PORT, {"app": "sctp-server"}, ctx.node(0))
+            pods.porter_pod(
+                "sctp-server", ctx.image, SCTP_PORT, {"app": "sctp-server"}, ctx.node(0)
+            )
         )
         ip, server_node = server.status.pod_ip, server.spec.node_name
         # On another node when there is one: the interesting path crosses the network.
@@ -26,4 +28,6 @@ class PodToPod(BatteryTest):
                 f"SCTP from a pod on {client_node} to pod {ip}:{SCTP_PORT} on {server_node} "
                 f"{verb(result)} ({result.word})"
             )
-        return f"SCTP connected from a pod on {client_node} to pod {ip}:{SCTP_PORT} on {server_node}"
+        return (
+            f"SCTP connected from a pod on {client_node} to pod {ip}:{SCTP_PORT} on {server_node}"
+        )

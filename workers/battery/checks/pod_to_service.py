@@ -19,7 +19,9 @@ class PodToService(BatteryTest):
 
     def run(self, ctx: TestContext) -> str:
         labels = {"app": "sctp-server"}
-        ctx.start_server(pods.porter_pod("sctp-server", ctx.image, TARGET_PORT, labels, ctx.node(0)))
+        ctx.start_server(
+            pods.porter_pod("sctp-server", ctx.image, TARGET_PORT, labels, ctx.node(0))
+        )
         service = ctx.create_service(pods.service("sctp-svc", labels, SERVICE_PORT, TARGET_PORT))
         vip = service.spec.cluster_ip
         endpoints = ctx.wait_endpoints("sctp-svc", "SCTP")
