@@ -1,0 +1,84 @@
+"""Review: pending submissions, the sign-off that freezes what it saw, the audit log, the KEP report."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from dashboard import readiness
+from dashboard.models import AuditEvent, SignOff
+from tests import factories
+
+from .conftest import grow_history, grow_submissions, queries
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_page_lists_pending_submissions_and_the_next_transition(client: Client, maintainer) -> None:  # type: ignore[no-untyped-def]
+    sub = factories.submission("cilium", status="pending_review")
+    client.force_login(maintainer)
+    body = client.get("/review/").content.decode()
+    assert f'data-submission="{sub.id}"' in body
+    assert "Sign off alpha → beta" in body and "not every criterion is met" in body
+
+
+def test_a_sign_off_freezes_the_evaluation_and_moves_the_stage(client: Client, maintainer) -> None:  # type: ignore[no-untyped-def]
+    client.force_login(maintainer)
+    response = client.post("/review/signoff/", {"from_stage": "alpha", "to_stage": "beta",
+                                                "comment": "periodic job green for a week"})
+    signoff = SignOff.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/review/signoffs/{signoff.uuid}/"
+    assert signoff.snapshot["stage"] == "alpha" and signoff.maintainer == maintainer
+    assert {c["key"] for t in signoff.snapshot["transitions"] for c in t["criteria"]} >= {"tests-written"}
+    assert readiness.current_stage() == "beta"
+    event = AuditEvent.objects.get(action="signoff")
+    assert (event.actor, event.target, event.detail["criteria_met"]) == ("maria", "alpha → beta", False)
+    # Later evidence does not change what the sign-off saw.
+    factories.run(factories.cluster("calico-a"))
+    page = client.get(f"/review/signoffs/{signoff.uuid}/").content.decode()
+    assert "periodic job green for a week" in page and "no recorded outcome yet" in page
+
+
+def test_a_sign_off_needs_a_comment_and_the_current_stage(client: Client, maintainer) -> None:  # type: ignore[no-untyped-def]
+    client.force_login(maintainer)
+    body = client.post("/review/signoff/", {"from_stage": "alpha", "to_stage": "beta", "comment": " "},
+                       follow=True).content.decode()
+    assert "needs a comment" in body
+    body = client.post("/review/signoff/", {"from_stage": "beta", "to_stage": "stable", "comment": "x"},
+                       follow=True).content.decode()
+    assert "only alpha → beta can be signed off" in body
+    assert not SignOff.objects.exists()
+
+
+def test_the_report_is_markdown_with_verdicts_links_and_hashes(client: Client, maintainer) -> None:  # type: ignore[no-untyped-def]
+    r = factories.run(factories.cluster("calico-a"))
+    s = factories.submission("cilium", proxier="ipvs")
+    client.force_login(maintainer)
+    response = client.get("/review/report.md")
+    body = response.content.decode()
+    assert response["Content-Type"].startswith("text/markdown")
+    assert "| `two-out-of-tree-plugins`" in body and "✅ met" in body
+    assert f"[run {r.id}](http://testserver/runs/{r.id}/)" in body
+    assert f"sha256 `{s.sha256}`" in body
+    assert "Plugins covered by the evidence above: calico, cilium; proxier modes: iptables, ipvs." in body
+    assert "attachment" in client.get("/review/report.md?download=1")["Content-Disposition"]
+
+
+def test_the_audit_log_lists_who_did_what(client: Client, maintainer) -> None:  # type: ignore[no-untyped-def]
+    AuditEvent.record("victor", "submission.create", "submission 7", plugin="calico")
+    client.force_login(maintainer)
+    body = client.get("/review/").content.decode()
+    assert "victor" in body and "submission.create" in body and "plugin=calico" in body
+
+
+def test_query_counts_do_not_grow_with_history(client: Client, maintainer) -> None:  # type: ignore[no-untyped-def]
+    c = factories.cluster("calico-a")
+    grow_history(c, 3)
+    grow_submissions(4)
+    client.force_login(maintainer)
+    before = (queries(client, "/review/"), queries(client, "/review/report.md"))
+    grow_history(c, 40)
+    grow_submissions(60)
+    for i in range(30):
+        AuditEvent.record("maria", "submission.verify", f"submission {i}")
+    assert (queries(client, "/review/"), queries(client, "/review/report.md")) == before == (21, 20)
