@@ -8,7 +8,7 @@ from typing import Any
 import yaml
 from django.db import transaction
 
-from .models import Cluster, Plugin, Run
+from .models import Cluster, Plugin, Run, Schedule
 from .runs import request_run
 
 
@@ -55,6 +55,13 @@ def register(server: Any, public_url: str | None = None) -> list[Cluster]:
 
 
 def kickoff(clusters: list[Cluster], battery: str = "all") -> list[Run]:
-    """A first run on every cluster that has none yet."""
+    """A first run on every cluster that has none yet, and a periodic basic job if there is none."""
+    from .schedules import create_schedule
+
     have_runs = set(Run.objects.filter(cluster__in=clusters).values_list("cluster_id", flat=True))
-    return [request_run(c, battery) for c in clusters if c.id not in have_runs]
+    runs = [request_run(c, battery) for c in clusters if c.id not in have_runs]
+    if not Schedule.objects.exists():
+        target = next((c for c in clusters if c.name == "calico-iptables"), clusters[0] if clusters else None)
+        if target is not None:
+            create_schedule(target, battery="basic", interval_minutes=5, grace_minutes=5, user="lab --kickoff")
+    return runs
