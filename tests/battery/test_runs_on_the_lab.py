@@ -145,6 +145,8 @@ def test_a_cancelled_run_stops_cleans_up_and_says_why_for_the_rest(start_lab):
     assert report.cancelled is True
     assert list(report.results) == list(REGISTRY)
     assert report.results["pod-to-pod"].reason == "not run: the run was cancelled"
+    assert report.results["pod-to-pod"].reached is False
+    assert report.results["declare-sctp-ports"].reached is True
     assert lab.battery_namespaces() == []
 
 

@@ -82,6 +82,9 @@ class TestOutcome:
     duration: float = 0.0
     started: datetime | None = None
     finished: datetime | None = None
+    # False for tests the run never got to (cancelled, cluster unreachable, setup failed):
+    # their `error` says why, and the dashboard may show them as not run.
+    reached: bool = True
 
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:

@@ -135,9 +135,8 @@ def run_battery(
         now = _now()
         for key in keys:
             if key not in report.results:
-                record(
-                    key, TestOutcome("error", stop_reason or "not run", started=now, finished=now)
-                )
+                reason = stop_reason or "not run"
+                record(key, TestOutcome("error", reason, started=now, finished=now, reached=False))
         for name in list(report.namespaces_created):
             problem = run.delete_namespace(name)
             if problem:
