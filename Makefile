@@ -25,7 +25,7 @@ test: $(STAMP)
 
 # The database-facing tests again on the embedded SQLite, whatever DATABASE_URL says.
 test-sqlite: $(STAMP)
-	DATABASE_URL= DJANGO_ALLOW_ASYNC_UNSAFE=true $(PY) -m pytest -q -m "not browser and not guest" tests/foundation tests/battery $(PYTEST_ARGS)
+	DATABASE_URL= DJANGO_ALLOW_ASYNC_UNSAFE=true $(PY) -m pytest -q -m "not browser and not guest" tests/foundation tests/battery tests/ops tests/submissions $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(PY) bench/run.py

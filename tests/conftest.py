@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+import uuid
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
@@ -9,6 +12,17 @@ from django.test import Client
 from dashboard.models import ApiToken
 from dashboard.roles import maintainers_group
 from tests import factories
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache_namespace(settings):  # type: ignore[no-untyped-def]
+    """Each test counts rate limits in a cache namespace of its own (Redis outlives tests; never
+    cache.clear() there: the cache shares its Redis database with the broker)."""
+    caches = copy.deepcopy(settings.CACHES)
+    caches["default"]["KEY_PREFIX"] = f"test-{uuid.uuid4().hex}"
+    settings.CACHES = caches
+    # Many log-ins per test: the default PBKDF2 would cost a third of a second each.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture
