@@ -501,8 +501,9 @@ def serve(host: str, port: int, protocols: list[str], ready_file: str | None,
     print(f"serving {','.join(protocols)} on {host}:{port}", flush=True)
     if ready_file:
         Path(ready_file).write_text("ready\n")
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    if threading.current_thread() is threading.main_thread():  # signals only reach the main thread
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        signal.signal(signal.SIGINT, lambda *_: stop.set())
     deadline = None if duration is None else time.monotonic() + duration
     while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
         stop.wait(0.2)

@@ -286,6 +286,9 @@ def _add_project(rootfs: Path) -> None:
         shutil.copy2(src, dst)
     for pkg in ("workers", "workers/battery"):
         (base / pkg / "__init__.py").write_text('"""Guest copy: only the probe and node parsers."""\n')
+    # The guest's root is read-only: compile now, with the guest's own python3.
+    _run(["chroot", str(rootfs), "python3", "-m", "compileall", "-q", f"/{GUEST_PROJECT_DIR}"],
+         stdout=subprocess.DEVNULL)
 
 
 def _initramfs(kernel_tree: Path, kver: str, work: Path, target: Path) -> None:

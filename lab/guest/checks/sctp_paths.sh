@@ -9,8 +9,8 @@
 # Service: sctp-guest/sctp-svc port "sctp" -> targetPort 8082 on both servers; its ClusterIP is
 # 10.96.0.10:95 (iptables), 10.96.0.11:96 (ipvs), 10.96.0.12:97 (nftables), one mode at a time.
 
-PROBE="python3 -m workers.probe"
-RULES="python3 /opt/sctp-dashboard/lab/guest/checks/kube_rules.py"
+PROBE="python3 -S -m workers.probe"
+RULES="python3 -S /opt/sctp-dashboard/lab/guest/checks/kube_rules.py"
 SVC="sctp-guest/sctp-svc:sctp"
 EPS="10.0.2.2:8082 10.0.3.2:8082"
 G=out/golden
@@ -55,7 +55,7 @@ echo "probe check exit $?" > out/check-before.exit
 if sctp_in_lsmod; then result FAIL probe-check-does-not-load-sctp "sctp loaded by the check"
 else result PASS probe-check-does-not-load-sctp "still not loaded after probe check"; fi
 
-python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_STREAM, 132).close()'
+python3 -S -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_STREAM, 132).close()'
 lsmod > "$G/lsmod-after.txt"
 if sctp_in_lsmod; then result PASS socket-loads-sctp "$(grep -E '^sctp ' "$G/lsmod-after.txt" | tr -s ' ')"
 else result FAIL socket-loads-sctp "no sctp in lsmod after opening a socket"; fi

@@ -1,0 +1,1 @@
+"""Kernel SCTP guest tests and node-parser checks against its golden outputs."""
