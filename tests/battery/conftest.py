@@ -9,15 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
-from lab import server as lab_server
 from lab.server import LabServer
 from workers.battery import BatteryReport, ClusterSpec, Timeouts, run_battery
 from workers.kubeconfig import api_client_from_kubeconfig
-
-# The lab answers HTTP/1.1 with headers and body in two writes; with Nagle on, every
-# request then waits for the client's delayed ACK (~40 ms), making an `all` run ~3x slower.
-# Harmless once the lab sets it itself.
-lab_server._RequestHandler.disable_nagle_algorithm = True
 
 FAST = Timeouts.for_lab()
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from tests.battery.conftest import FAST, spec_for
 from workers import sctp_host
 from workers.battery import CONNECTIVITY_KEYS
@@ -24,6 +26,22 @@ def test_pod_to_pod_fails_with_the_clients_words_when_sctp_between_pods_is_dropp
     assert result.reason.startswith("SCTP from a pod on lab-control-plane to pod 10.244.")
     assert result.reason.endswith("on lab-worker timed out (TIMEOUT)")
     assert "TIMEOUT (attempt 1/1, expected success)" in result.evidence
+
+
+@pytest.mark.parametrize(
+    ("mode", "line"),
+    [
+        ("iptables", "-A KUBE-SERVICES -d 10.96."),
+        ("ipvs", "SCTP 10.96."),
+        ("nftables", " . sctp . 95 : "),
+    ],
+)
+def test_pod_to_service_records_how_each_proxier_carries_the_service(start_lab, mode, line):
+    report = start_lab(proxier=mode).run("connectivity")
+    result = report.results["pod-to-service"]
+    assert result.outcome == "passed"
+    assert f"{mode} rules for SCTP 10.96." in result.evidence
+    assert line in result.evidence
 
 
 def test_pod_to_service_fails_when_the_clusterip_path_drops_sctp(start_lab):

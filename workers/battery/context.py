@@ -377,10 +377,11 @@ class TestContext:
         result: ConnectResult | None = None
         for attempt in range(1, attempts + 1):
             result = self.connect_once(host, port, protocol, node=node, labels=labels)
+            prefix = f"{what}: " if what else ""
             self.note(
-                f"{what or protocol.upper()}: {protocol.upper()} to "
-                f"{pods.connect_target(host, port)} from {result.pod}: {result.describe()} "
-                f"(attempt {attempt}/{attempts}, expected {'success' if expect_ok else 'denied'})"
+                f"{prefix}{protocol.upper()} to {pods.connect_target(host, port)} from "
+                f"{result.pod}: {result.describe()} (attempt {attempt}/{attempts}, expected "
+                f"{'success' if expect_ok else 'denied'})"
             )
             if result.ok == expect_ok:
                 break
