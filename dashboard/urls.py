@@ -4,6 +4,7 @@ from django.urls import include, path
 
 from dashboard.ratelimit import RateLimitedLoginView
 from dashboard.views import front
+from dashboard.views import register as register_views
 from dashboard.views import schedules as schedule_views
 
 urlpatterns = [
@@ -24,6 +25,7 @@ urlpatterns = [
     path("schedules/channels/<int:channel_id>/delete/", schedule_views.channel_delete, name="notify-channel-delete"),
     path("clusters/<slug:name>/schedules/", schedule_views.cluster_schedules, name="cluster-schedules"),
     path("clusters/<slug:name>/schedules/new/", schedule_views.cluster_schedule_new, name="cluster-schedule-new"),
+    path("clusters/new/", register_views.register, name="cluster-register"),
     path("", include("dashboard.views.urls")),  # the pages: matrix, clusters, runs, submissions, review
     path("admin/", admin.site.urls),
 ]

@@ -80,8 +80,22 @@ def openapi() -> dict[str, Any]:
             "200": _json({"type": "array", "items": _ref("CatalogTest")})}}},
         "/api/v1/readiness/": {"get": {"summary": "Graduation criteria with verdicts and evidence", "responses": {
             "200": _json(_ref("Readiness"))}}},
-        "/api/v1/clusters/": {"get": {"summary": "Registered clusters", "responses": {
-            "200": _json({"type": "array", "items": _ref("Cluster")})}}},
+        "/api/v1/clusters/": {
+            "get": {"summary": "Registered clusters (kubeconfigs are never returned)", "responses": {
+                "200": _json({"type": "array", "items": _ref("Cluster")})}},
+            "post": {"summary": "Register a cluster (vendor token for its plugin, or maintainer)", "security": token,
+                     "requestBody": {"required": True, "content": {"multipart/form-data": {"schema": {
+                         "type": "object", "required": ["name", "plugin", "proxier", "kubeconfig"],
+                         "properties": {"name": {"type": "string"}, "plugin": {"type": "string"},
+                                        "plugin_version": {"type": "string"},
+                                        "kubernetes_version": {"type": "string"},
+                                        "proxier": {"type": "string", "enum": Proxier.values},
+                                        "node_access": {"type": "boolean"}, "load_balancer": {"type": "boolean"},
+                                        "kubenet": {"type": "boolean"}, "agnhost_image": {"type": "string"},
+                                        "kubeconfig": {"type": "string", "format": "binary",
+                                                       "description": "inline credentials only; no exec, no file paths"}}}}}},
+                     "responses": {"201": _json(_ref("Cluster"), "registered"),
+                                   **{k: ERRORS[k] for k in ("400", "401", "403", "409")}}}},
         "/api/v1/clusters/{name}/runs/": {"post": {
             "summary": "Request a battery run (owner or maintainer token)", "security": token,
             "parameters": [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}],

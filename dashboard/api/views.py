@@ -11,6 +11,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from dashboard import readiness
+from dashboard.clusters import KUBECONFIG_MAX_BYTES, ClusterError, register_cluster
 from dashboard.models import CatalogTest, Cluster, Run, Submission
 from dashboard.runs import RunRequestError, request_run
 from dashboard.submissions import SubmissionError, create_submission, review
@@ -35,12 +36,36 @@ def schema(request: HttpRequest) -> JsonResponse:
     return JsonResponse(openapi())
 
 
-@require_GET
+@csrf_exempt
+@require_http_methods(["GET", "POST"])
 def clusters(request: HttpRequest) -> JsonResponse:
+    if request.method == "POST":
+        return _register_cluster(request)
     newest = Run.objects.filter(cluster=OuterRef("pk")).order_by("-created").values("id")[:1]
     rows = list(Cluster.objects.select_related("plugin", "owner").annotate(last_run_id=Subquery(newest)))
     runs = Run.objects.in_bulk([c.last_run_id for c in rows if c.last_run_id])
     return JsonResponse([serializers.cluster(c, runs.get(c.last_run_id)) for c in rows], safe=False)
+
+
+@token_required("vendor", "maintainer")
+def _register_cluster(request: HttpRequest) -> JsonResponse:
+    token = request.api_token  # type: ignore[attr-defined]
+    upload = request.FILES.get("kubeconfig")
+    try:
+        text = upload.read(KUBECONFIG_MAX_BYTES + 1).decode("utf-8") if upload else request.POST.get("kubeconfig", "")
+    except UnicodeDecodeError:
+        return error(400, "kubeconfig: the file is not UTF-8 text")
+    vendor = token.vendor if token.role == "vendor" else None
+    try:
+        cluster = register_cluster(
+            data=request.POST, kubeconfig=text, owner=vendor,
+            allowed_plugin_ids=set(vendor.plugins.values_list("id", flat=True)) if vendor else None,
+            actor=str(vendor or token.user),
+        )
+    except ClusterError as exc:
+        return error(exc.status, exc.message, field=exc.field)
+    cluster = Cluster.objects.select_related("plugin", "owner").get(pk=cluster.pk)
+    return JsonResponse(serializers.cluster(cluster), status=201)
 
 
 @csrf_exempt
