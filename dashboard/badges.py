@@ -16,7 +16,13 @@ from django.utils.timezone import now
 
 from dashboard.models import Plugin
 from dashboard.readiness.base import Context
-from dashboard.readiness.evidence_lookup import Evidence, finished_runs, load, newest, verified_submissions
+from dashboard.readiness.evidence_lookup import (
+    Evidence,
+    finished_runs,
+    load,
+    newest,
+    verified_submissions,
+)
 
 COLOURS = {"passing": "#1a7f37", "failing": "#cf222e", "stale": "#6e7781", "no evidence": "#8c959f"}
 

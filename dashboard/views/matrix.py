@@ -16,7 +16,16 @@ from django.db.models import OuterRef, Subquery
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from dashboard.catalog import ALL_KEYS, BASIC_KEYS, CATALOG, CONNECTIVITY_KEYS, Battery, Outcome, Proxier, keys_of
+from dashboard.catalog import (
+    ALL_KEYS,
+    BASIC_KEYS,
+    CATALOG,
+    CONNECTIVITY_KEYS,
+    Battery,
+    Outcome,
+    Proxier,
+    keys_of,
+)
 from dashboard.models import Cluster, Plugin, Run, Submission, TestResult
 
 from .outcomes import cell

@@ -33,9 +33,9 @@ def markdown_report(evaluation: dict[str, Any], base_url: str) -> str:
     lines = [
         "## KEP-614 SCTP support: graduation evidence",
         "",
-        f"Current stage: **{evaluation['stage']}**. Evaluated at {evaluation['evaluated_at']} by the SCTP "
-        f"readiness dashboard ({base_url}/). Evidence counts when younger than {evaluation['fresh_days']} days; "
-        "only finished battery runs and *verified* vendor submissions count.",
+        (f"Current stage: **{evaluation['stage']}**. Evaluated at {evaluation['evaluated_at']} by the SCTP "
+         f"readiness dashboard ({base_url}/). Evidence counts when younger than {evaluation['fresh_days']} days; "
+         "only finished battery runs and *verified* vendor submissions count."),
         "",
     ]
     plugins: set[str] = set()

@@ -106,24 +106,24 @@ def test_a_runs_page_updates_live_while_a_real_worker_runs_a_lab_battery(page, s
     from tests.worker import celery_worker
 
     # A short pod start delay makes the battery take a few seconds, so results arrive one by one.
-    with lab_clusters(profile(name="live-calico", faults={"pod_start_delay_s": 0.4})) as (_, clusters):
-        with celery_worker() as worker:
-            run = request_run(clusters["live-calico"], "all", user=maintainer)
-            page.goto(f"/runs/{run.id}/")
-            page.evaluate("window.__notReloaded = true")
-            seen: set[tuple[str, int]] = set()
-            deadline = time.monotonic() + 90
-            while True:
-                box = page.locator("#run-progress")
-                state = box.get_attribute("data-state") or ""
-                done = page.locator('#run-progress tr[data-key]:not([data-outcome="queued"])').count()
-                seen.add((state, done))
-                if state in ("finished", "error", "cancelled"):
-                    break
-                if state == "running" and 0 < done < 8 and not any(s == "running" and 0 < d < 8 for s, d in seen - {(state, done)}):
-                    shot(page, "run-live")
-                assert time.monotonic() < deadline, f"the run did not end: {seen}\n{worker['log'].read_text()[-2000:]}"
-                time.sleep(0.2)
+    with lab_clusters(profile(name="live-calico", faults={"pod_start_delay_s": 0.4})) as (_, clusters), \
+            celery_worker() as worker:
+        run = request_run(clusters["live-calico"], "all", user=maintainer)
+        page.goto(f"/runs/{run.id}/")
+        page.evaluate("window.__notReloaded = true")
+        seen: set[tuple[str, int]] = set()
+        deadline = time.monotonic() + 90
+        while True:
+            box = page.locator("#run-progress")
+            state = box.get_attribute("data-state") or ""
+            done = page.locator('#run-progress tr[data-key]:not([data-outcome="queued"])').count()
+            seen.add((state, done))
+            if state in ("finished", "error", "cancelled"):
+                break
+            if state == "running" and 0 < done < 8 and not any(s == "running" and 0 < d < 8 for s, d in seen - {(state, done)}):
+                shot(page, "run-live")
+            assert time.monotonic() < deadline, f"the run did not end: {seen}\n{worker['log'].read_text()[-2000:]}"
+            time.sleep(0.2)
     assert page.evaluate("window.__notReloaded") is True  # updated in place, not by reloading
     assert any(s == "running" and 0 < d < 8 for s, d in seen), seen  # some results showed before the end
     assert Run.objects.get(pk=run.id).state == "finished"
