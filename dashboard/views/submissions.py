@@ -57,9 +57,12 @@ def submission_detail(request: HttpRequest, sub_id: int) -> HttpResponse:
     sub = get_object_or_404(Submission.objects.without_content().select_related("plugin", "vendor", "reviewed_by"),
                             pk=sub_id)
     report = sub.report or {}
+    qualifying = dict(report.get("qualifying") or {"qualifying": sub.qualifying})
+    # The ingest report says nothing when the file qualifies; the stored flags say why.
+    qualifying["reason"] = qualifying.get("reason") or sub.qualifying_reason
     return render(request, "submissions/detail.html", {
         "sub": sub, "rows": _report_rows(sub), "report": report,
-        "qualifying": report.get("qualifying") or {"qualifying": sub.qualifying, "reason": sub.qualifying_reason},
+        "qualifying": qualifying,
         "can_review": is_maintainer(request.user),
         "is_own": sub.vendor_id in vendor_ids(request.user),
         "version_mismatch": bool(sub.detected_kubernetes_version)
