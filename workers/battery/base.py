@@ -76,6 +76,8 @@ class ClusterSpec:
 class TestOutcome:
     """The verdict of one catalog test (outcome in the contract's vocabulary)."""
 
+    __test__ = False  # not a pytest test class, whatever module imports it
+
     outcome: str
     reason: str
     evidence: str = ""
@@ -123,6 +125,8 @@ class BatteryReport:
 
 class TestVerdict(Exception):
     """Raised inside a test to end it with an outcome other than `passed`."""
+
+    __test__ = False
 
     outcome: ClassVar[str] = "error"
 

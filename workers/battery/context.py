@@ -24,7 +24,6 @@ from workers.battery.base import (
     BatteryReport,
     ClusterSpec,
     TestError,
-    TestFailed,
     TestSkipped,
 )
 from workers.kube import Kube, api_error_message
@@ -157,6 +156,8 @@ class RunContext:
 
 
 class TestContext:
+    __test__ = False  # not a pytest test class
+
     def __init__(self, run: RunContext, namespace: str) -> None:
         self.run = run
         self.namespace = namespace
@@ -442,8 +443,3 @@ class TestContext:
             if protocol in {p.protocol for p in (subset.ports or [])}
             for address in subset.addresses or []
         ]
-
-
-def fail_unless(condition: bool, reason: str) -> None:
-    if not condition:
-        raise TestFailed(reason)
