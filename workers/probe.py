@@ -125,7 +125,7 @@ def _read(path: str | Path) -> str | None:
 
 def _run(cmd: list[str], timeout: float = 10.0) -> tuple[int, str]:
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
     except FileNotFoundError:
         return 127, ""
     except subprocess.TimeoutExpired:
@@ -176,14 +176,16 @@ def module_facts(modules_root: str = "/lib/modules") -> ModuleFacts:
                 facts.disabled_by = line.strip()
         if facts.disabled_by is None:
             code, conf = _run(["modprobe", "-c"])
-            if code == 0 and re.search(r"^blacklist\s+sctp\s*$", conf, re.M):
+            if code == 0 and re.search(r"^blacklist\s+sctp\s*$", conf, re.MULTILINE):
                 facts.disabled_by = "blacklist sctp (no autoload on first socket)"
     return facts
 
 
 def load_module(facts: ModuleFacts) -> None:
     code, out = _run(["modprobe", "sctp"], timeout=30)
-    facts.load_attempt = "modprobe sctp: ok" if code == 0 else f"modprobe sctp failed ({code}): {out.strip()}"
+    facts.load_attempt = (
+        "modprobe sctp: ok" if code == 0 else f"modprobe sctp failed ({code}): {out.strip()}"
+    )
     proc_modules = _read("/proc/modules") or ""
     facts.loaded = any(line.split()[:1] == ["sctp"] for line in proc_modules.splitlines())
     protocols = _read("/proc/net/protocols") or ""
@@ -212,8 +214,10 @@ def socket_facts(module: ModuleFacts, force: bool) -> SocketFacts:
     # change the node (already in the kernel, or nothing to load) or when asked to.
     harmless = module.in_kernel or module.loaded or module.available is False
     if not (harmless or force):
-        facts.skipped_reason = ("not attempted: opening an SCTP socket would load sctp.ko "
-                                "(run with --load to load it and test)")
+        facts.skipped_reason = (
+            "not attempted: opening an SCTP socket would load sctp.ko "
+            "(run with --load to load it and test)"
+        )
         return facts
     facts.attempted = True
     facts.plain_stream = _try_socket(socket.SOCK_STREAM)
@@ -241,7 +245,9 @@ def _pysctp_version() -> str | None:
 def conntrack_facts() -> ConntrackFacts:
     facts = ConntrackFacts()
     sysctl_dir = Path("/proc/sys/net/netfilter")
-    facts.present = Path("/proc/net/nf_conntrack").exists() or (sysctl_dir / "nf_conntrack_max").exists()
+    facts.present = (
+        Path("/proc/net/nf_conntrack").exists() or (sysctl_dir / "nf_conntrack_max").exists()
+    )
     if sysctl_dir.is_dir():
         facts.sctp_sysctls = sorted(p.name for p in sysctl_dir.glob("nf_conntrack_sctp_*"))
     table = _read("/proc/net/nf_conntrack")
@@ -259,8 +265,12 @@ def _proc_ip_vs_sctp(text: str) -> list[dict[str, Any]]:
         if len(parts) >= 3 and parts[0] in ("TCP", "UDP", "SCTP") and ":" in parts[1]:
             current = None
             if parts[0] == "SCTP":
-                current = {"vip": _hexaddr(parts[1])[0], "port": _hexaddr(parts[1])[1],
-                           "scheduler": parts[2], "reals": []}
+                current = {
+                    "vip": _hexaddr(parts[1])[0],
+                    "port": _hexaddr(parts[1])[1],
+                    "scheduler": parts[2],
+                    "reals": [],
+                }
                 services.append(current)
         elif current is not None and len(parts) >= 3 and parts[0] == "->" and ":" in parts[1]:
             ip, port = _hexaddr(parts[1])
@@ -271,7 +281,7 @@ def _proc_ip_vs_sctp(text: str) -> list[dict[str, Any]]:
 def _hexaddr(text: str) -> tuple[str, int]:
     host, port = text.rsplit(":", 1)
     if len(host) == 8:
-        ip = ".".join(str(int(host[i:i + 2], 16)) for i in range(0, 8, 2))
+        ip = ".".join(str(int(host[i : i + 2], 16)) for i in range(0, 8, 2))
     else:
         ip = host
     return ip, int(port, 16)
@@ -296,12 +306,15 @@ def proxier_facts(ipvs_loaded: bool) -> ProxierFacts:
     parse = _nodeparse()
     facts = ProxierFacts()
     try:
-        with urllib.request.urlopen(PROXY_MODE_URL, timeout=1) as answer:  # noqa: S310
+        with urllib.request.urlopen(PROXY_MODE_URL, timeout=1) as answer:
             facts.proxy_mode = parse.proxy_mode(answer.read(200).decode(errors="replace"))
     except OSError:
         facts.proxy_mode = None
-    for tool, cmd in (("iptables-save", ["iptables-save"]), ("ipvsadm", ["ipvsadm", "-Ln"]),
-                      ("nft", ["nft", "list", "ruleset"])):
+    for tool, cmd in (
+        ("iptables-save", ["iptables-save"]),
+        ("ipvsadm", ["ipvsadm", "-Ln"]),
+        ("nft", ["nft", "list", "ruleset"]),
+    ):
         if shutil.which(cmd[0]) is None:
             facts.tools[tool] = "absent"
             continue
@@ -349,8 +362,11 @@ def check(load: bool = False, modules_root: str = "/lib/modules") -> Report:
 def _verdict(module: ModuleFacts, sockets: SocketFacts) -> tuple[str, str]:
     if sockets.attempted:
         if sockets.plain_stream == "ok":
-            how = "built into the kernel" if module.builtin else (
-                "sctp.ko loaded" if module.loaded else "SCTP in the kernel")
+            how = (
+                "built into the kernel"
+                if module.builtin
+                else ("sctp.ko loaded" if module.loaded else "SCTP in the kernel")
+            )
             return "usable", f"an SCTP socket opens ({how})"
         reason = f"cannot open an SCTP socket: {sockets.plain_stream}"
         if module.available is False:
@@ -364,8 +380,9 @@ def _verdict(module: ModuleFacts, sockets: SocketFacts) -> tuple[str, str]:
         return "unavailable", reason
     if module.disabled_by:
         return "unavailable", f"sctp.ko is on disk but disabled: {module.disabled_by}"
-    return "loadable", (f"sctp.ko is available ({module.path}) but not loaded; the first SCTP "
-                        "socket will load it")
+    return "loadable", (
+        f"sctp.ko is available ({module.path}) but not loaded; the first SCTP socket will load it"
+    )
 
 
 # ---------------------------------------------------------------- output
@@ -381,7 +398,8 @@ def render(report: Report) -> str:
         f"SCTP on this node: {report.verdict.upper()} - {report.reason}",
         f"  kernel            {m.kernel}",
         f"  sctp.ko           available: {_yes(m.available)}"
-        + (f" ({m.path})" if m.path else "") + f", built in: {_yes(m.builtin)}"
+        + (f" ({m.path})" if m.path else "")
+        + f", built in: {_yes(m.builtin)}"
         + f", loaded: {_yes(m.loaded)}, SCTP in /proc/net/protocols: {_yes(m.in_kernel)}",
     ]
     if m.disabled_by:
@@ -389,26 +407,36 @@ def render(report: Report) -> str:
     if m.load_attempt:
         lines.append(f"  --load            {m.load_attempt}")
     if s.attempted:
-        lines.append(f"  socket            SOCK_STREAM: {s.plain_stream}; SOCK_SEQPACKET: "
-                     f"{s.plain_seqpacket}; pysctp {s.pysctp_version or ''}: {s.pysctp}")
+        lines.append(
+            f"  socket            SOCK_STREAM: {s.plain_stream}; SOCK_SEQPACKET: "
+            f"{s.plain_seqpacket}; pysctp {s.pysctp_version or ''}: {s.pysctp}"
+        )
     else:
         lines.append(f"  socket            {s.skipped_reason}")
     sysctls = ", ".join(c.sctp_sysctls[:3]) + (" …" if len(c.sctp_sysctls) > 3 else "")
-    lines.append(f"  conntrack         present: {_yes(c.present)}, SCTP sysctls: "
-                 f"{len(c.sctp_sysctls)}{' (' + sysctls + ')' if sysctls else ''}"
-                 + (f", SCTP entries: {c.sctp_entries}" if c.sctp_entries is not None else ""))
-    lines.append(f"  ipvs              ip_vs loaded: {_yes(i.loaded)}, module on disk: "
-                 f"{_yes(i.module_available)}, SCTP virtual services: {len(i.sctp_services)}")
+    lines.append(
+        f"  conntrack         present: {_yes(c.present)}, SCTP sysctls: "
+        f"{len(c.sctp_sysctls)}{' (' + sysctls + ')' if sysctls else ''}"
+        + (f", SCTP entries: {c.sctp_entries}" if c.sctp_entries is not None else "")
+    )
+    lines.append(
+        f"  ipvs              ip_vs loaded: {_yes(i.loaded)}, module on disk: "
+        f"{_yes(i.module_available)}, SCTP virtual services: {len(i.sctp_services)}"
+    )
     lines.append(f"  kube-proxy mode   {p.proxy_mode or 'unknown (no answer on :10249)'}")
     lines.append("  proxier tools     " + ", ".join(f"{k}: {v}" for k, v in p.tools.items()))
-    lines.append(f"  SCTP rules        iptables: {len(p.iptables_sctp_rules)}, "
-                 f"ipvs services: {len(p.ipvs_sctp_services)}, nft service elements: "
-                 f"{len(p.nft_sctp_elements)}")
+    lines.append(
+        f"  SCTP rules        iptables: {len(p.iptables_sctp_rules)}, "
+        f"ipvs services: {len(p.ipvs_sctp_services)}, nft service elements: "
+        f"{len(p.nft_sctp_elements)}"
+    )
     for rule in p.iptables_sctp_rules[:10]:
         lines.append(f"    {rule}")
     for svc in p.ipvs_sctp_services:
-        lines.append(f"    ipvs SCTP {svc['vip']}:{svc['port']} {svc.get('scheduler')} "
-                     f"-> {', '.join(f'{r[0]}:{r[1]} {r[2]}' for r in svc['reals'])}")
+        lines.append(
+            f"    ipvs SCTP {svc['vip']}:{svc['port']} {svc.get('scheduler')} "
+            f"-> {', '.join(f'{r[0]}:{r[1]} {r[2]}' for r in svc['reals'])}"
+        )
     for element in p.nft_sctp_elements:
         lines.append(f"    nft {element[0]} . sctp . {element[1]} : {element[2]}")
     return "\n".join(lines)
@@ -443,7 +471,7 @@ def _serve_stream(sock: Any, stop: threading.Event, name: str) -> None:
     while not stop.is_set():
         try:
             conn, _ = sock.accept()
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             continue
         except OSError:
             return
@@ -463,15 +491,21 @@ def _serve_udp(sock: socket.socket, stop: threading.Event, name: str) -> None:
     while not stop.is_set():
         try:
             data, peer = sock.recvfrom(4096)
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             continue
         except OSError:
             return
         sock.sendto(_reply(data, name), peer)
 
 
-def serve(host: str, port: int, protocols: list[str], ready_file: str | None,
-          duration: float | None, name: str = "") -> int:
+def serve(
+    host: str,
+    port: int,
+    protocols: list[str],
+    ready_file: str | None,
+    duration: float | None,
+    name: str = "",
+) -> int:
     stop = threading.Event()
     threads: list[threading.Thread] = []
     sockets: list[Any] = []
@@ -541,7 +575,7 @@ def connect(target: str, protocol: str, timeout: float) -> tuple[int, str]:
         sock.connect((addr, port))
         sock.send(ECHO_PAYLOAD)
         reply = sock.recv(4096)
-    except (TimeoutError, socket.timeout):
+    except TimeoutError:
         return 1, "TIMEOUT"
     except ConnectionRefusedError:
         return 1, "REFUSED"
@@ -555,7 +589,7 @@ def connect(target: str, protocol: str, timeout: float) -> tuple[int, str]:
         sock.close()
     if not reply.startswith(ECHO_PAYLOAD):
         return 1, f"OTHER: unexpected reply {reply[:40]!r}"
-    return 0, "OK" + reply[len(ECHO_PAYLOAD):].decode(errors="replace")
+    return 0, "OK" + reply[len(ECHO_PAYLOAD) :].decode(errors="replace")
 
 
 def _duration(text: str) -> float:
@@ -563,25 +597,35 @@ def _duration(text: str) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m workers.probe", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m workers.probe", description=__doc__.split("\n")[0]
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     p_check = sub.add_parser("check", help="node preflight: can SCTP work here?")
     p_check.add_argument("--json", action="store_true", help="print one JSON object")
-    p_check.add_argument("--load", action="store_true", help="load sctp.ko if needed and test a socket")
+    p_check.add_argument(
+        "--load", action="store_true", help="load sctp.ko if needed and test a socket"
+    )
     p_check.add_argument("--modules-root", default="/lib/modules", help=argparse.SUPPRESS)
     p_serve = sub.add_parser("serve", help="echo server")
     p_serve.add_argument("--port", type=int, required=True)
-    p_serve.add_argument("--host", default="0.0.0.0")  # noqa: S104 (a test server on a node)
+    p_serve.add_argument("--host", default="0.0.0.0")
     p_serve.add_argument("--protocols", default="sctp", help="comma-separated: sctp,tcp,udp")
     p_serve.add_argument("--ready-file", help="written once every socket listens")
     p_serve.add_argument("--duration", type=float, help="stop after this many seconds")
     p_serve.add_argument("--name", default="", help="added to every reply: OK from NAME")
-    p_connect = sub.add_parser("connect", help="echo client: prints OK, TIMEOUT, REFUSED, DNS or OTHER")
+    p_connect = sub.add_parser(
+        "connect", help="echo client: prints OK, TIMEOUT, REFUSED, DNS or OTHER"
+    )
     p_connect.add_argument("target", help="HOST:PORT")
     p_connect.add_argument("--protocol", default="sctp", choices=("sctp", "tcp", "udp"))
     p_connect.add_argument("--timeout", default="5s", type=_duration)
-    p_connect.add_argument("--count", type=int, default=1,
-                           help="connect this many times, one line each; fails if any fails")
+    p_connect.add_argument(
+        "--count",
+        type=int,
+        default=1,
+        help="connect this many times, one line each; fails if any fails",
+    )
     args = parser.parse_args(argv)
 
     if args.command == "check":

@@ -49,12 +49,17 @@ def qemu_available() -> tuple[bool, str]:
     """(True, "") when this host can boot the guest, else (False, why not)."""
     if shutil.which(QEMU) is None:
         return False, f"{QEMU} is not installed (run lab/guest/install-host-deps.sh)"
-    if image.cache_has_any_image():
-        return True, ""
+    try:
+        if image.find_image() is not None:
+            return True, ""
+    except (RuntimeError, OSError) as exc:
+        return False, f"cannot tell which guest kernel to use: {exc}"
     missing = image.missing_build_tools()
     if missing:
-        return False, (f"no cached guest image and cannot build one: missing {', '.join(missing)} "
-                       "(run lab/guest/install-host-deps.sh)")
+        return False, (
+            f"no cached guest image and cannot build one: missing {', '.join(missing)} "
+            "(run lab/guest/install-host-deps.sh)"
+        )
     if os.geteuid() != 0:
         return False, "no cached guest image, and building one (debootstrap) needs root"
     return True, ""
@@ -116,16 +121,34 @@ class Guest:
 
     def qemu_command(self, job: Path) -> list[str]:
         security = "passthrough" if os.geteuid() == 0 else "none"
-        accel = ["-enable-kvm", "-cpu", "host"] if self.kvm else [
-            "-accel", "tcg,thread=multi", "-cpu", "max"]
+        accel = (
+            ["-enable-kvm", "-cpu", "host"]
+            if self.kvm
+            else ["-accel", "tcg,thread=multi", "-cpu", "max"]
+        )
         return [
-            QEMU, *accel, "-m", str(self.memory_mb), "-smp", str(self.cpus),
-            "-nographic", "-no-reboot", "-nic", "none", "-serial", "mon:stdio",
-            "-kernel", str(self.image_dir / "vmlinuz"),
-            "-initrd", str(self.image_dir / "initrd.img"),
-            "-append", "console=ttyS0 quiet panic=-1",
-            "-virtfs", f"local,path={self.rootfs},mount_tag=root,security_model={security},readonly=on",
-            "-virtfs", f"local,path={job},mount_tag=job,security_model={security}",
+            QEMU,
+            *accel,
+            "-m",
+            str(self.memory_mb),
+            "-smp",
+            str(self.cpus),
+            "-nographic",
+            "-no-reboot",
+            "-nic",
+            "none",
+            "-serial",
+            "mon:stdio",
+            "-kernel",
+            str(self.image_dir / "vmlinuz"),
+            "-initrd",
+            str(self.image_dir / "initrd.img"),
+            "-append",
+            "console=ttyS0 quiet panic=-1",
+            "-virtfs",
+            f"local,path={self.rootfs},mount_tag=root,security_model={security},readonly=on",
+            "-virtfs",
+            f"local,path={job},mount_tag=job,security_model={security}",
         ]
 
     def run(self, script: str, timeout: float = 240.0) -> GuestResult:
@@ -143,9 +166,13 @@ class Guest:
             started = time.monotonic()
             console_path = job.parent / f"{job.name}.console"
             with open(console_path, "wb") as console:
-                proc = subprocess.Popen(self.qemu_command(job), stdin=subprocess.DEVNULL,
-                                        stdout=console, stderr=subprocess.STDOUT,
-                                        start_new_session=True)
+                proc = subprocess.Popen(
+                    self.qemu_command(job),
+                    stdin=subprocess.DEVNULL,
+                    stdout=console,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
                 timed_out = False
                 try:
                     proc.wait(timeout=timeout)
@@ -159,7 +186,8 @@ class Guest:
             code_text = _read(job / "exit_code").strip()
             files = {
                 str(p.relative_to(job / "out")): p.read_text(errors="replace")
-                for p in sorted((job / "out").rglob("*")) if p.is_file()
+                for p in sorted((job / "out").rglob("*"))
+                if p.is_file()
             }
             return GuestResult(
                 exit_code=int(code_text) if code_text.lstrip("-").isdigit() else None,
@@ -214,8 +242,11 @@ def main(argv: list[str] | None = None) -> int:
     sys.stderr.write(result.stderr)
     for name, text in result.files.items():
         print(f"--- out/{name} ({len(text)} chars)", file=sys.stderr)
-    print(f"guest: exit {result.exit_code} in {result.seconds} s ({result.accel})"
-          + (" TIMED OUT" if result.timed_out else ""), file=sys.stderr)
+    print(
+        f"guest: exit {result.exit_code} in {result.seconds} s ({result.accel})"
+        + (" TIMED OUT" if result.timed_out else ""),
+        file=sys.stderr,
+    )
     return result.exit_code if result.exit_code is not None else 3
 
 

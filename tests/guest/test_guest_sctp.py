@@ -18,19 +18,31 @@ from typing import Any
 import pytest
 
 from lab.guest.harness import GuestResult, qemu_available
-from tests.guest.conclusions import ipvs_conclusions, iptables_conclusions, nft_conclusions
+from tests.guest.conclusions import iptables_conclusions, ipvs_conclusions, nft_conclusions
 from workers.battery import nodeparse
 
 pytestmark = pytest.mark.guest
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "node"
 CHECKS = [
-    "module-not-loaded-at-boot", "probe-check-does-not-load-sctp", "socket-loads-sctp",
-    "loopback-echo", "pod-to-pod-srv1", "pod-to-pod-srv2",
-    "service-iptables", "service-iptables-balances", "service-ipvs", "service-ipvs-balances",
-    "service-nftables", "service-nftables-balances",
-    "netpol-before-tcp", "netpol-before-udp", "netpol-allows-sctp", "netpol-blocks-tcp",
-    "netpol-blocks-udp", "netpol-other-pod-tcp",
+    "module-not-loaded-at-boot",
+    "probe-check-does-not-load-sctp",
+    "socket-loads-sctp",
+    "loopback-echo",
+    "pod-to-pod-srv1",
+    "pod-to-pod-srv2",
+    "service-iptables",
+    "service-iptables-balances",
+    "service-ipvs",
+    "service-ipvs-balances",
+    "service-nftables",
+    "service-nftables-balances",
+    "netpol-before-tcp",
+    "netpol-before-udp",
+    "netpol-allows-sctp",
+    "netpol-blocks-tcp",
+    "netpol-blocks-udp",
+    "netpol-other-pod-tcp",
 ]
 
 
@@ -49,9 +61,11 @@ def guest_run() -> GuestResult:
     started = time.monotonic()
     guest = Guest()
     result = guest.run("sh /opt/sctp-dashboard/lab/guest/checks/sctp_paths.sh", timeout=600)
-    _say(f"\n[guest] image {guest.image_dir.name} (kernel {guest.manifest['kernel_release']}, "
-         f"prepared in {guest.prepare_seconds} s), boot+checks {result.seconds} s "
-         f"({result.accel}; {guest.accel_reason}), total {time.monotonic() - started:.1f} s")
+    _say(
+        f"\n[guest] image {guest.image_dir.name} (kernel {guest.manifest['kernel_release']}, "
+        f"prepared in {guest.prepare_seconds} s), boot+checks {result.seconds} s "
+        f"({result.accel}; {guest.accel_reason}), total {time.monotonic() - started:.1f} s"
+    )
     for line in result.files.get("results.txt", "").splitlines():
         _say(f"[guest] {line}")
     if result.timed_out or "results.txt" not in result.files:
@@ -63,7 +77,7 @@ def guest_run() -> GuestResult:
 def _results(run: GuestResult) -> dict[str, str]:
     out = {}
     for line in run.files.get("results.txt", "").splitlines():
-        status, name, *_ = line.split(" ", 2) + [""]
+        _status, name, *_ = line.split(" ", 2) + [""]
         out[name] = line
     return out
 
@@ -85,7 +99,8 @@ def _report(run: GuestResult, name: str) -> dict[str, Any]:
 
 
 def test_probe_in_the_guest_reports_loadable_before_and_usable_after_the_module_loads(
-        guest_run: GuestResult) -> None:
+    guest_run: GuestResult,
+) -> None:
     before, after = _report(guest_run, "check-before.json"), _report(guest_run, "check-after.json")
     assert before["verdict"] == "loadable" and before["sockets"]["attempted"] is False
     assert before["module"]["available"] is True and before["module"]["loaded"] is False
@@ -97,7 +112,9 @@ def test_probe_in_the_guest_finds_each_proxiers_sctp_rules(guest_run: GuestResul
     ipt = _report(guest_run, "check-iptables.json")["proxier"]
     assert any("KUBE-SERVICES" in r and "--dport 95" in r for r in ipt["iptables_sctp_rules"])
     ipvs = _report(guest_run, "check-ipvs.json")
-    assert [(s["vip"], s["port"]) for s in ipvs["proxier"]["ipvs_sctp_services"]] == [("10.96.0.11", 96)]
+    assert [(s["vip"], s["port"]) for s in ipvs["proxier"]["ipvs_sctp_services"]] == [
+        ("10.96.0.11", 96)
+    ]
     assert [(s["vip"], s["port"]) for s in ipvs["ipvs"]["sctp_services"]] == [("10.96.0.11", 96)]
     nft = _report(guest_run, "check-nftables.json")["proxier"]
     assert [e[:2] for e in nft["nft_sctp_elements"]] == [["10.96.0.12", 97]]
@@ -105,13 +122,23 @@ def test_probe_in_the_guest_finds_each_proxiers_sctp_rules(guest_run: GuestResul
 
 
 def test_fresh_golden_outputs_parse_like_the_committed_fixtures(guest_run: GuestResult) -> None:
-    fresh = {k.removeprefix("golden/"): v for k, v in guest_run.files.items() if k.startswith("golden/")}
+    fresh = {
+        k.removeprefix("golden/"): v for k, v in guest_run.files.items() if k.startswith("golden/")
+    }
 
     def committed(name: str) -> str:
         return (FIXTURES / name).read_text()
 
-    assert iptables_conclusions(fresh["iptables-save.txt"]) == iptables_conclusions(committed("iptables-save.txt"))
-    assert ipvs_conclusions(fresh["ipvsadm-Ln.txt"]) == ipvs_conclusions(committed("ipvsadm-Ln.txt"))
-    assert nft_conclusions(fresh["nft-list-ruleset.txt"]) == nft_conclusions(committed("nft-list-ruleset.txt"))
+    assert iptables_conclusions(fresh["iptables-save.txt"]) == iptables_conclusions(
+        committed("iptables-save.txt")
+    )
+    assert ipvs_conclusions(fresh["ipvsadm-Ln.txt"]) == ipvs_conclusions(
+        committed("ipvsadm-Ln.txt")
+    )
+    assert nft_conclusions(fresh["nft-list-ruleset.txt"]) == nft_conclusions(
+        committed("nft-list-ruleset.txt")
+    )
     for name in ("lsmod-before.txt", "lsmod-after.txt"):
-        assert nodeparse.sctp_module_loaded(fresh[name]) == nodeparse.sctp_module_loaded(committed(name))
+        assert nodeparse.sctp_module_loaded(fresh[name]) == nodeparse.sctp_module_loaded(
+            committed(name)
+        )

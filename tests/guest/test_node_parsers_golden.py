@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.guest.conclusions import ipvs_conclusions, iptables_conclusions, nft_conclusions
+from tests.guest.conclusions import iptables_conclusions, ipvs_conclusions, nft_conclusions
 from workers.battery import nodeparse
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "node"
@@ -36,15 +36,21 @@ def test_lsmod_after_a_socket_shows_sctp_and_its_dependencies() -> None:
 
 
 def test_iptables_save_has_the_kube_services_rule_for_the_sctp_cluster_ip() -> None:
-    rules = nodeparse.iptables_sctp_rules(fixture("iptables-save.txt"), chain_prefix="KUBE-SERVICES",
-                                          dest_ip="10.96.0.10", dport=95)
+    rules = nodeparse.iptables_sctp_rules(
+        fixture("iptables-save.txt"), chain_prefix="KUBE-SERVICES", dest_ip="10.96.0.10", dport=95
+    )
     assert len(rules) == 1
     assert "-j KUBE-SVC-" in rules[0]
 
 
 def test_iptables_save_has_one_sctp_dnat_per_endpoint_in_kube_sep_chains() -> None:
-    dnat = [r for r in nodeparse.iptables_sctp_rules(fixture("iptables-save.txt"), chain_prefix="KUBE-SEP-")
-            if "-j DNAT" in r]
+    dnat = [
+        r
+        for r in nodeparse.iptables_sctp_rules(
+            fixture("iptables-save.txt"), chain_prefix="KUBE-SEP-"
+        )
+        if "-j DNAT" in r
+    ]
     targets = sorted(r.split("--to-destination ")[1] for r in dnat)
     assert targets == [f"{ip}:{port}" for ip, port in ENDPOINTS]
 
@@ -96,27 +102,50 @@ def _lab_cluster(proxier: str, port: int):  # type: ignore[no-untyped-def]
     cluster_mod = pytest.importorskip("lab.cluster")
     profiles = pytest.importorskip("lab.profiles")
     nodetools = pytest.importorskip("lab.nodetools")
-    profile = profiles.validate_profile({
-        "name": f"golden-{proxier}", "plugin": "calico", "plugin_version": "3.28.0",
-        "kubernetes_version": "1.31.2", "proxier": proxier, "nodes": 1,
-    })
+    profile = profiles.validate_profile(
+        {
+            "name": f"golden-{proxier}",
+            "plugin": "calico",
+            "plugin_version": "3.28.0",
+            "kubernetes_version": "1.31.2",
+            "proxier": proxier,
+            "nodes": 1,
+        }
+    )
     cluster = cluster_mod.Cluster(profile)
     node = cluster.nodes[0]
     before = nodetools.run(cluster, node, "lsmod")[1]
     cluster.create_namespace({"metadata": {"name": "sctp-guest"}})
     for name in ("srv1", "srv2"):
-        cluster.create("pods", "sctp-guest", {
-            "metadata": {"name": name, "labels": {"app": "sctp-guest"}},
-            "spec": {"containers": [{
-                "name": "server", "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
-                "args": ["porter"], "env": [{"name": "SERVE_SCTP_PORT_8082", "value": "foo"}],
-                "ports": [{"containerPort": 8082, "protocol": "SCTP"}]}]},
-        })
-    cluster.create("services", "sctp-guest", {
-        "metadata": {"name": "sctp-svc"},
-        "spec": {"selector": {"app": "sctp-guest"},
-                 "ports": [{"name": "sctp", "port": port, "targetPort": 8082, "protocol": "SCTP"}]},
-    })
+        cluster.create(
+            "pods",
+            "sctp-guest",
+            {
+                "metadata": {"name": name, "labels": {"app": "sctp-guest"}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "server",
+                            "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
+                            "args": ["porter"],
+                            "env": [{"name": "SERVE_SCTP_PORT_8082", "value": "foo"}],
+                            "ports": [{"containerPort": 8082, "protocol": "SCTP"}],
+                        }
+                    ]
+                },
+            },
+        )
+    cluster.create(
+        "services",
+        "sctp-guest",
+        {
+            "metadata": {"name": "sctp-svc"},
+            "spec": {
+                "selector": {"app": "sctp-guest"},
+                "ports": [{"name": "sctp", "port": port, "targetPort": 8082, "protocol": "SCTP"}],
+            },
+        },
+    )
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
         cluster.advance()
@@ -132,9 +161,15 @@ def _lab_cluster(proxier: str, port: int):  # type: ignore[no-untyped-def]
 
 def test_lab_iptables_output_reaches_the_same_conclusions_as_the_kernel() -> None:
     before, out = _lab_cluster("iptables", 95)
-    assert iptables_conclusions(out("iptables-save")) == iptables_conclusions(fixture("iptables-save.txt"))
-    assert nodeparse.sctp_module_loaded(before) == nodeparse.sctp_module_loaded(fixture("lsmod-before.txt"))
-    assert nodeparse.sctp_module_loaded(out("lsmod")) == nodeparse.sctp_module_loaded(fixture("lsmod-after.txt"))
+    assert iptables_conclusions(out("iptables-save")) == iptables_conclusions(
+        fixture("iptables-save.txt")
+    )
+    assert nodeparse.sctp_module_loaded(before) == nodeparse.sctp_module_loaded(
+        fixture("lsmod-before.txt")
+    )
+    assert nodeparse.sctp_module_loaded(out("lsmod")) == nodeparse.sctp_module_loaded(
+        fixture("lsmod-after.txt")
+    )
 
 
 def test_lab_ipvs_output_reaches_the_same_conclusions_as_the_kernel() -> None:

@@ -30,8 +30,14 @@ needs_no_sctp = pytest.mark.skipif(_host_has_sctp(), reason="this host has kerne
 
 @needs_no_sctp
 def test_check_says_sctp_is_unavailable_here_with_the_errno_and_exits_non_zero() -> None:
-    proc = subprocess.run([sys.executable, "-m", "workers.probe", "check", "--json"], cwd=REPO,
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "workers.probe", "check", "--json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert proc.returncode == 1, proc.stderr
     report = json.loads(proc.stdout)
     assert report["verdict"] == "unavailable"
@@ -44,8 +50,14 @@ def test_check_says_sctp_is_unavailable_here_with_the_errno_and_exits_non_zero()
 
 @needs_no_sctp
 def test_check_prints_a_human_summary_naming_the_reason() -> None:
-    proc = subprocess.run([sys.executable, "-m", "workers.probe", "check"], cwd=REPO,
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "workers.probe", "check"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert proc.returncode == 1
     first = proc.stdout.splitlines()[0]
     assert first.startswith("SCTP on this node: UNAVAILABLE - cannot open an SCTP socket: errno 9")
@@ -55,7 +67,9 @@ def test_check_does_not_open_a_socket_when_that_would_load_sctp_ko(tmp_path: Pat
     moddir = tmp_path / platform.release() / "kernel" / "net" / "sctp"
     moddir.mkdir(parents=True)
     (moddir / "sctp.ko").write_bytes(b"")
-    module = probe.ModuleFacts(kernel=platform.release(), available=True, path=str(moddir / "sctp.ko"))
+    module = probe.ModuleFacts(
+        kernel=platform.release(), available=True, path=str(moddir / "sctp.ko")
+    )
     facts = probe.socket_facts(module, force=False)
     assert facts.attempted is False
     assert "would load sctp.ko" in (facts.skipped_reason or "")
@@ -64,22 +78,26 @@ def test_check_does_not_open_a_socket_when_that_would_load_sctp_ko(tmp_path: Pat
 
 
 def test_a_module_disabled_by_modprobe_config_is_unavailable() -> None:
-    module = probe.ModuleFacts(kernel="6.1.0", available=True, path="/x/sctp.ko",
-                               disabled_by="install sctp /bin/true")
+    module = probe.ModuleFacts(
+        kernel="6.1.0", available=True, path="/x/sctp.ko", disabled_by="install sctp /bin/true"
+    )
     verdict, reason = probe._verdict(module, probe.SocketFacts())
     assert verdict == "unavailable" and "install sctp /bin/true" in reason
 
 
 def test_proc_ip_vs_hex_entries_are_read_as_sctp_services() -> None:
-    text = ("IP Virtual Server version 1.2.1 (size=4096)\n"
-            "Prot LocalAddress:Port Scheduler Flags\n"
-            "  -> RemoteAddress:Port Forward Weight ActiveConn InActConn\n"
-            "SCTP  0A60000B:0060 rr\n"
-            "  -> 0A000202:1F92      Masq    1      0          0\n"
-            "TCP  0A600001:01BB rr\n"
-            "  -> C0A80002:192B      Masq    1      0          0\n")
+    text = (
+        "IP Virtual Server version 1.2.1 (size=4096)\n"
+        "Prot LocalAddress:Port Scheduler Flags\n"
+        "  -> RemoteAddress:Port Forward Weight ActiveConn InActConn\n"
+        "SCTP  0A60000B:0060 rr\n"
+        "  -> 0A000202:1F92      Masq    1      0          0\n"
+        "TCP  0A600001:01BB rr\n"
+        "  -> C0A80002:192B      Masq    1      0          0\n"
+    )
     assert probe._proc_ip_vs_sctp(text) == [
-        {"vip": "10.96.0.11", "port": 96, "scheduler": "rr", "reals": [["10.0.2.2", 8082, "Masq"]]}]
+        {"vip": "10.96.0.11", "port": 96, "scheduler": "rr", "reals": [["10.0.2.2", 8082, "Masq"]]}
+    ]
 
 
 def _free_port() -> int:
@@ -100,8 +118,11 @@ def test_connect_says_dns_for_an_unresolvable_host() -> None:
 def test_serve_and_connect_echo_with_the_server_name(protocol: str, tmp_path: Path) -> None:
     port = _free_port()
     ready = tmp_path / "ready"
-    server = threading.Thread(target=probe.serve, daemon=True,
-                              args=("127.0.0.1", port, [protocol], str(ready), 3.0, "srv1"))
+    server = threading.Thread(
+        target=probe.serve,
+        daemon=True,
+        args=("127.0.0.1", port, [protocol], str(ready), 3.0, "srv1"),
+    )
     server.start()
     for _ in range(100):
         if ready.exists():

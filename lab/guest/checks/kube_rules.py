@@ -40,14 +40,18 @@ def iptables(vip: str, port: int, name: str, endpoints: list[str]) -> str:
     ]
     for i, (ep, sep) in enumerate(zip(endpoints, seps)):
         remaining = len(endpoints) - i
-        prob = "" if remaining == 1 else (
-            f" -m statistic --mode random --probability {1 / remaining:.11f}")
+        prob = (
+            ""
+            if remaining == 1
+            else (f" -m statistic --mode random --probability {1 / remaining:.11f}")
+        )
         lines.append(f'-A {svc} -m comment --comment "{name} -> {ep}"{prob} -j {sep}')
     for ep, sep in zip(endpoints, seps):
         ip = ep.split(":")[0]
         lines.append(f'-A {sep} -s {ip}/32 -m comment --comment "{name}" -j KUBE-MARK-MASQ')
-        lines.append(f'-A {sep} -p sctp -m comment --comment "{name}" -m sctp -j DNAT '
-                     f"--to-destination {ep}")
+        lines.append(
+            f'-A {sep} -p sctp -m comment --comment "{name}" -m sctp -j DNAT --to-destination {ep}'
+        )
     lines.append("COMMIT")
     return "\n".join(lines) + "\n"
 
