@@ -105,6 +105,12 @@ def execute(run_id: int, *, worker: str = "", task_id: str = "") -> str:
         report = _run_battery(run, beat)
         if beat.cancel.is_set():
             state, error = Run.State.CANCELLED, beat.reason
+        else:
+            # Tests the battery never reached (cluster unreachable, setup failed): the run did
+            # not finish its job, and says why.
+            unreached = [r for r in report.results.values() if not getattr(r, "reached", True)]
+            if unreached:
+                state, error = Run.State.ERROR, unreached[0].reason.removeprefix("not run: ")
     except Exception as exc:
         log.exception("run %s failed", run_id)
         state, error = Run.State.ERROR, f"{type(exc).__name__}: {exc}"
@@ -142,7 +148,8 @@ def record_result(run_id: int, key: str, result: Any) -> None:
         run_id=run_id,
         test_key=key,
         defaults={
-            "outcome": result.outcome,
+            # A test the run never reached (cancelled, cluster gone) has no evidence: not_run.
+            "outcome": result.outcome if getattr(result, "reached", True) else Outcome.NOT_RUN,
             "reason": result.reason or "",
             "evidence": (result.evidence or "")[:100_000],
             "duration": result.duration,

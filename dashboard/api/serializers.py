@@ -49,6 +49,8 @@ def run(r: Run, results: list | None = None) -> dict[str, Any]:
         else:
             out[key] = {"outcome": res.outcome, "reason": res.reason, "duration": res.duration,
                         "evidence": res.evidence, "finished": iso(res.finished)}
+    extra = {key: {"outcome": res.outcome, "reason": res.reason, "duration": res.duration,
+                   "evidence": res.evidence} for key, res in sorted(by_key.items()) if key not in ALL_KEYS}
     return {
         "id": r.id,
         "url": r.get_absolute_url(),
@@ -71,6 +73,8 @@ def run(r: Run, results: list | None = None) -> dict[str, Any]:
         "qualifying": r.qualifying if r.has_connectivity else None,
         "qualifying_reason": r.qualifying_reason,
         "results": out,
+        # TCP/UDP conformance checks the basic battery adds; never part of a criterion.
+        "conformance": extra,
     }
 
 

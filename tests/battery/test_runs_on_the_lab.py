@@ -37,7 +37,10 @@ def test_an_all_run_reports_every_test_in_order_and_removes_its_namespaces(start
         on_progress=lambda: beats.append(1),
     )
     wall = time.monotonic() - started
-    assert seen == [(key, "passed") for key in REGISTRY]
+    extras = ["conformance-tcp-pod-to-service", "conformance-udp-pod-to-service"]
+    # the catalog in order, the basic battery's TCP/UDP conformance checks after the basic tests
+    assert [k for k, _ in seen] == list(BASIC_KEYS) + extras + list(CONNECTIVITY_KEYS)
+    assert all(outcome == "passed" for _, outcome in seen)
     assert len(beats) > 50
     assert lab.battery_namespaces() == []
     assert "sctp-battery-42-pod-to-pod" in report.namespaces_created
@@ -155,7 +158,7 @@ def test_a_failing_result_callback_does_not_stop_the_run(start_lab):
         raise RuntimeError("database down")
 
     report = start_lab().run("basic", on_result=explode)
-    assert len(report.results) == 4
+    assert len(report.results) == 4 + 2  # the basic tests and the TCP/UDP conformance checks
     assert report.errors[0] == "on_result(declare-sctp-ports) raised RuntimeError: database down"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from workers.battery.base import BatteryTest
+from workers.battery.checks.conformance import EXTRA_BASIC
 from workers.battery.checks.declare_sctp_ports import DeclareSctpPorts
 from workers.battery.checks.hostport_kubenet import HostportKubenet
 from workers.battery.checks.netpol_allow_deny import NetpolAllowDeny
@@ -31,3 +32,8 @@ BATTERIES: dict[str, tuple[str, ...]] = {
     "connectivity": CONNECTIVITY_KEYS,
     "all": BASIC_KEYS + CONNECTIVITY_KEYS,
 }
+
+# Network conformance checks the basic battery adds after the catalog tests (KEP: "a few other
+# network conformance tests"); reported separately, never part of a criterion.
+EXTRAS: dict[str, type[BatteryTest]] = {test.key: test for test in EXTRA_BASIC}
+EXTRAS_OF: dict[str, tuple[str, ...]] = {"basic": tuple(EXTRAS), "connectivity": (), "all": tuple(EXTRAS)}

@@ -35,7 +35,7 @@ from workers.battery.context import (
     TestContext,
 )
 from workers.battery.invariant import apply_module_invariant
-from workers.battery.registry import BATTERIES, REGISTRY
+from workers.battery.registry import BATTERIES, EXTRAS, EXTRAS_OF, REGISTRY
 from workers.kube import ClusterUnreachable, Kube, KubeError, api_error_message
 
 log = logging.getLogger(__name__)
@@ -106,12 +106,12 @@ def run_battery(
         _probe_node_access(run, probe)
         if run.node_access:
             report.fingerprint["sctp_module_before"] = probe.module_states()
-        for key in keys:
+        for key, test in _plan(battery, keys):
             if kube.unreachable:
                 stop_reason = f"not run: the cluster became unreachable ({kube.unreachable})"
                 break
             run.tick()
-            outcome = _run_one(run, REGISTRY[key]())
+            outcome = _run_one(run, test())
             record(key, outcome)
             if run.cancelled:
                 raise Cancelled(outcome.reason)
@@ -145,6 +145,15 @@ def run_battery(
         report.fingerprint["proxier_detected"] = run.proxier_detected
         report.fingerprint["feature_gate"] = run.feature_gate
     return report
+
+
+def _plan(battery: str, keys: list[str]) -> list[tuple[str, type[BatteryTest]]]:
+    """The catalog tests in order, with the TCP/UDP conformance checks right after the basic
+    tests (before connectivity tests may load sctp.ko)."""
+    basic = [(k, REGISTRY[k]) for k in keys if REGISTRY[k].battery == "basic"]
+    extras = [(k, EXTRAS[k]) for k in EXTRAS_OF[battery]]
+    rest = [(k, REGISTRY[k]) for k in keys if REGISTRY[k].battery != "basic"]
+    return basic + extras + rest
 
 
 def _fingerprint_cluster(run: RunContext) -> None:

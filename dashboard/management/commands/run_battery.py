@@ -56,6 +56,7 @@ class Command(BaseCommand):
             "status": run.state,
             "error": run.error or None,
             "results": {k: {"outcome": v["outcome"], "reason": v["reason"]} for k, v in data["results"].items()},
+            "conformance": {k: {"outcome": v["outcome"], "reason": v["reason"]} for k, v in data["conformance"].items()},
             "fingerprint": run.fingerprint,
         }
         if opts["json"]:
