@@ -1,9 +1,11 @@
 """The matrix (/matrix/): plugins × proxier modes, the latest outcome of every catalog test.
 
 Sources are our own finished runs and vendor submissions, each cell saying which one it shows
-(our run, verified vendor, pending vendor). The page answers in a fixed number of queries
-whatever the history: the newest run per cluster and battery, and the newest submission per
-plugin, proxier and status, are correlated "ORDER BY … LIMIT 1" subqueries on indexed columns.
+(our run, verified vendor, pending vendor). The page answers in a fixed number of queries and
+time whatever the history: every lookup is an "ORDER BY … LIMIT" on an index, either exact
+(the newest connectivity run or submission of a plugin) or inside a bounded recent window
+(the newest run of each battery among a cluster's last RECENT_RUNS runs; the newest
+submission per plugin and proxier among the last RECENT_SUBMISSIONS of each status).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from typing import Any
 from django.db.models import OuterRef, Subquery
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
 from dashboard.catalog import (
     ALL_KEYS,
@@ -54,9 +58,17 @@ class Source:
         return self.outcomes.get(key) or Outcome.NOT_RUN
 
 
-def _newest_runs() -> list[int]:
-    """Per cluster, the newest finished run that covers the basic and the connectivity tests."""
-    finished = Run.objects.filter(cluster=OuterRef("pk"), state=Run.State.FINISHED).order_by("-created")
+# How far back, in runs of one cluster, the matrix looks for the newest run of each battery.
+# Bounded so that a cluster that never ran a battery costs RECENT_RUNS index steps, not its
+# whole history; the newest connectivity run of each plugin is found beyond it (see below).
+RECENT_RUNS = 50
+
+
+def _cluster_runs() -> set[int]:
+    """Per cluster, the newest finished run covering the basic and the connectivity tests."""
+    recent = Run.objects.filter(cluster=OuterRef(OuterRef("pk"))).order_by("-created").values("id")[:RECENT_RUNS]
+    finished = Run.objects.filter(cluster=OuterRef("pk"), state=Run.State.FINISHED,
+                                  id__in=Subquery(recent)).order_by("-created")
     annotations = {
         "basic_run": Subquery(finished.filter(battery__in=[Battery.BASIC, Battery.ALL]).values("id")[:1]),
         "conn_run": Subquery(finished.filter(battery__in=[Battery.CONNECTIVITY, Battery.ALL]).values("id")[:1]),
@@ -64,27 +76,56 @@ def _newest_runs() -> list[int]:
     ids: set[int] = set()
     for basic_run, conn_run in Cluster.objects.annotate(**annotations).values_list("basic_run", "conn_run"):
         ids.update(i for i in (basic_run, conn_run) if i)
-    return sorted(ids)
+    return ids
 
 
-def _newest_submissions() -> list[int]:
-    """Per plugin, proxier and status (verified, pending): the newest submission."""
-    annotations = {}
-    for status in (Submission.Status.VERIFIED, Submission.Status.PENDING):
-        for mode in Proxier.values:
-            newest = (
-                Submission.objects.filter(plugin=OuterRef("pk"), status=status, proxier=mode)
-                .order_by("-created").values("id")[:1]
-            )
-            annotations[f"s_{status}_{mode}"] = Subquery(newest)
+# The newest submissions of each status looked at for per-proxier cells; older ones still
+# show through the per-plugin newest connectivity submission below.
+RECENT_SUBMISSIONS = 300
+
+
+def _plugin_sources() -> tuple[set[int], set[int]]:
+    """Per plugin, whatever its age: the newest connectivity run, verified and pending submission.
+
+    `has_connectivity__in=[True]` rather than `=True`: SQLite compiles the latter to a bare
+    column test that its planner cannot match to the (plugin, state|status, has_connectivity,
+    -finished|-created) indexes, and would sort the plugin's whole history instead.
+    """
+    def newest(model, order: str, **filters):  # type: ignore[no-untyped-def]
+        qs = model.objects.filter(plugin=OuterRef("pk"), has_connectivity__in=[True], **filters)
+        return Subquery(qs.order_by(order).values("id")[:1])
+
+    annotations = {
+        "conn_run": newest(Run, "-finished", state=Run.State.FINISHED),
+        "conn_verified": newest(Submission, "-created", status=Submission.Status.VERIFIED),
+        "conn_pending": newest(Submission, "-created", status=Submission.Status.PENDING),
+    }
+    run_ids: set[int] = set()
+    sub_ids: set[int] = set()
+    for conn_run, verified, pending in Plugin.objects.annotate(**annotations).values_list(*annotations):
+        run_ids.update(i for i in (conn_run,) if i)
+        sub_ids.update(i for i in (verified, pending) if i)
+    return run_ids, sub_ids
+
+
+def _recent_submissions() -> set[int]:
+    """The newest verified and pending submission per (plugin, proxier) among the recent ones."""
     ids: set[int] = set()
-    for row in Plugin.objects.annotate(**annotations).values(*annotations):
-        ids.update(i for i in row.values() if i)
-    return sorted(ids)
+    for status in (Submission.Status.VERIFIED, Submission.Status.PENDING):
+        seen: set[tuple[int, str]] = set()
+        recent = (Submission.objects.filter(status=status).order_by("-created")
+                  .values_list("id", "plugin_id", "proxier")[:RECENT_SUBMISSIONS])
+        for sub_id, plugin_id, proxier in recent:
+            if (plugin_id, proxier) not in seen:
+                seen.add((plugin_id, proxier))
+                ids.add(sub_id)
+    return ids
 
 
 def load_sources() -> list[Source]:
-    run_ids, sub_ids = _newest_runs(), _newest_submissions()
+    plugin_runs, plugin_subs = _plugin_sources()
+    run_ids = sorted(_cluster_runs() | plugin_runs)
+    sub_ids = sorted(plugin_subs | _recent_submissions())
     sources: list[Source] = []
     if run_ids:
         results: dict[int, dict[str, tuple[str, str]]] = {}
@@ -137,7 +178,26 @@ def _cell(sources: list[Source], key: str) -> dict[str, Any]:
     if pending is not None:
         out["pending"] = cell(pending.outcome(key), trust="pending", trust_label=TRUST["pending"],
                               url=pending.url, when=pending.when, kubernetes_version=pending.kubernetes_version)
+    out["html"] = _cell_html(out)
     return out
+
+
+def _cell_html(c: dict[str, Any]) -> str:
+    """A cell's markup, built here: up to 21 rows × 8 cells of template lookups cost more than
+    every query of the page together."""
+    if c.get("url"):
+        title = f"{c['label']} · {c['trust_label']} · k8s {c['kubernetes_version']} · {c['when']:%Y-%m-%d}"
+        if c.get("reason"):
+            title += f" · {c['reason']}"
+        html = format_html('<a href="{}" class="o o-{} trust-{}" title="{}">{}</a><span class="trust trust-{}">{}</span>',
+                           c["url"], c["outcome"], c["trust"], title, c["symbol"], c["trust"], c["trust_short"])
+    else:
+        html = format_html('<span class="o o-missing" title="no evidence">{}</span>', c["symbol"])
+    if p := c.get("pending"):
+        html += format_html('<a href="{}" class="pending-note" title="pending vendor submission: {}">'
+                            '<span class="o o-{} trust-pending">{}</span> <span class="trust trust-pending">vendor ?</span></a>',
+                            p["url"], p["label"], p["outcome"], p["symbol"])
+    return mark_safe(html)  # every piece went through format_html
 
 
 def build_matrix() -> dict[str, Any]:
