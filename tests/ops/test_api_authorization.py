@@ -86,7 +86,8 @@ def test_every_read_is_open_to_every_role_and_never_shows_a_kubeconfig(world, ro
     assert response.status_code == 200
     body = response.content.decode()
     assert SECRET not in body
-    assert '"kubeconfig"' not in body
+    if path != "/api/v1/schema/":  # the schema names the upload field; no answer carries one
+        assert '"kubeconfig"' not in body
 
 
 # (what, role) -> expected status
