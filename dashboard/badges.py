@@ -42,12 +42,14 @@ def plugin_status(plugin: Plugin, at: datetime | None = None) -> PluginStatus:
     def newest_id(qs, order):  # type: ignore[no-untyped-def]
         return Subquery(qs.filter(plugin=OuterRef("pk")).order_by(order).values("id")[:1])
 
+    # `__in=[True]`, not `=True`: SQLite compiles the latter to a bare column test its planner
+    # cannot match to the (plugin, state, qualifying|has_connectivity, -finished) indexes.
     runs, subs = finished_runs(), verified_submissions()
     ids = Plugin.objects.filter(pk=plugin.pk).annotate(
-        q_run=newest_id(runs.filter(qualifying=True), "-finished"),
-        c_run=newest_id(runs.filter(has_connectivity=True), "-finished"),
-        q_sub=newest_id(subs.filter(qualifying=True), "-created"),
-        c_sub=newest_id(subs.filter(has_connectivity=True), "-created"),
+        q_run=newest_id(runs.filter(qualifying__in=[True]), "-finished"),
+        c_run=newest_id(runs.filter(has_connectivity__in=[True]), "-finished"),
+        q_sub=newest_id(subs.filter(qualifying__in=[True]), "-created"),
+        c_sub=newest_id(subs.filter(has_connectivity__in=[True]), "-created"),
     ).values("q_run", "c_run", "q_sub", "c_sub").get()
     found = load([ids["q_run"], ids["c_run"]], [ids["q_sub"], ids["c_sub"]])
     best = newest(found.get(("run", ids["q_run"])), found.get(("submission", ids["q_sub"])))

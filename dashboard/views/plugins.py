@@ -31,7 +31,7 @@ def plugin_detail(request: HttpRequest, slug: str) -> HttpResponse:
     page_url = request.build_absolute_uri(f"/plugins/{plugin.slug}/")
     return render(request, "plugins/detail.html", {
         "plugin": plugin, "clusters": [(c, runs.get(c.last_run_id)) for c in clusters],
-        "submissions": submissions, "status": status, "badge_url": badge_url,
+        "submissions": [(s, False) for s in submissions], "status": status, "badge_url": badge_url,
         "badge_markdown": f"[![SCTP]({badge_url})]({page_url})",
         "vendors": list(plugin.vendors.values_list("name", flat=True)),
     })
