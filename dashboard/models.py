@@ -300,6 +300,7 @@ class Submission(EvidenceMixin):
             models.Index(fields=["plugin", "status", "qualifying", "-created"]),
             models.Index(fields=["proxier", "status", "pod_to_service_passed", "-created"]),
             models.Index(fields=["status", "-created"]),
+            models.Index(fields=["-created"]),  # the unfiltered submissions list, newest first
         ]
 
     def __str__(self) -> str:

@@ -58,10 +58,6 @@ def shot() -> Callable[[object, str], Path]:
     return take
 
 
-@pytest.fixture(autouse=True)
-def fast_passwords(settings):  # type: ignore[no-untyped-def]
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
 
 def log_in(page, username: str, password: str) -> None:  # type: ignore[no-untyped-def]
     page.goto("/login/")

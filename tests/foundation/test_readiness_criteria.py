@@ -357,3 +357,12 @@ def test_the_readiness_evaluation_says_ready_when_all_criteria_are_met():
     result = evaluate()
     assert [t["ready"] for t in result["transitions"]] == [True, True]
     assert result["stage"] == "alpha"
+
+
+def test_tests_written_is_unmet_when_the_catalog_itself_is_incomplete():
+    from dashboard.models import CatalogTest
+
+    f.run(f.cluster())
+    CatalogTest.objects.filter(key="netpol-allow-deny").delete()
+    v = verdict(tests_written)
+    assert v.status == "unmet" and "catalog is missing: netpol-allow-deny" in v.detail

@@ -60,8 +60,3 @@ def login(client: Client) -> Callable[..., Client]:
 
     return as_user
 
-
-@pytest.fixture(autouse=True)
-def fast_passwords(settings):  # type: ignore[no-untyped-def]
-    # The role fixtures create users with passwords; PBKDF2 would cost most of these tests' time.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -18,11 +18,11 @@ def evaluate(ctx: Context) -> Verdict:
     for mode in Proxier.values:
         # Newest evidence of each mode, whatever its age: older than the window means stale.
         run_ids[mode] = (
-            finished_runs().filter(proxier=mode, pod_to_service_passed=True)
+            finished_runs().filter(proxier=mode, pod_to_service_passed__in=[True])  # index-friendly on SQLite
             .order_by("-finished").values_list("id", flat=True).first()
         )
         sub_ids[mode] = (
-            verified_submissions().filter(proxier=mode, pod_to_service_passed=True)
+            verified_submissions().filter(proxier=mode, pod_to_service_passed__in=[True])  # index-friendly on SQLite
             .order_by("-created").values_list("id", flat=True).first()
         )
     found = load(run_ids.values(), sub_ids.values())

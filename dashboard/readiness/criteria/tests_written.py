@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.db.models import OuterRef, Subquery
 
-from dashboard.catalog import Outcome
+from dashboard.catalog import ALL_KEYS, Outcome
 from dashboard.models import CatalogTest, TestResult
 
 from ..base import Context, EvidenceRef, Verdict
@@ -31,6 +31,9 @@ def evaluate(ctx: Context) -> Verdict:
         for t in CatalogTest.objects.annotate(example_run=Subquery(example)).values("key", "example_run")
     ]
     implemented = implemented_keys()
+    absent = [k for k in ALL_KEYS if k not in {t["key"] for t in tests}]
+    if absent:  # the catalog itself is incomplete (its seed migration did not run)
+        return Verdict(KEY, TITLE, "unmet", "catalog is missing: " + ", ".join(absent), [], [])
     missing_impl = [t["key"] for t in tests if t["key"] not in implemented]
     unrecorded = [t["key"] for t in tests if t["key"] in implemented and not t["recorded"]]
     evidence = []

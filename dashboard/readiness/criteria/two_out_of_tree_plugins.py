@@ -22,12 +22,14 @@ def evaluate(ctx: Context) -> Verdict:
         return Subquery(qs.filter(plugin=OuterRef("pk")).order_by(order).values("id")[:1])
 
     runs, subs = finished_runs(), verified_submissions()
+    # "flag__in=[True]", not "flag=True": SQLite compiles the latter to a bare column test that
+    # cannot use the (plugin, state, flag, -time) indexes.
     plugins = list(
         Plugin.objects.annotate(
-            q_run=newest_id(runs.filter(qualifying=True), "-finished"),
-            c_run=newest_id(runs.filter(has_connectivity=True), "-finished"),
-            q_sub=newest_id(subs.filter(qualifying=True), "-created"),
-            c_sub=newest_id(subs.filter(has_connectivity=True), "-created"),
+            q_run=newest_id(runs.filter(qualifying__in=[True]), "-finished"),
+            c_run=newest_id(runs.filter(has_connectivity__in=[True]), "-finished"),
+            q_sub=newest_id(subs.filter(qualifying__in=[True]), "-created"),
+            c_sub=newest_id(subs.filter(has_connectivity__in=[True]), "-created"),
         ).order_by("name")
     )
     found = load(
