@@ -30,7 +30,8 @@ def _context(run_id: int) -> dict[str, Any]:
             outcome = "queued"
         tests.append({"key": key, **res, **cell(outcome)})
     done = sum(1 for t in tests if t["outcome"] not in ("queued", "running"))
-    return {"run": run, "data": data, "tests": tests, "active": run.state in ACTIVE, "done": done,
+    conformance = [{"key": key, **res, **cell(res["outcome"])} for key, res in data["conformance"].items()]
+    return {"run": run, "data": data, "tests": tests, "conformance": conformance, "active": run.state in ACTIVE, "done": done,
             "total": len(tests), "fingerprint": sorted((run.fingerprint or {}).items())}
 
 

@@ -52,3 +52,16 @@ def test_query_count_is_fixed(client: Client) -> None:
 
 def test_an_unknown_run_is_a_404(client: Client) -> None:
     assert client.get("/runs/999999/").status_code == 404
+
+
+def test_the_tcp_and_udp_conformance_checks_are_listed_apart_from_the_catalog(client: Client) -> None:
+    from dashboard.models import TestResult
+
+    run = factories.run(factories.cluster(), battery="basic")
+    TestResult.objects.create(run=run, test_key="conformance-udp-pod-to-service", outcome="failed",
+                              reason="UDP to the ClusterIP 10.96.0.9:80 timed out (TIMEOUT)")
+    body = client.get(f"/runs/{run.id}/").content.decode()
+    assert "Other network conformance checks" in body
+    section = body.split("Other network conformance checks")[1]
+    assert "conformance-udp-pod-to-service" in section and "timed out (TIMEOUT)" in section
+    assert "conformance-udp-pod-to-service" not in body.split("Other network conformance checks")[0]
