@@ -39,13 +39,30 @@ def redis_or_skip() -> None:
         pytest.skip(f"needs Redis at {settings.REDIS_URL}: {exc}")
 
 
-@contextmanager
-def celery_worker(concurrency: int = 1, extra_env: dict[str, str] | None = None,
-                  queue: str | None = None) -> Iterator[dict]:
-    """Starts `celery -A workers worker` on a private queue; yields {"queue", "proc", "log"}."""
+def use_broker(url: str, transport_options: dict) -> None:
+    """Points this process's Celery app at another broker (its connection pools start over)."""
     from workers import app
 
-    redis_or_skip()
+    app.conf.broker_url = url
+    app.conf.broker_transport_options = transport_options
+    if app._pool is not None:
+        app._pool.force_close_all()
+        app._pool = None
+    app.amqp._producer_pool = None
+
+
+@contextmanager
+def celery_worker(concurrency: int = 1, extra_env: dict[str, str] | None = None,
+                  queue: str | None = None, embedded_dir: Path | None = None) -> Iterator[dict]:
+    """Starts `celery -A workers worker` on a private queue; yields {"queue", "proc", "log"}.
+
+    With `embedded_dir`, worker and test use the embedded broker (kombu's filesystem transport
+    under that directory) instead of Redis, as `make demo` does on a machine without Redis.
+    """
+    from workers import app
+
+    if embedded_dir is None:
+        redis_or_skip()
     queue = queue or f"test-{uuid.uuid4().hex[:8]}"
     env = os.environ.copy()
     env.update({
@@ -59,6 +76,8 @@ def celery_worker(concurrency: int = 1, extra_env: dict[str, str] | None = None,
         "FIELD_ENCRYPTION_KEY": settings.FIELD_ENCRYPTION_KEY,
         "SECRET_KEY": settings.SECRET_KEY,
     })
+    if embedded_dir is not None:
+        env.update({"CELERY_BROKER_URL": "filesystem://", "VAR_DIR": str(embedded_dir)})
     env.update(extra_env or {})
     log = ROOT / "var" / f"worker-{queue}.log"
     log.parent.mkdir(exist_ok=True)
@@ -70,7 +89,15 @@ def celery_worker(concurrency: int = 1, extra_env: dict[str, str] | None = None,
     )
     old_queue = app.conf.task_default_queue
     app.conf.task_default_queue = queue
-    app.conf.broker_url = settings.REDIS_URL
+    if embedded_dir is not None:
+        folder = str(embedded_dir / "broker" / "out")
+        (embedded_dir / "broker" / "out").mkdir(parents=True, exist_ok=True)
+        (embedded_dir / "broker" / "processed").mkdir(parents=True, exist_ok=True)
+        use_broker("filesystem://", {"data_folder_in": folder, "data_folder_out": folder,
+                                     "processed_folder": str(embedded_dir / "broker" / "processed"),
+                                     "store_processed": False})
+    else:
+        use_broker(settings.REDIS_URL, settings.CELERY_BROKER_TRANSPORT_OPTIONS)
     try:
         deadline = time.monotonic() + 30
         while f"{queue}@" not in log.read_text() or " ready." not in log.read_text():
@@ -80,6 +107,8 @@ def celery_worker(concurrency: int = 1, extra_env: dict[str, str] | None = None,
         yield {"queue": queue, "proc": proc, "log": log}
     finally:
         app.conf.task_default_queue = old_queue
+        if embedded_dir is not None:
+            use_broker(settings.CELERY_BROKER_URL, settings.CELERY_BROKER_TRANSPORT_OPTIONS)
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGTERM)
             try:
