@@ -1,0 +1,132 @@
+"""What the failure drills share: waiting, API requests, a private Redis to stop and start."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from django.test import Client
+
+from dashboard.models import ApiToken
+
+T = TypeVar("T")
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def wait_for(predicate: Callable[[], T], timeout: float, what: str, log: Path | None = None) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            tail = log.read_text()[-3000:] if log else ""
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}\n{tail}")
+        time.sleep(0.1)
+
+
+def maintainer_token(name: str = "drill-maintainer") -> str:
+    from django.contrib.auth import get_user_model
+
+    user = get_user_model().objects.create_user(name)
+    return ApiToken.issue(role=ApiToken.Role.MAINTAINER, user=user)[1]
+
+
+def request_run(client: Client, token: str, cluster: str, battery: str) -> int:
+    resp = client.post(f"/api/v1/clusters/{cluster}/runs/", {"battery": battery}, content_type="application/json",
+                       HTTP_AUTHORIZATION=f"Token {token}")
+    assert resp.status_code == 202, resp.content
+    return int(resp.json()["run"])
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class PrivateRedis:
+    """A redis-server of this test alone on its own port: the shared one at 6379 is never touched."""
+
+    def __init__(self, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> PrivateRedis:
+        import redis
+
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        client = redis.Redis(port=self.port, socket_connect_timeout=0.5)
+        wait_for(lambda: _pings(client), 10, f"redis-server on port {self.port}")
+        return self
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)  # a frozen server cannot act on SIGTERM
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def freeze(self) -> None:
+        """Alive but mute: connections open and nothing answers (a hung or partitioned server)."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGCONT)
+
+
+def _pings(client: Any) -> bool:
+    try:
+        return bool(client.ping())
+    except Exception:
+        return False
+
+
+@contextmanager
+def private_redis() -> Iterator[PrivateRedis]:
+    server = PrivateRedis().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@contextmanager
+def pointed_at(url: str, settings: Any) -> Iterator[None]:
+    """This process's broker, lease and cache all use `url` (the pytest-django settings fixture)."""
+    from workers import app
+    from workers.lease import _redis
+
+    from .conftest import use_broker
+
+    old_url, old_options = app.conf.broker_url, dict(app.conf.broker_transport_options or {})
+    settings.REDIS_URL = url
+    settings.CELERY_BROKER_URL = url
+    if "redis" in settings.CACHES["default"]["BACKEND"].lower():
+        settings.CACHES = {"default": {**settings.CACHES["default"], "LOCATION": url}}
+    use_broker(url, old_options)
+    _redis.cache_clear()
+    try:
+        yield
+    finally:
+        use_broker(old_url, old_options)
+        _redis.cache_clear()
