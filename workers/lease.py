@@ -30,6 +30,10 @@ def _key(cluster_id: int) -> str:
     return f"sctp-dashboard:cluster-lease:{cluster_id}"
 
 
+class LeaseUnavailable(Exception):
+    """The lease's store (Redis) did not answer: nobody can tell whether the cluster is free."""
+
+
 class Lease:
     def __init__(self, cluster_id: int, ttl: int | None = None, holder: str | None = None) -> None:
         self.cluster_id = cluster_id
@@ -72,7 +76,12 @@ class Lease:
 
     # -- Redis --------------------------------------------------------------------------------
     def _redis_acquire(self) -> bool:
-        return bool(_redis().set(_key(self.cluster_id), self.holder, nx=True, px=self.ttl * 1000))
+        import redis
+
+        try:
+            return bool(_redis().set(_key(self.cluster_id), self.holder, nx=True, px=self.ttl * 1000))
+        except redis.RedisError as exc:
+            raise LeaseUnavailable(f"the lease store is unavailable: {exc}") from exc
 
     def _redis_renew(self) -> bool:
         return bool(_redis().eval(RENEW, 1, _key(self.cluster_id), self.holder, self.ttl * 1000))

@@ -15,7 +15,7 @@ from dashboard.models import Cluster, Run, Schedule
 
 from . import runner
 from .celery import app
-from .lease import Lease
+from .lease import Lease, LeaseUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +25,15 @@ BUSY_MAX_RETRIES = 720  # an hour of waiting for the cluster's lease
 
 @app.task(bind=True, acks_late=True, max_retries=BUSY_MAX_RETRIES)
 def execute_run(self, run_id: int) -> str:  # type: ignore[no-untyped-def]
-    outcome = runner.execute(run_id, worker=self.request.hostname or "", task_id=self.request.id or "")
+    try:
+        outcome = runner.execute(run_id, worker=self.request.hostname or "", task_id=self.request.id or "")
+    except LeaseUnavailable as exc:
+        # Redis went away between delivering the task and the lease: the run was not claimed.
+        # Forget the dispatch so dispatch_pending sends it again once Redis is back (no retry
+        # here: the broker is that same Redis, and a task failing in a loop helps nobody).
+        log.warning("run %s stays queued: %s", run_id, exc)
+        Run.objects.filter(pk=run_id, state=Run.State.QUEUED).update(dispatched=None)
+        return "lease-unavailable"
     if outcome == runner.BUSY:
         try:
             raise self.retry(countdown=BUSY_RETRY_SECONDS)
