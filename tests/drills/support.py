@@ -119,11 +119,12 @@ def pointed_at(url: str, settings: Any) -> Iterator[None]:
     from .conftest import use_broker
 
     old_url, old_options = app.conf.broker_url, dict(app.conf.broker_transport_options or {})
+    options = dict(settings.CELERY_BROKER_TRANSPORT_OPTIONS)
     settings.REDIS_URL = url
     settings.CELERY_BROKER_URL = url
     if "redis" in settings.CACHES["default"]["BACKEND"].lower():
         settings.CACHES = {"default": {**settings.CACHES["default"], "LOCATION": url}}
-    use_broker(url, old_options)
+    use_broker(url, options)
     _redis.cache_clear()
     try:
         yield
