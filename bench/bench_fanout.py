@@ -1,0 +1,98 @@
+"""Fan-out: the basic battery requested on 200 lab clusters at once, two real worker processes.
+
+Its own PostgreSQL database (sctp_bench_fanout) and Redis queue; the lab serves the 200
+emulated clusters from this process. Reports runs per minute, how many finished, and run times.
+
+Run: .venv/bin/python bench/bench_fanout.py [--clusters 200] [--workers 2] [--concurrency 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import median, migrate, p95, recreate_database, setup_django, table  # noqa: E402
+
+DB_NAME = "sctp_bench_fanout"
+TIMEOUT = 900
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clusters", type=int, default=200)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--concurrency", type=int, default=4, help="processes of each worker")
+    args = parser.parse_args(argv)
+
+    url = recreate_database(DB_NAME)
+    queue = f"bench-fanout-{uuid.uuid4().hex[:8]}"
+    setup_django(url, CELERY_QUEUE=queue)
+    migrate()
+    from django.conf import settings
+    from django.db.models import Count
+
+    from dashboard.labreg import register
+    from dashboard.models import Run
+    from dashboard.runs import request_run
+    from lab.server import LabServer
+    from workers import app
+
+    from workers_bench import Worker, purge_queue
+
+    app.conf.task_default_queue = queue
+    profiles = [{
+        "name": f"fan-{i:03d}", "plugin": ("calico", "cilium", "flannel", "antrea")[i % 4], "plugin_version": "1.0.0",
+        "kubernetes_version": "1.31.2", "proxier": ("iptables", "ipvs")[i % 2], "nodes": 2,
+        "sctp_feature_gate": True, "node_access": True, "kubenet": False, "load_balancer": False,
+        "sctp_module_loaded_at_start": False,
+        "dataplane": {"pod_to_pod": True, "via_service": True, "via_load_balancer": True, "network_policy": "full"},
+        "faults": {},
+    } for i in range(args.clusters)]
+    lab = LabServer(profiles).start()
+    env = {"DATABASE_URL": url, "CELERY_BROKER_URL": settings.CELERY_BROKER_URL, "REDIS_URL": settings.REDIS_URL,
+           "LOG_LEVEL": "WARNING"}
+    workers = [Worker(f"fanout{i}-{queue}", queue, args.concurrency, env) for i in range(args.workers)]
+    try:
+        clusters = register(lab)
+        for w in workers:
+            w.wait_ready()
+        started = time.monotonic()
+        ids = [request_run(c, "basic").pk for c in clusters]
+        requested = time.monotonic() - started
+        deadline = started + TIMEOUT
+        while Run.objects.filter(pk__in=ids, state__in=["queued", "running"]).exists():
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        elapsed = time.monotonic() - started
+    finally:
+        for w in workers:
+            w.stop()
+        lab.stop()
+        purge_queue(settings.CELERY_BROKER_URL, queue)
+
+    runs = list(Run.objects.filter(pk__in=ids))
+    states = dict(Run.objects.filter(pk__in=ids).values_list("state").annotate(n=Count("id")))
+    durations = [(r.finished - r.started).total_seconds() for r in runs if r.started and r.finished]
+    waits = [(r.started - r.created).total_seconds() for r in runs if r.started]
+    by_worker = dict(Run.objects.filter(pk__in=ids).values_list("worker").annotate(n=Count("id")))
+    finished = states.get("finished", 0)
+    print(table(f"fan-out: basic battery on {args.clusters} lab clusters at once, {args.workers} workers x "
+                f"{args.concurrency} processes (PostgreSQL, Redis)",
+                ["runs", "finished", "other states", "wall s", "runs/min", "run s p50", "run s p95",
+                 "queue wait s p95", "request all s"],
+                [[len(ids), finished, {k: v for k, v in states.items() if k != "finished"} or "-", f"{elapsed:.1f}",
+                  f"{len(ids) / elapsed * 60:.1f}", f"{median(durations):.2f}", f"{p95(durations):.2f}",
+                  f"{p95(waits):.1f}", f"{requested:.2f}"]]))
+    print("runs per worker: " + ", ".join(f"{k.split('@')[0]}={v}" for k, v in sorted(by_worker.items())))
+    print("every run finished: " + ("yes" if finished == len(ids) else f"NO ({states})"))
+    return 0 if finished == len(ids) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,269 @@
+"""A year of history: do the readiness page, the matrix and the readiness API stay as fast?
+
+Generates 200 clusters x 365 daily periodic runs x 8 tests (584,000 results) and 2,000
+submissions with bulk inserts into its own PostgreSQL database (sctp_bench, dropped and
+created anew), with evidence flags set by dashboard.evidence as the worker sets them and one
+periodic schedule per cluster. Measures each page first with one day of history, then with the
+full year, in the same process: median time, the ratio (target <= 1.5) and query counts (which
+must not grow with history). A page over target gets its slowest queries EXPLAIN ANALYZEd.
+
+Run: .venv/bin/python bench/bench_history.py [--clusters N] [--days N] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import random
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import median, migrate, recreate_database, setup_django, table  # noqa: E402
+
+DB_NAME = "sctp_bench"
+PAGES = ["/", "/matrix/", "/api/v1/readiness/"]
+ROUNDS = 15
+TARGET_RATIO = 1.5
+PLUGINS = ["calico", "cilium", "flannel", "kubenet", "ovn-kubernetes", "antrea", "kube-router", "weave-net"]
+PROXIERS = ["iptables", "ipvs", "nftables"]
+BATCH = 10_000
+
+
+class Generator:
+    def __init__(self, clusters: int, seed: int = 614) -> None:
+        from django.utils.timezone import now
+
+        self.rng = random.Random(seed)
+        self.count = clusters
+        self.now = now().replace(microsecond=0)
+        self.clusters: list[Any] = []
+        self.schedules: dict[int, Any] = {}
+        self.vendors: dict[int, Any] = {}
+        self.submission_serial = 0
+        self.rows = {"runs": 0, "results": 0, "submissions": 0}
+
+    def fleet(self) -> None:
+        """Plugins, one vendor each, the clusters, and a daily periodic schedule on every cluster."""
+        from dashboard.models import Cluster, Plugin, Vendor
+        from dashboard.schedules import create_schedule
+
+        plugins = []
+        for slug in PLUGINS:
+            plugin, _ = Plugin.objects.get_or_create(
+                slug=slug, defaults={"name": slug, "in_tree": slug == "kubenet",
+                                     "implements_network_policy": slug not in ("flannel", "kubenet")})
+            plugins.append(plugin)
+            vendor, _ = Vendor.objects.get_or_create(name=f"{slug} vendor")
+            vendor.plugins.add(plugin)
+            self.vendors[plugin.pk] = vendor
+        for i in range(self.count):
+            plugin = plugins[i % len(plugins)]
+            self.clusters.append(Cluster(
+                name=f"bench-{plugin.slug}-{i:03d}", plugin=plugin, plugin_version=f"1.{i % 9}.0",
+                kubernetes_version=f"1.{28 + i % 4}.{i % 7}", proxier=PROXIERS[(i // len(PLUGINS)) % 3],
+                kubenet=plugin.slug == "kubenet", load_balancer=i % 2 == 0, owner=self.vendors[plugin.pk],
+                created=self.now - timedelta(days=400)))
+        self.clusters = Cluster.objects.bulk_create(self.clusters)
+        for cluster in self.clusters:  # through the product's own path: beat's PeriodicTask and health rows
+            self.schedules[cluster.pk] = create_schedule(cluster, battery="all", interval_minutes=24 * 60,
+                                                         grace_minutes=120)
+
+    def outcomes(self, cluster: Any, state: str) -> dict[str, str]:
+        from dashboard.catalog import ALL_KEYS
+
+        result = {}
+        for i, key in enumerate(ALL_KEYS):
+            if state == "error" and i >= 3:
+                result[key] = "not_run"
+            elif key == "hostport-kubenet" and not cluster.kubenet:
+                result[key] = "skipped"
+            elif key == "pod-to-loadbalancer" and not cluster.load_balancer:
+                result[key] = "skipped"
+            elif key.startswith("netpol") and not cluster.plugin.implements_network_policy:
+                result[key] = "skipped"
+            else:
+                roll = self.rng.random()
+                result[key] = "passed" if roll < 0.94 else ("failed" if roll < 0.98 else "error")
+        return result
+
+    def runs(self, days: range) -> None:
+        """One periodic `all` run per cluster and day, its eight results, flags from dashboard.evidence."""
+        from dashboard.evidence import summarize
+        from dashboard.models import Run, TestResult
+
+        pending: list[tuple[Any, dict[str, str]]] = []
+
+        def flush() -> None:
+            made = Run.objects.bulk_create([run for run, _ in pending], batch_size=BATCH)
+            results = [
+                TestResult(run_id=run.pk, test_key=key, outcome=outcome,
+                           reason="" if outcome == "passed" else f"bench: {outcome}",
+                           evidence="" if outcome == "skipped" else f"connect sctp {key}: {outcome}",
+                           duration=1.5, started=run.started, finished=run.finished or run.created)
+                for run, (_, outcomes) in zip(made, pending) for key, outcome in outcomes.items()
+            ]
+            TestResult.objects.bulk_create(results, batch_size=BATCH)
+            self.rows["runs"] += len(made)
+            self.rows["results"] += len(results)
+            pending.clear()
+
+        for day in days:
+            for cluster in self.clusters:
+                roll = self.rng.random()
+                state = "finished" if roll < 0.97 else ("error" if roll < 0.99 else "cancelled")
+                created = self.now - timedelta(days=day, minutes=self.rng.randint(1, 90))
+                outcomes = self.outcomes(cluster, state)
+                run = Run(cluster=cluster, plugin_id=cluster.plugin_id, plugin_version=cluster.plugin_version,
+                          kubernetes_version=cluster.kubernetes_version, proxier=cluster.proxier, battery="all",
+                          trigger="periodic", schedule=self.schedules[cluster.pk], state=state, created=created,
+                          dispatched=created, started=created + timedelta(seconds=2),
+                          heartbeat=created + timedelta(seconds=90), finished=created + timedelta(seconds=95),
+                          worker="bench@worker", error="worker lost: bench" if state == "error" else "",
+                          fingerprint={"proxier_detected": cluster.proxier, "node_count": 3})
+                run.apply_flags(summarize(outcomes, cluster.plugin.implements_network_policy))
+                pending.append((run, outcomes))
+            if len(pending) >= BATCH // 8 * 4:
+                flush()
+        if pending:
+            flush()
+
+    def submissions(self, count: int, max_age_days: int) -> None:
+        from dashboard.evidence import summarize
+        from dashboard.models import Submission
+
+        made = []
+        for _ in range(count):
+            self.submission_serial += 1
+            cluster = self.rng.choice(self.clusters)
+            outcomes = self.outcomes(cluster, "finished")
+            status = self.rng.choices(["verified", "pending_review", "rejected"], weights=[6, 3, 1])[0]
+            body = f"<testsuites><!-- bench submission {self.submission_serial} --></testsuites>".encode()
+            sub = Submission(
+                plugin_id=cluster.plugin_id, vendor=self.vendors[cluster.plugin_id], uploaded_by="bench",
+                plugin_version=cluster.plugin_version, kubernetes_version=cluster.kubernetes_version,
+                proxier=cluster.proxier, cluster_name=cluster.name, status=status, kind="junit",
+                filename=f"junit_{self.submission_serial}.xml", sha256=hashlib.sha256(body).hexdigest(),
+                size=len(body), content=body,
+                results={k: {"outcome": o, "reason": ""} for k, o in outcomes.items()},
+                counts={o: list(outcomes.values()).count(o) for o in set(outcomes.values())},
+                detected_kubernetes_version=cluster.kubernetes_version,
+                created=self.now - timedelta(days=self.rng.randint(0, max_age_days), minutes=self.rng.randint(0, 1439)),
+            )
+            sub.apply_flags(summarize(outcomes, cluster.plugin.implements_network_policy))
+            made.append(sub)
+        Submission.objects.bulk_create(made, batch_size=1000)
+        self.rows["submissions"] += len(made)
+
+
+def measure(paths: list[str]) -> dict[str, dict[str, Any]]:
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    client = Client()
+    measured: dict[str, dict[str, Any]] = {}
+    for path in paths:
+        first = client.get(path)
+        if first.status_code == 404:
+            measured[path] = {"missing": True}
+            continue
+        assert first.status_code == 200, (path, first.status_code)
+        client.get(path)
+        times, counts = [], set()
+        for _ in range(ROUNDS):
+            with CaptureQueriesContext(connection) as queries:
+                started = time.perf_counter()
+                resp = client.get(path)
+                times.append(time.perf_counter() - started)
+            assert resp.status_code == 200
+            counts.add(len(queries))
+        measured[path] = {"median": median(times), "queries": sorted(counts), "captured": list(queries.captured_queries)}
+    return measured
+
+
+def explain_slowest(captured: list[dict[str, str]], top: int = 3) -> list[str]:
+    from django.db import connection
+
+    lines = []
+    ranked = sorted(captured, key=lambda q: float(q["time"]), reverse=True)[:top]
+    with connection.cursor() as cursor:
+        for q in ranked:
+            if not q["sql"].lstrip().upper().startswith("SELECT"):
+                continue
+            cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + q["sql"])
+            plan = [row[0] for row in cursor.fetchall()]
+            lines.append(f"-- {float(q['time']) * 1000:.1f} ms: {q['sql'][:400]}")
+            lines.extend("   " + p for p in plan[:25])
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clusters", type=int, default=200)
+    parser.add_argument("--days", type=int, default=365)
+    parser.add_argument("--submissions", type=int, default=2000)
+    args = parser.parse_args(argv)
+
+    setup_started = time.perf_counter()
+    url = recreate_database(DB_NAME)
+    setup_django(url)
+    migrate()
+    setup_seconds = time.perf_counter() - setup_started
+    from django.db import connection
+
+    gen = Generator(args.clusters)
+    started = time.perf_counter()
+    gen.fleet()
+    gen.runs(range(0, 1))
+    gen.submissions(max(1, args.submissions // 200), 1)
+    small_rows = dict(gen.rows)
+    small_seconds = time.perf_counter() - started
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    small = measure(PAGES)
+
+    started = time.perf_counter()
+    gen.runs(range(1, args.days))
+    gen.submissions(args.submissions - small_rows["submissions"], args.days - 1)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    full_seconds = time.perf_counter() - started
+    full = measure(PAGES)
+
+    print(table("history: generator (PostgreSQL database sctp_bench, bulk inserts)",
+                ["phase", "clusters", "runs", "test results", "submissions", "seconds"], [
+                    ["migrate", "", "", "", "", f"{setup_seconds:.1f}"],
+                    ["1 day", args.clusters, small_rows["runs"], small_rows["results"], small_rows["submissions"],
+                     f"{small_seconds:.1f}"],
+                    [f"+{args.days - 1} days", args.clusters, gen.rows["runs"], gen.rows["results"],
+                     gen.rows["submissions"], f"{full_seconds:.1f}"],
+                ]))
+    rows, over = [], []
+    for path in PAGES:
+        a, b = small[path], full[path]
+        if a.get("missing") or b.get("missing"):
+            rows.append([path, "not present (404)", "", "", "", "", ""])
+            continue
+        ratio = b["median"] / a["median"]
+        same = a["queries"] == b["queries"]
+        verdict = "ok" if ratio <= TARGET_RATIO and same else "MISSED"
+        if verdict != "ok":
+            over.append(path)
+        rows.append([path, f"{a['median'] * 1000:.1f}", f"{b['median'] * 1000:.1f}", f"{ratio:.2f}",
+                     ",".join(map(str, a["queries"])), ",".join(map(str, b["queries"])), verdict])
+    print(table(f"history: median of {ROUNDS} requests, 1 day vs {args.days} days (target ratio <= {TARGET_RATIO}, "
+                "query count independent of history)",
+                ["page", "1 day ms", "full ms", "ratio", "queries 1 day", "queries full", "verdict"], rows))
+    for path in over:
+        print(f"\n-- {path}: slowest queries on the full database, EXPLAIN ANALYZE")
+        print("\n".join(explain_slowest(full[path]["captured"])))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,76 @@
+"""What the benchmarks share: a PostgreSQL database of their own, Django set up against it, tables."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+PG_ADMIN = os.environ.get("BENCH_PG_ADMIN_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+
+
+def database_url(name: str) -> str:
+    base = PG_ADMIN.rsplit("/", 1)[0]
+    return f"{base}/{name}"
+
+
+def recreate_database(name: str) -> str:
+    """Drops and creates `name` (never the suite's or the demo's database); returns its URL."""
+    import psycopg
+
+    assert name.startswith("sctp_bench"), name
+    with psycopg.connect(PG_ADMIN.replace("postgres://", "postgresql://"), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return database_url(name)
+
+
+def setup_django(db_url: str | None = None, **env: str) -> None:
+    sys.path.insert(0, str(ROOT))
+    if db_url:
+        os.environ["DATABASE_URL"] = db_url
+    os.environ.update(env)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    import django
+
+    django.setup()
+
+
+def migrate() -> None:
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0, interactive=False)
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+
+
+def table(title: str, header: list[str], rows: list[list[Any]]) -> str:
+    cells = [header] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    line = "+".join("-" * (w + 2) for w in widths)
+    out = [f"\n== {title}", line]
+    for i, row in enumerate(cells):
+        out.append("|".join(f" {c:<{w}} " for c, w in zip(row, widths)))
+        if i == 0:
+            out.append(line)
+    out.append(line)
+    return "\n".join(out)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
