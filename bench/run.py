@@ -1,0 +1,44 @@
+"""`make bench`: every benchmark, one table each. Needs PostgreSQL and Redis (as CI has them).
+
+  ingest   bench_ingest.py   the real v1.30 JUnit through dashboard.ingest vs junitparser
+  history  bench_history.py  a year of history (into sctp_bench): pages 1 day vs 365 days
+  load     bench_load.py     50 clients for 30 s on gunicorn, against sctp_bench
+  fanout   bench_fanout.py   200 lab clusters' basic batteries at once, 2 real workers
+
+Run: .venv/bin/python bench/run.py [--only NAME ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+BENCHES = [("ingest", "bench_ingest.py"), ("history", "bench_history.py"), ("load", "bench_load.py"),
+           ("fanout", "bench_fanout.py")]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", choices=[name for name, _ in BENCHES])
+    args = parser.parse_args(argv)
+    failed = []
+    for name, script in BENCHES:
+        if args.only and name not in args.only:
+            continue
+        print(f"\n#### {name} ({script})", flush=True)
+        started = time.monotonic()
+        code = subprocess.call([sys.executable, str(HERE / script)], cwd=HERE.parent)
+        print(f"#### {name}: {'ok' if code == 0 else f'exit {code}'} in {time.monotonic() - started:.0f} s", flush=True)
+        if code:
+            failed.append(name)
+    if failed:
+        print(f"\nfailed or missed a target: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
