@@ -262,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     for path in over:
         print(f"\n-- {path}: slowest queries on the full database, EXPLAIN ANALYZE")
         print("\n".join(explain_slowest(full[path]["captured"])))
-    return 0
+    return 1 if over else 0
 
 
 if __name__ == "__main__":
