@@ -193,3 +193,16 @@ SEED_PLUGINS: list[dict] = [
     {"slug": "kube-router", "name": "kube-router", "in_tree": False, "implements_network_policy": True},
     {"slug": "flannel", "name": "Flannel", "in_tree": False, "implements_network_policy": False},
 ]
+
+
+def seed(catalog_model, plugin_model) -> None:  # type: ignore[no-untyped-def]
+    """Creates or refreshes the catalog and the contract's plugins (the seed migration calls it
+    with its historical models; tests that flush the database call it again)."""
+    for position, entry in enumerate(CATALOG):
+        catalog_model.objects.update_or_create(
+            key=entry["key"],
+            defaults={k: entry[k] for k in ("title", "battery", "tags", "kep_text", "upstream_names")}
+            | {"position": position},
+        )
+    for plugin in SEED_PLUGINS:
+        plugin_model.objects.get_or_create(slug=plugin["slug"], defaults=plugin)

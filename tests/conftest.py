@@ -25,6 +25,19 @@ def fresh_cache_namespace(settings):  # type: ignore[no-untyped-def]
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def seeded_catalog_after_flush(request):  # type: ignore[no-untyped-def]
+    """Transactional tests flush the database, seed migration included: seed it again."""
+    marker = request.node.get_closest_marker("django_db")
+    transactional = marker is not None and (marker.kwargs.get("transaction") or (marker.args and marker.args[0]))
+    if transactional or "live_server" in request.fixturenames:
+        request.getfixturevalue("transactional_db")
+        from dashboard.catalog import seed
+        from dashboard.models import CatalogTest, Plugin
+
+        seed(CatalogTest, Plugin)
+
+
 @pytest.fixture
 def maintainer(db):  # type: ignore[no-untyped-def]
     user = get_user_model().objects.create_user("maria", password="maria-password")

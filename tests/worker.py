@@ -43,12 +43,15 @@ def use_broker(url: str, transport_options: dict) -> None:
     """Points this process's Celery app at another broker (its connection pools start over)."""
     from workers import app
 
+    from kombu import pools
+
     app.conf.broker_url = url
     app.conf.broker_transport_options = transport_options
     if app._pool is not None:
         app._pool.force_close_all()
         app._pool = None
     app.amqp._producer_pool = None
+    pools.reset()  # kombu's process-wide producer pools still hold the closed connections
 
 
 @contextmanager

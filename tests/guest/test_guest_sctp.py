@@ -46,13 +46,23 @@ CHECKS = [
 ]
 
 
+_reporter = None
+
+
 def _say(text: str) -> None:
-    sys.__stdout__.write(text + "\n")
-    sys.__stdout__.flush()
+    # Through pytest's terminal reporter: pytest captures file descriptor 1 itself, so even
+    # sys.__stdout__ would not reach the CI log.
+    if _reporter is not None:
+        _reporter.write_line(text)
+    else:
+        sys.__stdout__.write(text + "\n")
+        sys.__stdout__.flush()
 
 
 @pytest.fixture(scope="session")
-def guest_run() -> GuestResult:
+def guest_run(pytestconfig: pytest.Config) -> GuestResult:
+    global _reporter
+    _reporter = pytestconfig.pluginmanager.get_plugin("terminalreporter")
     ok, reason = qemu_available()
     if not ok:
         pytest.skip(f"kernel SCTP guest unavailable: {reason}")
