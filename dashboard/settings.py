@@ -120,12 +120,13 @@ CELERY_BROKER_URL = env("CELERY_BROKER_URL", REDIS_URL)
 EMBEDDED_BROKER = CELERY_BROKER_URL.startswith("filesystem://")
 if EMBEDDED_BROKER:
     _broker_dir = VAR_DIR / "broker"
-    for _sub in ("out", "processed"):
+    for _sub in ("out", "processed", "control"):
         (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "out"),
         "data_folder_out": str(_broker_dir / "out"),
         "processed_folder": str(_broker_dir / "processed"),
+        "control_folder": str(_broker_dir / "control"),
         "store_processed": False,
     }
 else:

@@ -96,8 +96,10 @@ def celery_worker(concurrency: int = 1, extra_env: dict[str, str] | None = None,
         folder = str(embedded_dir / "broker" / "out")
         (embedded_dir / "broker" / "out").mkdir(parents=True, exist_ok=True)
         (embedded_dir / "broker" / "processed").mkdir(parents=True, exist_ok=True)
+        (embedded_dir / "broker" / "control").mkdir(parents=True, exist_ok=True)
         use_broker("filesystem://", {"data_folder_in": folder, "data_folder_out": folder,
                                      "processed_folder": str(embedded_dir / "broker" / "processed"),
+                                     "control_folder": str(embedded_dir / "broker" / "control"),
                                      "store_processed": False})
     else:
         use_broker(settings.REDIS_URL, settings.CELERY_BROKER_TRANSPORT_OPTIONS)
