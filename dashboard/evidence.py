@@ -42,7 +42,7 @@ def summarize(outcomes: Mapping[str, str], implements_network_policy: bool) -> E
         problems.append(f"netpol-allow-deny {get('netpol-allow-deny').replace('_', ' ')}")
     qualifying = not problems
     if qualifying:
-        reason = "qualifies: pod-to-pod and pod-to-service passed" + (
+        reason = "pod-to-pod and pod-to-service passed" + (
             ", netpol-allow-deny passed" if implements_network_policy else " (no NetworkPolicy)"
         )
     else:

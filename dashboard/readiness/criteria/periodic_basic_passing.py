@@ -45,7 +45,9 @@ def evaluate(ctx: Context) -> Verdict:
         bad = [r for r in last if not (r.state == Run.State.FINISHED and r.basic_ok)]
         row = {"schedule": s.pk, "cluster": s.cluster.name, "interval_minutes": s.interval_minutes,
                "runs": [r.id for r in last], "passing": len(bad) == 0 and len(last) == n}
-        if len(last) < n:
+        if not last:
+            status, why = "unmet", f"{s.cluster.name}: no scheduled run has ended yet; the last {n} must pass"
+        elif len(last) < n:
             status, why = "unmet", f"{s.cluster.name}: only {plural(len(last), 'scheduled run')} of the last {n} needed"
         elif bad:
             r = bad[0]
