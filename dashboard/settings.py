@@ -131,7 +131,11 @@ if EMBEDDED_BROKER:
     }
 else:
     # Longer than the longest run, so an unacked task is not redelivered while it still runs.
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 4 * 3600}
+    # Socket timeouts: a frozen Redis must fail a publish in seconds (the run then stays queued
+    # for dispatch_pending), not hang the web request that asked for the run.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 4 * 3600, "socket_timeout": 5,
+                                       "socket_connect_timeout": 3}
+CELERY_BROKER_CONNECTION_TIMEOUT = 3
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = False
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

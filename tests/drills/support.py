@@ -116,7 +116,7 @@ def pointed_at(url: str, settings: Any) -> Iterator[None]:
     from workers import app
     from workers.lease import _redis
 
-    from .conftest import use_broker
+    from tests.worker import use_broker
 
     old_url, old_options = app.conf.broker_url, dict(app.conf.broker_transport_options or {})
     options = dict(settings.CELERY_BROKER_TRANSPORT_OPTIONS)
