@@ -207,6 +207,8 @@ class Run(EvidenceMixin):
         indexes = [
             # the cluster page's history and the "newest run of a cluster" lookups
             models.Index(fields=["cluster", "-created"]),
+            # the matrix: newest finished run of each battery of a cluster
+            models.Index(fields=["cluster", "state", "battery", "-created"]),
             # two-out-of-tree-plugins: newest (qualifying) connectivity evidence per plugin
             models.Index(fields=["plugin", "state", "has_connectivity", "-finished"]),
             models.Index(fields=["plugin", "state", "qualifying", "-finished"]),

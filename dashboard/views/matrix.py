@@ -3,9 +3,9 @@
 Sources are our own finished runs and vendor submissions, each cell saying which one it shows
 (our run, verified vendor, pending vendor). The page answers in a fixed number of queries and
 time whatever the history: every lookup is an "ORDER BY … LIMIT" on an index, either exact
-(the newest connectivity run or submission of a plugin) or inside a bounded recent window
-(the newest run of each battery among a cluster's last RECENT_RUNS runs; the newest
-submission per plugin and proxier among the last RECENT_SUBMISSIONS of each status).
+(the newest run of each battery of a cluster, the newest connectivity run or submission of a
+plugin) or inside a bounded recent window (the newest submission per plugin and proxier among
+the last RECENT_SUBMISSIONS of each status).
 """
 
 from __future__ import annotations
@@ -58,17 +58,10 @@ class Source:
         return self.outcomes.get(key) or Outcome.NOT_RUN
 
 
-# How far back, in runs of one cluster, the matrix looks for the newest run of each battery.
-# Bounded so that a cluster that never ran a battery costs RECENT_RUNS index steps, not its
-# whole history; the newest connectivity run of each plugin is found beyond it (see below).
-RECENT_RUNS = 50
-
-
 def _cluster_runs() -> set[int]:
-    """Per cluster, the newest finished run covering the basic and the connectivity tests."""
-    recent = Run.objects.filter(cluster=OuterRef(OuterRef("pk"))).order_by("-created").values("id")[:RECENT_RUNS]
-    finished = Run.objects.filter(cluster=OuterRef("pk"), state=Run.State.FINISHED,
-                                  id__in=Subquery(recent)).order_by("-created")
+    """Per cluster, the newest finished run covering the basic and the connectivity tests: one
+    "LIMIT 1" step each on the (cluster, state, battery, -created) index."""
+    finished = Run.objects.filter(cluster=OuterRef("pk"), state=Run.State.FINISHED).order_by("-created")
     annotations = {
         "basic_run": Subquery(finished.filter(battery__in=[Battery.BASIC, Battery.ALL]).values("id")[:1]),
         "conn_run": Subquery(finished.filter(battery__in=[Battery.CONNECTIVITY, Battery.ALL]).values("id")[:1]),
