@@ -28,7 +28,7 @@ def catalog(request: HttpRequest) -> JsonResponse:
 
 @require_GET
 def readiness_view(request: HttpRequest) -> JsonResponse:
-    return JsonResponse(readiness.evaluate())
+    return JsonResponse(readiness.cached_evaluate())
 
 
 @require_GET

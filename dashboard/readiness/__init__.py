@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
 
 from django.utils.timezone import now as tz_now
 
@@ -11,7 +15,10 @@ from dashboard.catalog import TRANSITIONS, Stage
 from .base import Context, EvidenceRef, Verdict
 from .criteria import CRITERIA
 
-__all__ = ["evaluate", "Context", "Verdict", "EvidenceRef", "current_stage"]
+__all__ = ["evaluate", "cached_evaluate", "invalidate", "Context", "Verdict", "EvidenceRef", "current_stage"]
+
+log = logging.getLogger(__name__)
+CACHE_KEY = "readiness:evaluation:v1"
 
 
 def current_stage() -> str:
@@ -42,3 +49,40 @@ def evaluate(ctx: Context | None = None) -> dict[str, Any]:
         "fresh_days": ctx.fresh_days,
         "transitions": transitions,
     }
+
+
+def cached_evaluate() -> dict[str, Any]:
+    """The evaluation for the public page and API, shared for READINESS_CACHE_SECONDS.
+
+    Any change to evidence drops it (signals in dashboard/apps.py; runs that end re-evaluate
+    through history.record_evaluation), so the TTL only bounds how late a verdict that turns on
+    time alone (freshness, a schedule's age) can show. A broken cache never breaks the page.
+    """
+    ttl = settings.READINESS_CACHE_SECONDS
+    if ttl > 0:
+        try:
+            hit = cache.get(CACHE_KEY)
+        except Exception:
+            log.warning("readiness cache unavailable", exc_info=True)
+            hit = None
+        if hit is not None:
+            return hit
+    evaluation = evaluate()
+    remember(evaluation)
+    return evaluation
+
+
+def remember(evaluation: dict[str, Any]) -> None:
+    if settings.READINESS_CACHE_SECONDS > 0:
+        try:
+            cache.set(CACHE_KEY, evaluation, settings.READINESS_CACHE_SECONDS)
+        except Exception:
+            log.warning("readiness cache unavailable", exc_info=True)
+
+
+def invalidate(*args: Any, **kwargs: Any) -> None:
+    """Drops the shared evaluation (usable as a signal receiver)."""
+    try:
+        cache.delete(CACHE_KEY)
+    except Exception:
+        log.warning("readiness cache unavailable", exc_info=True)

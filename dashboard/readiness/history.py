@@ -21,9 +21,10 @@ def record_evaluation(reason: str = "") -> bool:
     """Evaluates readiness; stores a snapshot and tells the listeners when a status changed."""
     from dashboard.models import ReadinessSnapshot
 
-    from . import evaluate
+    from . import evaluate, remember
 
     evaluation = evaluate()
+    remember(evaluation)
     statuses = statuses_of(evaluation)
     with transaction.atomic():
         previous = ReadinessSnapshot.objects.select_for_update().order_by("-created").first()

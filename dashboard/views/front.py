@@ -45,7 +45,7 @@ def decorate(evaluation: dict[str, Any], baseline: dict[str, str] | None) -> Non
 
 
 def index(request: HttpRequest) -> HttpResponse:
-    evaluation = readiness.evaluate()
+    evaluation = readiness.cached_evaluate()
     last = SignOff.objects.select_related("maintainer").order_by("-created").first()
     decorate(evaluation, statuses_of(last.snapshot) if last else None)
     return render(request, "front/readiness.html", {"readiness": evaluation, "stage": evaluation["stage"],
