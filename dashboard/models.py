@@ -303,6 +303,8 @@ class Submission(EvidenceMixin):
             models.Index(fields=["proxier", "status", "pod_to_service_passed", "-created"]),
             models.Index(fields=["status", "-created"]),
             models.Index(fields=["-created"]),  # the unfiltered submissions list, newest first
+            # the matrix: newest submission of each status per plugin and proxier
+            models.Index(fields=["plugin", "proxier", "status", "-created"]),
         ]
 
     def __str__(self) -> str:

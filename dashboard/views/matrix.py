@@ -4,8 +4,7 @@ Sources are our own finished runs and vendor submissions, each cell saying which
 (our run, verified vendor, pending vendor). The page answers in a fixed number of queries and
 time whatever the history: every lookup is an "ORDER BY … LIMIT" on an index, either exact
 (the newest run of each battery of a cluster, the newest connectivity run or submission of a
-plugin) or inside a bounded recent window (the newest submission per plugin and proxier among
-the last RECENT_SUBMISSIONS of each status).
+plugin, the newest submission of each status per plugin and proxier).
 """
 
 from __future__ import annotations
@@ -72,11 +71,6 @@ def _cluster_runs() -> set[int]:
     return ids
 
 
-# The newest submissions of each status looked at for per-proxier cells; older ones still
-# show through the per-plugin newest connectivity submission below.
-RECENT_SUBMISSIONS = 300
-
-
 def _plugin_sources() -> tuple[set[int], set[int]]:
     """Per plugin, whatever its age: the newest connectivity run, verified and pending submission.
 
@@ -101,24 +95,27 @@ def _plugin_sources() -> tuple[set[int], set[int]]:
     return run_ids, sub_ids
 
 
-def _recent_submissions() -> set[int]:
-    """The newest verified and pending submission per (plugin, proxier) among the recent ones."""
+def _newest_submissions() -> set[int]:
+    """The newest verified and the newest pending submission of every (plugin, proxier): one
+    "LIMIT 1" step each on the (plugin, proxier, status, -created) index."""
+    annotations = {
+        f"{proxier}_{status}": Subquery(
+            Submission.objects.filter(plugin=OuterRef("pk"), proxier=proxier, status=status)
+            .order_by("-created").values("id")[:1]
+        )
+        for proxier in Proxier.values
+        for status in (Submission.Status.VERIFIED, Submission.Status.PENDING)
+    }
     ids: set[int] = set()
-    for status in (Submission.Status.VERIFIED, Submission.Status.PENDING):
-        seen: set[tuple[int, str]] = set()
-        recent = (Submission.objects.filter(status=status).order_by("-created")
-                  .values_list("id", "plugin_id", "proxier")[:RECENT_SUBMISSIONS])
-        for sub_id, plugin_id, proxier in recent:
-            if (plugin_id, proxier) not in seen:
-                seen.add((plugin_id, proxier))
-                ids.add(sub_id)
+    for row in Plugin.objects.annotate(**annotations).values_list(*annotations):
+        ids.update(i for i in row if i)
     return ids
 
 
 def load_sources() -> list[Source]:
     plugin_runs, plugin_subs = _plugin_sources()
     run_ids = sorted(_cluster_runs() | plugin_runs)
-    sub_ids = sorted(plugin_subs | _recent_submissions())
+    sub_ids = sorted(plugin_subs | _newest_submissions())
     sources: list[Source] = []
     if run_ids:
         results: dict[int, dict[str, tuple[str, str]]] = {}

@@ -80,7 +80,7 @@ def test_its_query_count_does_not_grow_with_history(client: Client) -> None:
     grow_history(a, 60)
     grow_history(b, 30)
     grow_submissions(40)
-    assert queries(client, "/matrix/") == before == 8
+    assert queries(client, "/matrix/") == before == 7
 
 
 def test_an_old_connectivity_run_stays_visible_behind_many_newer_basic_runs() -> None:
