@@ -90,7 +90,19 @@ def is_xml(head: bytes) -> bool:
 # --- gzip -----------------------------------------------------------------------------
 
 
-class BoundedGunzip(io.RawIOBase):
+class _ReadStream(io.RawIOBase):
+    """A raw stream whose subclasses only implement read(size)."""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+class BoundedGunzip(_ReadStream):
     """Inflates gzip (several members too) on demand, refusing past ``limit`` bytes."""
 
     _CHUNK = 64 * 1024
@@ -103,14 +115,6 @@ class BoundedGunzip(io.RawIOBase):
         self._inflated = 0
         self._pending = b""
         self._inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        data = self.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
 
     def read(self, size: int | None = -1) -> bytes:
         if size is None or size < 0:
@@ -147,21 +151,13 @@ class BoundedGunzip(io.RawIOBase):
         return chunk
 
 
-class Prefixed(io.RawIOBase):
+class Prefixed(_ReadStream):
     """A stream with some already-read bytes put back in front."""
 
     def __init__(self, head: bytes, rest: IO[bytes]) -> None:
         super().__init__()
         self._head = head
         self._rest = rest
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        data = self.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
 
     def read(self, size: int | None = -1) -> bytes:
         if size is None or size < 0:

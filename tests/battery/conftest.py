@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from lab.server import LabServer
+from tests import labtools
 from workers.battery import BatteryReport, ClusterSpec, Timeouts, run_battery
 from workers.kubeconfig import api_client_from_kubeconfig
 
@@ -18,33 +19,8 @@ FAST = Timeouts.for_lab()
 
 def profile(**changes: Any) -> dict[str, Any]:
     """A healthy two-node calico/iptables cluster with a load balancer, changed as asked."""
-    base: dict[str, Any] = {
-        "name": "lab",
-        "plugin": "calico",
-        "plugin_version": "3.28.0",
-        "kubernetes_version": "1.31.2",
-        "proxier": "iptables",
-        "nodes": 2,
-        "sctp_feature_gate": True,
-        "node_access": True,
-        "kubenet": False,
-        "load_balancer": True,
-        "sctp_module_loaded_at_start": False,
-        "dataplane": {
-            "pod_to_pod": True,
-            "via_service": True,
-            "via_load_balancer": True,
-            "network_policy": "full",
-        },
-        "faults": {"pod_start_delay_s": 0.01},
-        "seed": 7,
-    }
-    for key, value in changes.items():
-        if isinstance(value, dict) and isinstance(base.get(key), dict):
-            base[key] = {**base[key], **value}
-        else:
-            base[key] = value
-    return base
+    faults = {"pod_start_delay_s": 0.01, **changes.pop("faults", {})}
+    return labtools.profile(**{"name": "lab", "load_balancer": True, "seed": 7, "faults": faults, **changes})
 
 
 def spec_for(prof: dict[str, Any], **changes: Any) -> ClusterSpec:

@@ -1,48 +1,21 @@
-"""What the failure drills share: waiting, API requests, a private Redis to stop and start."""
+"""What the failure drills share: a private Redis to stop and start (waiting and API requests
+are in tests/e2e.py)."""
 
 from __future__ import annotations
 
 import signal
 import socket
 import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from django.test import Client
+from tests.e2e import wait_for
 
-from dashboard.models import ApiToken
 
-T = TypeVar("T")
+
 ROOT = Path(__file__).resolve().parent.parent.parent
-
-
-def wait_for(predicate: Callable[[], T], timeout: float, what: str, log: Path | None = None) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            tail = log.read_text()[-3000:] if log else ""
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}\n{tail}")
-        time.sleep(0.1)
-
-
-def maintainer_token(name: str = "drill-maintainer") -> str:
-    from django.contrib.auth import get_user_model
-
-    user = get_user_model().objects.create_user(name)
-    return ApiToken.issue(role=ApiToken.Role.MAINTAINER, user=user)[1]
-
-
-def request_run(client: Client, token: str, cluster: str, battery: str) -> int:
-    resp = client.post(f"/api/v1/clusters/{cluster}/runs/", {"battery": battery}, content_type="application/json",
-                       HTTP_AUTHORIZATION=f"Token {token}")
-    assert resp.status_code == 202, resp.content
-    return int(resp.json()["run"])
 
 
 def free_port() -> int:

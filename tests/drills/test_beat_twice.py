@@ -12,7 +12,7 @@ from dashboard.schedules import create_schedule
 from tests.labtools import lab_clusters, profile
 from tests.worker import celery_worker
 
-from .support import wait_for
+from tests.e2e import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

@@ -12,7 +12,7 @@ from dashboard.runs import request_run
 from tests.labtools import lab_clusters, profile
 from tests.worker import celery_worker
 
-from .support import wait_for
+from tests.e2e import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -23,7 +23,7 @@ RUNS_PER_CLUSTER = 2
 def test_two_workers_of_four_processes_lose_no_result_and_duplicate_no_run():
     profiles = [profile(name=f"drill-pg-{i:02d}", proxier=("iptables", "ipvs")[i % 2]) for i in range(CLUSTERS)]
     with lab_clusters(*profiles) as (_, clusters):
-        with celery_worker(concurrency=4) as first, celery_worker(concurrency=4, queue=first["queue"]) as second:
+        with celery_worker(concurrency=4) as first, celery_worker(concurrency=4, queue=first["queue"]):
             ids = [request_run(c, "basic").pk for _ in range(RUNS_PER_CLUSTER) for c in clusters.values()]
             wait_for(lambda: not Run.objects.filter(pk__in=ids, state__in=["queued", "running"]).exists(), 120,
                      f"{len(ids)} runs on {connection.vendor}", first["log"])

@@ -17,7 +17,9 @@ from dashboard.runs import request_run as create_run
 from tests.labtools import lab_clusters, profile
 from tests.worker import celery_worker
 
-from .support import maintainer_token, pointed_at, private_redis, request_run, wait_for
+from tests.e2e import maintainer_token, request_run, wait_for
+
+from .support import pointed_at, private_redis
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

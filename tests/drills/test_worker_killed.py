@@ -15,7 +15,7 @@ from tests.worker import celery_worker
 from workers.battery.base import NAMESPACE_PREFIX
 from workers.lease import Lease
 
-from .support import maintainer_token, request_run, wait_for
+from tests.e2e import maintainer_token, request_run, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

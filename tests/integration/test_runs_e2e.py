@@ -9,39 +9,14 @@ import time
 import pytest
 from django.test import Client
 
-from dashboard.models import ApiToken, Run
+from dashboard.models import Run
 from dashboard.readiness import evaluate
+from tests.e2e import maintainer_token, request_run, wait_for
 from tests.labtools import lab_clusters, profile
 from tests.worker import celery_worker
 from workers.lease import Lease
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
-
-
-def wait_for(predicate, timeout: float, what: str, log=None):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            tail = log.read_text()[-3000:] if log else ""
-            raise AssertionError(f"timed out waiting for {what}\n{tail}")
-        time.sleep(0.2)
-
-
-def maintainer_token() -> str:
-    from django.contrib.auth import get_user_model
-
-    user = get_user_model().objects.create_user("m")
-    return ApiToken.issue(role=ApiToken.Role.MAINTAINER, user=user)[1]
-
-
-def request(client: Client, token: str, cluster: str, battery: str) -> int:
-    resp = client.post(f"/api/v1/clusters/{cluster}/runs/", {"battery": battery}, content_type="application/json",
-                       HTTP_AUTHORIZATION=f"Token {token}")
-    assert resp.status_code == 202, resp.content
-    return resp.json()["run"]
 
 
 def test_a_run_requested_through_the_api_is_executed_by_a_worker_and_moves_the_verdicts():
@@ -50,7 +25,7 @@ def test_a_run_requested_through_the_api_is_executed_by_a_worker_and_moves_the_v
     with lab_clusters(profile(name="e2e-calico", proxier="iptables"), profile(name="e2e-cilium", plugin="cilium",
                                                                              proxier="ipvs")):
         with celery_worker(concurrency=2) as worker:
-            ids = [request(client, token, "e2e-calico", "all"), request(client, token, "e2e-cilium", "all")]
+            ids = [request_run(client, token, "e2e-calico", "all"), request_run(client, token, "e2e-cilium", "all")]
             for run_id in ids:
                 wait_for(lambda: Run.objects.get(pk=run_id).state in ("finished", "error"), 90,
                          f"run {run_id}", worker["log"])
@@ -73,7 +48,7 @@ def test_two_runs_on_one_cluster_requested_at_once_never_overlap():
     client = Client()
     with lab_clusters(profile(name="busy", faults={"pod_start_delay_s": 0.1})):
         with celery_worker(concurrency=2) as worker:
-            ids = [request(client, token, "busy", "basic"), request(client, token, "busy", "basic")]
+            ids = [request_run(client, token, "busy", "basic"), request_run(client, token, "busy", "basic")]
             wait_for(lambda: all(r.state == "finished" for r in Run.objects.filter(pk__in=ids)), 120,
                      "both runs", worker["log"])
     first, second = sorted(Run.objects.filter(pk__in=ids), key=lambda r: r.started)
@@ -91,7 +66,7 @@ def test_a_worker_killed_mid_run_leaves_the_run_in_error_and_the_lease_free(sett
     with lab_clusters(profile(name="slow", faults={"pod_start_delay_s": 1.0})) as (_, clusters):
         cluster = clusters["slow"]
         with celery_worker() as worker:
-            run_id = request(client, token, "slow", "all")
+            run_id = request_run(client, token, "slow", "all")
             wait_for(lambda: Run.objects.get(pk=run_id).state == "running", 30, "the run to start", worker["log"])
             assert Lease.holder_of(cluster.id) == f"run-{run_id}"
             os.killpg(worker["proc"].pid, signal.SIGKILL)
@@ -105,5 +80,5 @@ def test_a_worker_killed_mid_run_leaves_the_run_in_error_and_the_lease_free(sett
         assert run.results.filter(outcome="not_run").exists()
         # and a retry on the same cluster succeeds
         with celery_worker() as worker:
-            retry_id = request(client, token, "slow", "basic")
+            retry_id = request_run(client, token, "slow", "basic")
             wait_for(lambda: Run.objects.get(pk=retry_id).state == "finished", 90, "the retry", worker["log"])
