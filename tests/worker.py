@@ -45,6 +45,8 @@ def use_broker(url: str, transport_options: dict) -> None:
 
     from kombu import pools
 
+    # Celery prefers the CELERY_BROKER_URL environment variable (CI sets it) to conf.broker_url.
+    os.environ["CELERY_BROKER_URL"] = url
     app.conf.broker_url = url
     app.conf.broker_transport_options = transport_options
     if app._pool is not None:
