@@ -46,23 +46,26 @@ CHECKS = [
 ]
 
 
-_reporter = None
+_config: pytest.Config | None = None
 
 
 def _say(text: str) -> None:
-    # Through pytest's terminal reporter: pytest captures file descriptor 1 itself, so even
-    # sys.__stdout__ would not reach the CI log.
-    if _reporter is not None:
-        _reporter.write_line(text)
-    else:
+    # Pytest captures file descriptor 1 while fixtures run, so even sys.__stdout__ would not
+    # reach the CI log: suspend the capture and write through the terminal reporter.
+    if _config is None:
         sys.__stdout__.write(text + "\n")
         sys.__stdout__.flush()
+        return
+    capture = _config.pluginmanager.get_plugin("capturemanager")
+    reporter = _config.pluginmanager.get_plugin("terminalreporter")
+    with capture.global_and_fixture_disabled():
+        reporter.write_line(text)
 
 
 @pytest.fixture(scope="session")
 def guest_run(pytestconfig: pytest.Config) -> GuestResult:
-    global _reporter
-    _reporter = pytestconfig.pluginmanager.get_plugin("terminalreporter")
+    global _config
+    _config = pytestconfig
     ok, reason = qemu_available()
     if not ok:
         pytest.skip(f"kernel SCTP guest unavailable: {reason}")
