@@ -117,8 +117,13 @@ def execute(run_id: int, *, worker: str = "", task_id: str = "") -> str:
     finally:
         beat.stop.set()
         beat.join(timeout=10)
+    try:
+        # Finished (state, time, results) while the lease is still held: the next run on this
+        # cluster can only start after this one's recorded end.
+        finish(run, state, error, report)
+    finally:
         lease.release()
-    finish(run, state, error, report)
+    after_run(run_id)
     return DONE
 
 
@@ -187,7 +192,6 @@ def finish(run: Run, state: str, error: str, report: Any) -> None:
         fields["proxier"] = detected  # "on a cluster of that mode": what kube-proxy says, not the form
     # Only a run still ours is finished here: the reaper may have given up on it already.
     Run.objects.filter(pk=run.id, state=Run.State.RUNNING).update(**fields)
-    after_run(run.id)
 
 
 def finish_reaped(run_id: int) -> None:
