@@ -16,7 +16,7 @@ def env(name: str, default: str = "") -> str:
     path = os.environ.get(f"{name}_FILE")
     if path:
         return Path(path).read_text().strip()
-    return os.environ.get(name, default)
+    return os.environ.get(name) or default  # set but empty counts as unset
 
 
 def env_bool(name: str, default: bool) -> bool:
