@@ -133,8 +133,11 @@ else:
     # Longer than the longest run, so an unacked task is not redelivered while it still runs.
     # Socket timeouts: a frozen Redis must fail a publish in seconds (the run then stays queued
     # for dispatch_pending), not hang the web request that asked for the run.
+    # health_check_interval: connections are pinged and replaced when Redis stops answering
+    # mid-reply, so a worker whose ack timed out during a hang consumes again afterwards.
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 4 * 3600, "socket_timeout": 5,
-                                       "socket_connect_timeout": 3}
+                                       "socket_connect_timeout": 3, "health_check_interval": 5,
+                                       "socket_keepalive": True}
 CELERY_BROKER_CONNECTION_TIMEOUT = 3
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = False
