@@ -29,6 +29,13 @@ class Plugin(models.Model):
     in_tree = models.BooleanField(default=False)
     implements_network_policy = models.BooleanField(default=True)
     vendors = models.ManyToManyField(Vendor, blank=True, related_name="plugins")
+    # A maintainer's audited decision: a plugin without NetworkPolicy support may still qualify
+    # for two-out-of-tree-plugins (contract: Evidence policy). Empty reason: no exemption.
+    netpol_exemption_reason = models.TextField(blank=True)
+    netpol_exempted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    netpol_exempted_at = models.DateTimeField(null=True, blank=True)
     created = models.DateTimeField(default=now)
 
     class Meta:
@@ -94,7 +101,18 @@ class Cluster(models.Model):
     agnhost_image = models.CharField(max_length=255, blank=True, help_text="Empty: the default agnhost image")
     timeouts = models.JSONField(default=dict, blank=True, help_text="Overrides of the battery's waits, in seconds")
     lab = models.BooleanField(default=False, help_text="An emulated cluster served by the lab")
+    # Evidence policy: registered by `lab --register`, or its GET /version said "emulated": true.
+    emulated = models.BooleanField(default=False)
     enabled = models.BooleanField(default=True)
+    # Evidence policy (trusted cluster): runs count only on approved, enabled clusters.
+    approved = models.BooleanField(default=False)
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    approved_at = models.DateTimeField(null=True, blank=True)
+    basic_only = models.BooleanField(
+        default=False, help_text="Connectivity runs are refused (they load sctp.ko; the periodic basic job runs here)"
+    )
     created = models.DateTimeField(default=now)
 
     class Meta:
@@ -201,6 +219,10 @@ class Run(EvidenceMixin):
     finished = models.DateTimeField(null=True, blank=True)
     error = models.TextField(blank=True)
     fingerprint = models.JSONField(default=dict, blank=True)
+    # From the fingerprint when the run ends (evidence policy): the lab's /version mark, and the
+    # proxier mode detected on the cluster ("" when it could not be determined).
+    emulated = models.BooleanField(default=False)
+    proxier_detected = models.CharField(max_length=20, blank=True)
 
     class Meta:
         ordering = ["-created"]
@@ -283,6 +305,10 @@ class Submission(EvidenceMixin):
     warnings = models.JSONField(default=list)
     report = models.JSONField(default=dict, help_text="The validation report")
     detected_kubernetes_version = models.CharField(max_length=40, blank=True)
+    # Evidence policy: when the e2e run happened (read from the file), else the upload time.
+    run_at = models.DateTimeField(null=True, blank=True)
+    run_at_source = models.CharField(max_length=10, blank=True, help_text="file | upload")
+    emulated = models.BooleanField(default=False, help_text="The file says it comes from an emulated cluster")
     created = models.DateTimeField(default=now)
     reviewed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True, related_name="+"
@@ -322,6 +348,7 @@ class SignOff(models.Model):
     to_stage = models.CharField(max_length=20, choices=Stage.choices)
     maintainer = models.ForeignKey(settings.AUTH_USER_MODEL, models.PROTECT)
     comment = models.TextField()
+    kubernetes_release = models.CharField(max_length=10, blank=True, help_text="e.g. 1.20")
     snapshot = models.JSONField(help_text="The readiness verdicts and evidence at sign-off")
     created = models.DateTimeField(default=now)
 
@@ -340,6 +367,9 @@ class AuditEvent(models.Model):
     target = models.CharField(max_length=200, blank=True)
     detail = models.JSONField(default=dict, blank=True)
     created = models.DateTimeField(default=now)
+    # Tamper evidence: each entry carries the hash of the one before it.
+    prev_hash = models.CharField(max_length=64, blank=True)
+    hash = models.CharField(max_length=64, blank=True)
 
     class Meta:
         ordering = ["-created"]
