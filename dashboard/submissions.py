@@ -34,18 +34,31 @@ def _field(value: str | None, name: str, *, required: bool = True, max_len: int 
     return value
 
 
-def read_bounded(fileobj: IO[bytes], limit: int) -> bytes:
-    """Reads at most limit bytes; a larger upload is refused before it is all in memory."""
-    chunks, total = [], 0
-    while True:
-        chunk = fileobj.read(1024 * 1024)
-        if not chunk:
-            break
+def _seekable(fileobj: IO[bytes]) -> IO[bytes]:
+    """The upload as a seekable stream (Django's uploads are: in memory or a temp file)."""
+    seekable = getattr(fileobj, "seekable", None)
+    if seekable is not None and seekable():
+        fileobj.seek(0)
+        return fileobj
+    import tempfile
+
+    spool = tempfile.SpooledTemporaryFile(max_size=1024 * 1024)
+    while chunk := fileobj.read(1024 * 1024):
+        spool.write(chunk)
+    spool.seek(0)
+    return spool  # type: ignore[return-value]
+
+
+def hash_bounded(fileobj: IO[bytes], limit: int) -> tuple[str, int]:
+    """(sha256, size) of the upload read 1 MB at a time; 413 past ``limit``, nothing kept."""
+    digest, total = hashlib.sha256(), 0
+    while chunk := fileobj.read(1024 * 1024):
         total += len(chunk)
         if total > limit:
             raise SubmissionError(413, f"file is larger than the limit of {limit} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
+        digest.update(chunk)
+    fileobj.seek(0)
+    return digest.hexdigest(), total
 
 
 def create_submission(
@@ -80,31 +93,38 @@ def create_submission(
     if fileobj is None:
         raise SubmissionError(400, "missing file: send the result file as the multipart field 'file'")
 
+    # The file is hashed and ingested as a stream (ingest holds no member whole); its bytes
+    # are read into memory once, to be stored, only after ingest accepted it.
     limit = settings.SUBMISSION_MAX_BYTES
-    data = read_bounded(fileobj, limit)
-    if not data:
+    stream = _seekable(fileobj)
+    sha256, size = hash_bounded(stream, limit)
+    if not size:
         raise SubmissionError(400, "the file is empty")
-    sha256 = hashlib.sha256(data).hexdigest()
     existing = Submission.objects.filter(plugin=plugin_obj, sha256=sha256).values_list("id", flat=True).first()
     if existing:
         raise SubmissionError(409, f"this file was already submitted for {slug} as submission {existing}",
                               {"existing_id": existing, "id": existing})
+    received = now()
     try:
-        report = ingest(data, declared_kubernetes_version=kubernetes_version, max_bytes=limit)
+        report = ingest(stream, declared_kubernetes_version=kubernetes_version, declared_proxier=proxier,
+                        declared_plugin=plugin_obj.slug, max_bytes=limit, received_at=received)
     except IngestError as exc:
         raise SubmissionError(exc.status, exc.message) from exc
 
     outcomes = {key: r.outcome for key, r in report.results.items()}
     flags = summarize(outcomes, plugin_obj.implements_network_policy)
     qualifying, why = report.qualifying(plugin_obj.implements_network_policy)
-    report_dict = report.to_dict()
+    report_dict = report.to_dict()  # without the warnings: they are stored once, below
     report_dict["qualifying"] = {"qualifying": qualifying, "reason": why}
+    stream.seek(0)
+    data = stream.read(limit + 1)
     sub = Submission(
         plugin=plugin_obj, vendor=vendor, uploaded_by=uploaded_by[:150], plugin_version=plugin_version,
         kubernetes_version=kubernetes_version, proxier=proxier, cluster_name=cluster, kind=report.kind,
-        filename=(filename or "")[:255], sha256=sha256, size=len(data), content=data,
+        filename=(filename or "")[:255], sha256=sha256, size=size, content=data,
         results=report_dict.get("results", {}), counts=report.counts, warnings=list(report.warnings),
-        report=report_dict, detected_kubernetes_version=report.detected_kubernetes_version or "",
+        report=report_dict, detected_kubernetes_version=(report.detected_kubernetes_version or "")[:40],
+        run_at=report.run_at, run_at_source=report.run_at_source, emulated=report.emulated, created=received,
     )
     sub.apply_flags(flags)
     try:

@@ -38,22 +38,25 @@ def post(client, token, data: bytes, name: str = "junit_01.xml", **fields):  # t
 
 
 def test_a_vendor_submits_the_real_v1_30_junit_and_gets_the_contract_answer(client, vendor_token):
-    data = b.real_v130()
+    # The real file with its 13 SCTP testcases rewritten as ginkgo v2 writes passed specs.
+    data = b.with_sctp_status(b.real_v130(), "passed")
     resp = post(client, vendor_token, data)
     assert resp.status_code == 201, resp.content
     body = resp.json()
     assert body["status"] == "pending_review"
     assert body["sha256"] == hashlib.sha256(data).hexdigest()
     # v1.30 has no upstream test for service-iptables-rules, and none exists for the load balancer
-    assert body["counts"] == {"passed": 0, "failed": 0, "skipped": 6, "not_run": 2}
+    assert body["counts"] == {"passed": 6, "failed": 0, "skipped": 0, "not_run": 2}
     assert body["results"]["service-iptables-rules"]["outcome"] == "not_run"
-    assert body["results"]["pod-to-service"]["outcome"] == "skipped"
+    assert body["results"]["pod-to-service"]["outcome"] == "passed"
     assert len(body["results"]["pod-to-service"]["upstream_names"]) == 4
     lb = body["results"]["pod-to-loadbalancer"]
     assert (lb["outcome"], lb["upstream_names"]) == ("not_run", [])
     assert "no upstream e2e test" in lb["reasons"][0]
-    assert isinstance(body["warnings"], list)
+    assert body["warnings"] == [] and "warnings" not in body["report"]
+    assert (body["run_at"], body["run_at_source"], body["emulated"]) == ("2024-05-01T14:20:30+00:00", "file", False)
     sub = Submission.objects.get(pk=body["id"])
+    assert sub.run_at.isoformat() == "2024-05-01T14:20:30+00:00" and sub.run_at_source == "file"
     assert bytes(sub.content) == data and sub.size == len(data) and sub.kind == "junit"
     assert "Calico vendor" in sub.uploaded_by
     assert AuditEvent.objects.filter(action="submission.create").count() == 1
@@ -64,9 +67,10 @@ def test_the_list_filters_by_plugin_and_status_newest_first(client, vendor_token
     a = post(client, vendor_token, connectivity_junit(salt="a")).json()["id"]
     c = post(client, vendor_token, connectivity_junit(salt="c")).json()["id"]
     post(client, other_vendor_token, connectivity_junit(salt="b"), plugin="cilium")
-    ids = [s["id"] for s in client.get("/api/v1/submissions/?plugin=calico").json()]
-    assert ids == [c, a]
-    assert client.get("/api/v1/submissions/?status=verified").json() == []
+    page = client.get("/api/v1/submissions/?plugin=calico").json()
+    assert [s["id"] for s in page["results"]] == [c, a]
+    assert (page["count"], page["next"], page["previous"]) == (2, None, None)
+    assert client.get("/api/v1/submissions/?status=verified").json()["results"] == []
     assert client.get("/api/v1/submissions/?status=bogus").status_code == 400
 
 
