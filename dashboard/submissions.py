@@ -16,6 +16,13 @@ from .evidence import summarize
 from .models import AuditEvent, Plugin, Submission, Vendor
 
 VERSION_RE = re.compile(r"^v?\d+\.\d+(\.\d+)?([-+.][0-9A-Za-z.-]+)?$")
+_MINOR = re.compile(r"^v?1\.(\d+)")
+
+
+def kubernetes_minor(version: str | None) -> int | None:
+    """"v1.30.2" -> 30 (the evidence policy's release floor compares minors)."""
+    match = _MINOR.match(version or "")
+    return int(match.group(1)) if match else None
 
 
 @dataclass
@@ -74,7 +81,7 @@ def create_submission(
     filename: str,
     uploaded_by: str,
 ) -> Submission:
-    from .ingest import IngestError, ingest
+    from .ingest import IngestError, Limits, ingest
 
     slug = _field(plugin, "plugin", max_len=60)
     plugin_obj = Plugin.objects.filter(slug=slug).first()
@@ -107,7 +114,9 @@ def create_submission(
     received = now()
     try:
         report = ingest(stream, declared_kubernetes_version=kubernetes_version, declared_proxier=proxier,
-                        declared_plugin=plugin_obj.slug, max_bytes=limit, received_at=received)
+                        declared_plugin=plugin_obj.slug, received_at=received,
+                        limits=Limits(max_bytes=limit, time_budget_seconds=float(
+                            getattr(settings, "SUBMISSION_INGEST_SECONDS", 20))))
     except IngestError as exc:
         raise SubmissionError(exc.status, exc.message) from exc
 
@@ -125,6 +134,8 @@ def create_submission(
         results=report_dict.get("results", {}), counts=report.counts, warnings=list(report.warnings),
         report=report_dict, detected_kubernetes_version=(report.detected_kubernetes_version or "")[:40],
         run_at=report.run_at, run_at_source=report.run_at_source, emulated=report.emulated, created=received,
+        # What the file says the server was, else what the vendor declared.
+        kubernetes_minor=kubernetes_minor(report.detected_kubernetes_version or kubernetes_version),
     )
     sub.apply_flags(flags)
     try:

@@ -234,5 +234,8 @@ def _one(values: set[str]) -> str | None:
 
 
 def _property(junit: JUnitResult, name: str) -> str | None:
+    """A testsuite property the project's export writes; a DaemonSet name becomes its slug."""
     value = junit.properties.get(name, "").strip().lower()
-    return value if value and value not in ("none", "null") else None
+    if not value or value in ("none", "null"):
+        return None
+    return archives.CNI_DAEMONSETS.get(value, value) if name == "cni_detected" else value

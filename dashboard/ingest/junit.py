@@ -169,8 +169,11 @@ class _Reader:
         parser.NotationDeclHandler = self._forbidden
         parser.StartElementHandler = self._start
         parser.EndElementHandler = self._end
-        parser.CharacterDataHandler = self._data
+        # Set only while a failure/skip text is being captured: no Python call per text
+        # run anywhere else.
+        parser.CharacterDataHandler = None
         self.parser = parser
+        self.elements = 0
 
     def _forbidden(self, *args: object) -> None:
         raise IngestError(
@@ -180,6 +183,11 @@ class _Reader:
 
     def _start(self, tag: str, attrs: dict[str, str]) -> None:
         self.depth += 1
+        self.elements += 1
+        if self.elements > self.limits.max_xml_elements:
+            raise IngestError(
+                f"{self.label} refused: more than {self.limits.max_xml_elements:,} XML elements"
+            )
         if self.depth > _MAX_DEPTH:
             raise IngestError(f"{self.label} refused: elements nested deeper than {_MAX_DEPTH}")
         if self.root is None:
@@ -196,6 +204,7 @@ class _Reader:
                     self.case[f"{tag}_type"] = attrs.get("type") or ""
                     self.text, self.text_len = [], 0
                     self.case[f"{tag}_text"] = self.text
+                    self.parser.CharacterDataHandler = self._data
             return
         if tag == "testcase":
             self.case = {"name": attrs.get("name") or "", "status": attrs.get("status") or ""}
@@ -218,8 +227,9 @@ class _Reader:
             if self.depth == self.case_depth:
                 self._testcase(self.case)
                 self.case = None
-            elif self.depth == self.case_depth + 1:
+            elif self.depth == self.case_depth + 1 and self.text is not None:
                 self.text = None
+                self.parser.CharacterDataHandler = None
         self.depth -= 1
 
     def _timestamp(self, value: str | None) -> None:

@@ -253,7 +253,7 @@ def test_a_zip_bomb_is_refused_by_what_it_inflates_to():
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
         with archive.open("junit_01.xml", "w", force_zip64=True) as member:
             member.write(b"<testsuites>")
-            chunk = b"<p/>" * (1 << 18)  # well-formed: only the inflation ratio stops it
+            chunk = b"<!--" + b"x" * ((1 << 20) - 7) + b"-->"  # well-formed: only the inflation ratio stops it
             for _ in range(64):
                 member.write(chunk)
     assert len(buffer.getvalue()) < 1024 * 1024
