@@ -279,3 +279,15 @@ def test_a_zip_with_corrupt_compressed_data_is_refused():
 def test_a_truncated_zip_is_refused():
     data = zip_bytes({"junit_01.xml": GOOD_JUNIT})
     refused(data[:-30])
+
+
+def test_a_zips_entry_count_is_read_from_its_end_record_before_the_directory_is_parsed(monkeypatch):
+    from tests.ingest.hostile_shapes import zip_many_entries
+
+    data = zip_many_entries(10_001, name_len=10)
+
+    def no_parsing(*args, **kwargs):  # the central directory must not be parsed at all
+        raise AssertionError("zipfile.ZipFile was opened")
+
+    monkeypatch.setattr(zipfile, "ZipFile", no_parsing)
+    assert "more than 10000 members" in refused(data).message
