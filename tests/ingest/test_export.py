@@ -92,6 +92,9 @@ def test_an_exported_emulated_run_submitted_through_the_api_stays_emulated(clien
     assert sub.emulated is True and sub.run_at == FINISHED and sub.run_at_source == "file"
     assert sub.report["cni_detected"] == "calico" and sub.report["proxier_detected"] == "iptables"
     assert resp.json()["emulated"] is True
+    page = client.get(f"/submissions/{sub.pk}/").content.decode()
+    assert "2026-11-28 17:45:12 UTC" in page and "JUnit testsuite timestamp" in page
+    assert "emulated cluster: never counted" in page and "CNI: calico" in page
 
 
 def test_an_export_whose_run_detected_another_proxier_is_refused_when_declared_otherwise():
