@@ -236,3 +236,76 @@ def test_submissions_move_the_verdicts_only_once_verified(client, maintainer_tok
     assert verdicts(client)["two-out-of-tree-plugins"] == "met"  # pending: not counted yet
     verify("cilium")
     assert verdicts(client)["two-out-of-tree-plugins"] == "at_risk"
+
+
+# --- issue 10 item 8: files that are no evidence, through the API --------------------------
+
+KUBE_PROXY_LOG = b'I1130 09:12:01.123999       1 server_linux.go:69] "Using ipvs Proxier"\n'
+CILIUM_DS = b'{"items": [{"kind": "DaemonSet", "metadata": {"name": "cilium", "namespace": "kube-system"}}]}'
+
+
+def no_evidence(resp, words: str) -> None:
+    assert resp.status_code == 422, resp.content
+    assert words in resp.json()["error"]
+    assert Submission.objects.count() == 0 and not AuditEvent.objects.exists()
+
+
+def test_the_real_conformance_junit_with_no_sctp_test_selected_is_422(client, vendor_token):
+    no_evidence(post(client, vendor_token, b.real_v130()), "no SCTP test ran")
+
+
+def test_a_junit_whose_sctp_tests_were_all_skipped_is_422(client, vendor_token):
+    no_evidence(post(client, vendor_token, b.with_sctp_status(b.real_v130(), "skipped")), "no SCTP test ran")
+
+
+def test_a_sonobuoy_tarball_whose_kube_proxy_ran_another_proxier_is_422(client, vendor_token):
+    tarball = b.tar_gz({"plugins/e2e/results/global/junit_01.xml": connectivity_junit(),
+                        "podlogs/kube-system/kube-proxy-4hx8s/logs/kube-proxy.txt": KUBE_PROXY_LOG})
+    no_evidence(post(client, vendor_token, tarball, name="sonobuoy.tar.gz", proxier="iptables"),
+                "ipvs proxier, but the submission declares iptables")
+    resp = post(client, vendor_token, tarball, name="sonobuoy.tar.gz", proxier="ipvs")
+    assert resp.status_code == 201, resp.content
+    assert resp.json()["report"]["proxier_detected"] == "ipvs"
+
+
+def test_a_sonobuoy_tarball_showing_another_cni_is_422(client, vendor_token):
+    tarball = b.tar_gz({"plugins/e2e/results/global/junit_01.xml": connectivity_junit(),
+                        "resources/ns/kube-system/daemonsets.json": CILIUM_DS})
+    no_evidence(post(client, vendor_token, tarball, name="sonobuoy.tar.gz"), "running cilium as its CNI")
+
+
+def test_unselected_tests_are_not_run_and_environment_skips_are_skipped(client, vendor_token):
+    data = b.junit_v2([(SCTP["pod-to-service"], "passed"), (SCTP["pod-to-pod"], "not_selected"),
+                       (SCTP["declare-sctp-ports"], "skipped")])
+    body = post(client, vendor_token, data).json()
+    assert body["results"]["pod-to-pod"]["outcome"] == "not_run"
+    assert body["results"]["declare-sctp-ports"]["outcome"] == "skipped"
+    assert body["counts"] == {"passed": 1, "failed": 0, "skipped": 1, "not_run": 6}
+
+
+def test_openshift_style_names_are_matched(client, vendor_token):
+    name = (SCTP["pod-to-service"] + " [Skipped:Network/OpenShiftSDN] [Suite:openshift/conformance/parallel] "
+            "[Suite:k8s]")
+    body = post(client, vendor_token, b.junit_v2([(name, "passed")])).json()
+    assert body["results"]["pod-to-service"]["outcome"] == "passed" and body["warnings"] == []
+
+
+@pytest.mark.parametrize("members, expected", [
+    ({"junit_01.xml": b.junit_v2([(SCTP["pod-to-service"], "passed")], timestamp=None),
+      "e2e.log": b.e2e_log(passed=1) + b"STEP: Creating a kubernetes client @ 10/03/26 04:05:06.789\n"},
+     "2026-10-03T04:05:06+00:00"),
+    ({"plugins/e2e/results/global/junit_01.xml": b.junit_v2([(SCTP["pod-to-service"], "passed")], timestamp=None),
+      "meta/run.log": b'time="2026-09-02T01:02:03Z" level=info msg="Starting server"\n'},
+     "2026-09-02T01:02:03+00:00"),
+], ids=["e2e.log", "sonobuoy-meta"])
+def test_the_run_time_is_read_from_the_archive(client, vendor_token, members, expected):
+    body = post(client, vendor_token, b.tar_gz(members), name="results.tar.gz").json()
+    assert (body["run_at"], body["run_at_source"]) == (expected, "file")
+    assert Submission.objects.get(pk=body["id"]).run_at.isoformat() == expected
+
+
+def test_a_file_without_a_run_time_ages_from_the_upload_with_a_warning(client, vendor_token):
+    body = post(client, vendor_token, b.junit_v2([(SCTP["pod-to-service"], "passed")], timestamp=None)).json()
+    sub = Submission.objects.get(pk=body["id"])
+    assert sub.run_at_source == "upload" and sub.run_at == sub.created
+    assert any("its age counts from the upload" in w for w in body["warnings"])
