@@ -6,7 +6,9 @@ matter (``testsuite@timestamp``, the ``emulated`` property, testcase names) and 
 ``_MAX_REASON`` characters of a failure or skip text, so a 50 MB report, a million
 ``<property>`` children or a 40 MB failure message cost a few megabytes at most. The one
 thing expat holds whole is a single token (a tag with its attributes, or a text run), so
-the feeder refuses any run of more than ``Limits.max_xml_token_bytes`` without a ``<``.
+the feeder refuses the file once expat holds more than ``Limits.max_xml_token_bytes``
+it has not reported (a tag, comment or processing instruction: text is reported as it
+comes, so a long text node costs nothing).
 
 As defusedxml does, a DTD, entity declarations and external references are refused.
 Only names that mention SCTP are normalised and looked up: every catalog name does, and
@@ -105,7 +107,6 @@ def parse_junit(
     reader = _Reader(label, limits, sctp_cases_before)
     parser = reader.parser
     fed = 0
-    gap = 0  # bytes since the last "<"
     try:
         while True:
             chunk = source.read(_CHUNK)
@@ -119,16 +120,14 @@ def parse_junit(
                 raise IngestError(
                     f"{label} refused: it is larger than {limits.max_member_bytes >> 20} MB"
                 )
-            first = chunk.find(b"<")
-            if first < 0:
-                gap += len(chunk)
-            else:
-                gap = len(chunk) - 1 - chunk.rfind(b"<")
-                if gap + first > limits.max_xml_token_bytes:
-                    raise _token_too_long(label, limits)
-            if gap > limits.max_xml_token_bytes:
-                raise _token_too_long(label, limits)
             parser.Parse(chunk, False)
+            # What expat holds without having reported it: a tag, comment or PI it buffers
+            # whole (text is reported as it comes). Past the bound, the file is refused.
+            if fed - max(reader.position, parser.CurrentByteIndex) > limits.max_xml_token_bytes:
+                raise IngestError(
+                    f"{label} refused: one tag, comment or processing instruction in it is "
+                    f"longer than {limits.max_xml_token_bytes >> 20} MB"
+                )
     except expat.ExpatError as exc:
         raise IngestError(f"{label} is not well-formed XML: {expat.ErrorString(exc.code)}: "
                           f"line {exc.lineno}, column {exc.offset}") from None
@@ -137,13 +136,6 @@ def parse_junit(
     if reader.result.testcase_count == 0:
         raise IngestError(f"{label} is a JUnit report with no testcases")
     return reader.result
-
-
-def _token_too_long(label: str, limits: Limits) -> IngestError:
-    return IngestError(
-        f"{label} refused: one tag or text in it is longer than "
-        f"{limits.max_xml_token_bytes >> 20} MB"
-    )
 
 
 class _Reader:
@@ -169,11 +161,14 @@ class _Reader:
         parser.NotationDeclHandler = self._forbidden
         parser.StartElementHandler = self._start
         parser.EndElementHandler = self._end
-        # Set only while a failure/skip text is being captured: no Python call per text
-        # run anywhere else.
-        parser.CharacterDataHandler = None
+        # Text arrives in pieces of up to 64 KB (not one call per line); outside a captured
+        # failure/skip text only its position is kept.
+        parser.buffer_text = True
+        parser.buffer_size = _CHUNK
+        parser.CharacterDataHandler = self._data
         self.parser = parser
         self.elements = 0
+        self.position = 0  # byte index of the newest event expat reported
 
     def _forbidden(self, *args: object) -> None:
         raise IngestError(
@@ -182,6 +177,7 @@ class _Reader:
         )
 
     def _start(self, tag: str, attrs: dict[str, str]) -> None:
+        self.position = self.parser.CurrentByteIndex
         self.depth += 1
         self.elements += 1
         if self.elements > self.limits.max_xml_elements:
@@ -204,7 +200,6 @@ class _Reader:
                     self.case[f"{tag}_type"] = attrs.get("type") or ""
                     self.text, self.text_len = [], 0
                     self.case[f"{tag}_text"] = self.text
-                    self.parser.CharacterDataHandler = self._data
             return
         if tag == "testcase":
             self.case = {"name": attrs.get("name") or "", "status": attrs.get("status") or ""}
@@ -217,19 +212,20 @@ class _Reader:
                 self.result.properties[name] = (attrs.get("value") or "")[:100]
 
     def _data(self, text: str) -> None:
+        self.position = self.parser.CurrentByteIndex
         if self.text is not None and self.text_len < _MAX_REASON:
             piece = text[: _MAX_REASON - self.text_len]
             self.text.append(piece)
             self.text_len += len(piece)
 
     def _end(self, tag: str) -> None:
+        self.position = self.parser.CurrentByteIndex
         if self.case is not None:
             if self.depth == self.case_depth:
                 self._testcase(self.case)
                 self.case = None
-            elif self.depth == self.case_depth + 1 and self.text is not None:
+            elif self.depth == self.case_depth + 1:
                 self.text = None
-                self.parser.CharacterDataHandler = None
         self.depth -= 1
 
     def _timestamp(self, value: str | None) -> None:

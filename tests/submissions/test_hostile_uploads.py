@@ -58,13 +58,31 @@ def test_a_gzip_bomb_junit_is_refused_within_the_memory_bound(vendor_token):
     measured = upload(vendor_token, bomb, filename="junit_01.xml.gz")
     assert_refused(measured, 400, "XML elements")
     assert measured.peak_bytes < BUDGET_BYTES, measured.peak_mb
-    assert measured.seconds < 15, measured.seconds
+    timed = upload(vendor_token, bomb, filename="junit_01.xml.gz", trace=False)
+    assert_refused(timed, 400, "XML elements")
+    assert timed.seconds < 10, timed.seconds
 
 
 def test_a_tar_with_huge_junit_members_is_refused_from_their_real_size(vendor_token):
     measured = upload(vendor_token, shapes.tar_huge_members(250, wanted=True), filename="sonobuoy.tar.gz")
     assert_refused(measured, 400, "is larger than 128 MB")
     assert measured.peak_bytes < BUDGET_BYTES and measured.seconds < 2
+
+
+def test_an_accepted_file_near_the_size_limit_stays_within_the_bound(vendor_token, tmp_path):
+    # 49 MB of ginkgo system-err text beside one passing SCTP test: read, hashed, stored.
+    path = tmp_path / "junit_01.xml"
+    big = b"E1130 09:12:01.123456 framework.go:123] dumping namespace events ...\n" * (49 * 1024 * 1024 // 68)
+    path.write_bytes(shapes._HEAD + shapes._PASS_CASE.replace(
+        b"</testcase>", b"<system-err>" + big + b"</system-err></testcase>") + shapes._TAIL)
+    del big
+    measured = upload(vendor_token, str(path))
+    assert measured.response.status_code == 201, measured.response.content[:500]
+    assert measured.peak_bytes < BUDGET_BYTES, measured.peak_mb
+    sub = Submission.objects.get()
+    import hashlib
+
+    assert hashlib.sha256(bytes(sub.content)).hexdigest() == sub.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def test_huge_members_that_are_skipped_are_streamed_past_within_the_bound(vendor_token):
@@ -79,7 +97,9 @@ def test_a_file_of_many_properties_children_is_refused_within_the_bound(vendor_t
     measured = upload(vendor_token, path)
     assert_refused(measured, 400, "XML elements")
     assert measured.peak_bytes < BUDGET_BYTES, measured.peak_mb
-    assert measured.seconds < 15, measured.seconds
+    timed = upload(vendor_token, path, trace=False)
+    assert_refused(timed, 400, "XML elements")
+    assert timed.seconds < 10, timed.seconds
 
 
 def test_a_zip_with_too_many_entries_is_refused_from_its_end_record(vendor_token):
