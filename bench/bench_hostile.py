@@ -43,6 +43,7 @@ def shapes() -> dict[str, str]:
         "JUnit of 47 MB of <property> children": "s.properties_flood(tmp + '/props.xml', 47)",
         "zip, 20,000 central-directory entries": "s.zip_many_entries(20_000)",
         "zip, EOCD announcing a 400 MB directory": "s.zip_claiming_a_huge_directory(400)",
+        "zip, 40,000 entries, EOCD claiming 5": "s.zip_lying_end_record(40_000)",
         "3,000 unknown 1 KB SCTP names (warnings)": "s.unknown_sctp_names(3_000, 1_000)",
         "real v1.30 JUnit, SCTP tests passed": "b.with_sctp_status(b.real_v130(), 'passed')",
     }

@@ -22,8 +22,9 @@ class Limits:
     max_member_bytes: int = 128 * MiB
     max_members: int = 10_000
     # The zip central directory is read only when the end-of-central-directory record
-    # says it is no larger than this (10,000 entries with 400-character paths fit).
-    max_zip_directory_bytes: int = 8 * MiB
+    # says it is no larger than this (10,000 entries with 150-character paths fit; even
+    # minimal 46-byte entries then stay under 50,000 parsed entries, ~20 MB).
+    max_zip_directory_bytes: int = 2 * MiB
     # A zip member that inflates more than this many times its compressed size is a bomb
     # (JUnit XML compresses about 20x; zeros about 1000x).
     max_zip_ratio: int = 200

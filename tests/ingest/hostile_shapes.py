@@ -109,3 +109,17 @@ def unknown_sctp_names(count: int = 5_000, length: int = 1_000) -> bytes:
         name = f"[It] [sig-network] SCTP vendor extension {i} " + "z" * length
         cases.append(f'<testcase name="{name}" classname="x" status="passed" time="0"></testcase>'.encode())
     return _HEAD + _PASS_CASE + b"".join(cases) + _TAIL
+
+
+def zip_lying_end_record(entries: int = 40_000, claimed: int = 5) -> bytes:
+    """A zip whose central directory holds ``entries`` but whose end record claims ``claimed``:
+    the directory's byte size (also in the end record) is what bounds parsing it."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
+        for i in range(entries):
+            archive.writestr(str(i), b"")
+    data = bytearray(buffer.getvalue())
+    pos = data.rfind(b"PK\x05\x06")
+    sig, d1, d2, _n1, _n2, size, offset, comment = struct.unpack("<4s4H2LH", data[pos : pos + 22])
+    data[pos : pos + 22] = struct.pack("<4s4H2LH", sig, d1, d2, claimed, claimed, size, offset, comment)
+    return bytes(data)

@@ -291,3 +291,10 @@ def test_a_zips_entry_count_is_read_from_its_end_record_before_the_directory_is_
 
     monkeypatch.setattr(zipfile, "ZipFile", no_parsing)
     assert "more than 10000 members" in refused(data).message
+
+
+def test_a_zip_whose_end_record_understates_its_entries_is_still_refused():
+    from tests.ingest.hostile_shapes import zip_lying_end_record
+
+    assert "more than 10000 members" in refused(zip_lying_end_record(40_000)).message
+    assert "central directory is larger than 2 MB" in refused(zip_lying_end_record(60_000)).message
