@@ -11,18 +11,11 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils.timezone import now
 
-from .catalog import Proxier
+from .catalog import Proxier, kubernetes_minor
 from .evidence import summarize
 from .models import AuditEvent, Plugin, Submission, Vendor
 
 VERSION_RE = re.compile(r"^v?\d+\.\d+(\.\d+)?([-+.][0-9A-Za-z.-]+)?$")
-_MINOR = re.compile(r"^v?1\.(\d+)")
-
-
-def kubernetes_minor(version: str | None) -> int | None:
-    """"v1.30.2" -> 30 (the evidence policy's release floor compares minors)."""
-    match = _MINOR.match(version or "")
-    return int(match.group(1)) if match else None
 
 
 @dataclass

@@ -23,6 +23,8 @@ def fresh_cache_namespace(settings):  # type: ignore[no-untyped-def]
     settings.CACHES = caches
     # Many log-ins per test: the default PBKDF2 would cost a third of a second each.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    # No refresh tasks sent to a shared broker nobody consumes in tests; readers recompute.
+    settings.READINESS_REFRESH_ON_COMMIT = False
 
 
 @pytest.fixture(autouse=True)
