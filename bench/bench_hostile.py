@@ -44,6 +44,8 @@ def shapes() -> dict[str, str]:
         "zip, 20,000 central-directory entries": "s.zip_many_entries(20_000)",
         "zip, EOCD announcing a 400 MB directory": "s.zip_claiming_a_huge_directory(400)",
         "zip, 40,000 entries, EOCD claiming 5": "s.zip_lying_end_record(40_000)",
+        "JUnit with one 40 MB attribute": "s.long_attribute(tmp + '/attr.xml', 40)",
+        "JUnit with 49 MB of system-err text (legit)": "s.long_text(tmp + '/text.xml', 49)",
         "3,000 unknown 1 KB SCTP names (warnings)": "s.unknown_sctp_names(3_000, 1_000)",
         "real v1.30 JUnit, SCTP tests passed": "b.with_sctp_status(b.real_v130(), 'passed')",
     }

@@ -123,3 +123,25 @@ def zip_lying_end_record(entries: int = 40_000, claimed: int = 5) -> bytes:
     sig, d1, d2, _n1, _n2, size, offset, comment = struct.unpack("<4s4H2LH", data[pos : pos + 22])
     data[pos : pos + 22] = struct.pack("<4s4H2LH", sig, d1, d2, claimed, claimed, size, offset, comment)
     return bytes(data)
+
+
+def long_attribute(path: str, size_mb: int = 40) -> str:
+    """A testcase name attribute of size_mb MB (expat would hold it whole: 3x in memory)."""
+    with open(path, "wb") as out:
+        out.write(_HEAD + b'<testcase name="sctp ')
+        for _ in range(size_mb):
+            out.write(b"a>" * (MiB // 2))  # ">" is legal in attribute values
+        out.write(b'" status="passed"></testcase>' + _PASS_CASE + _TAIL)
+    return path
+
+
+def long_text(path: str, size_mb: int = 49) -> str:
+    """A legitimate shape: one passing test with size_mb MB of system-err log lines."""
+    line = b"E1130 09:12:01.123456 framework.go:123] dumping namespace events ...\n"
+    block = line * (MiB // len(line))
+    with open(path, "wb") as out:
+        out.write(_HEAD + _PASS_CASE.replace(b"</testcase>", b"<system-err>"))
+        for _ in range(size_mb):
+            out.write(block)
+        out.write(b"</system-err></testcase>" + _TAIL)
+    return path

@@ -72,10 +72,7 @@ def test_a_tar_with_huge_junit_members_is_refused_from_their_real_size(vendor_to
 def test_an_accepted_file_near_the_size_limit_stays_within_the_bound(vendor_token, tmp_path):
     # 49 MB of ginkgo system-err text beside one passing SCTP test: read, hashed, stored.
     path = tmp_path / "junit_01.xml"
-    big = b"E1130 09:12:01.123456 framework.go:123] dumping namespace events ...\n" * (49 * 1024 * 1024 // 68)
-    path.write_bytes(shapes._HEAD + shapes._PASS_CASE.replace(
-        b"</testcase>", b"<system-err>" + big + b"</system-err></testcase>") + shapes._TAIL)
-    del big
+    shapes.long_text(str(path), 49)
     measured = upload(vendor_token, str(path))
     assert measured.response.status_code == 201, measured.response.content[:500]
     assert measured.peak_bytes < BUDGET_BYTES, measured.peak_mb
@@ -100,6 +97,12 @@ def test_a_file_of_many_properties_children_is_refused_within_the_bound(vendor_t
     timed = upload(vendor_token, path, trace=False)
     assert_refused(timed, 400, "XML elements")
     assert timed.seconds < 10, timed.seconds
+
+
+def test_a_huge_attribute_is_refused_before_the_parser_holds_it(vendor_token, tmp_path):
+    measured = upload(vendor_token, shapes.long_attribute(str(tmp_path / "junit_01.xml"), 40))
+    assert_refused(measured, 400, "one tag, comment or processing instruction in it is longer than 4 MB")
+    assert measured.peak_bytes < BUDGET_BYTES, measured.peak_mb
 
 
 def test_a_zip_with_too_many_entries_is_refused_from_its_end_record(vendor_token):
