@@ -238,4 +238,17 @@ def _property(junit: JUnitResult, name: str) -> str | None:
     value = junit.properties.get(name, "").strip().lower()
     if not value or value in ("none", "null"):
         return None
-    return archives.CNI_DAEMONSETS.get(value, value) if name == "cni_detected" else value
+    return _cni_slug(value) if name == "cni_detected" else value
+
+
+def _cni_slug(value: str) -> str | None:
+    """The plugin slug a recorded CNI names (a slug, a DaemonSet or pod name); None when it
+    names none we know, so an unfamiliar spelling never refuses a file by itself."""
+    slugs = set(archives.CNI_DAEMONSETS.values())
+    if value in slugs:
+        return value
+    for daemonset, slug in archives.CNI_DAEMONSETS.items():
+        if value == daemonset or value.startswith(daemonset + "-"):
+            return slug
+    found = [slug for slug in slugs if slug in value]
+    return found[0] if len(found) == 1 else None

@@ -272,3 +272,17 @@ def test_the_label_list_attack_name_is_linear(size):
 def test_a_gzipped_junit_is_read_as_a_stream():
     report = ingest(gzip.compress(junit_v2([(POD_SERVICE, "passed")])))
     assert report.results["pod-to-service"].outcome == "passed"
+
+
+@pytest.mark.parametrize("recorded, refused", [
+    ("calico", False), ("calico-node", False), ("cilium", True), ("kube-flannel-ds", True),
+    ("kube-flannel", True), ("something-else", False), ("", False),
+])
+def test_the_cni_recorded_by_the_export_is_compared_by_plugin(recorded, refused):
+    document = junit_v2([(POD_SERVICE, "passed")], properties={"cni_detected": recorded})
+    if refused:
+        with pytest.raises(IngestError) as caught:
+            ingest(document, declared_plugin="calico")
+        assert caught.value.status == 422
+    else:
+        ingest(document, declared_plugin="calico")
