@@ -111,12 +111,6 @@ def open_source(data: bytes | IO[bytes], limits: Limits) -> IO[bytes]:
     return spool  # type: ignore[return-value]
 
 
-def read_bounded(data: bytes | IO[bytes], limits: Limits) -> bytes:
-    """The upload as bytes (kept for callers that need them); 413 above the limit."""
-    source = open_source(data, limits)
-    return source.read()
-
-
 def _too_large(limits: Limits) -> IngestError:
     return IngestError(f"file too large: the limit is {limits.max_bytes // MiB} MB", 413)
 
