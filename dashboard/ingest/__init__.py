@@ -12,10 +12,8 @@ deduplicated and capped, so no upload of any shape makes the report (or the proc
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import IO
-
-from django.utils.timezone import now as _now
 
 from . import archives
 from .e2elog import minor_of
@@ -96,7 +94,7 @@ def ingest(
     junit = JUnitResult()
     for _path, result in contents.junit:
         junit.merge(result)
-    report = _report(contents, junit, declared_kubernetes_version, limits, received_at or _now())
+    report = _report(contents, junit, declared_kubernetes_version, limits, received_at or datetime.now(UTC))
     if check_evidence:
         _check_evidence(report, contents, junit, declared_proxier, declared_plugin)
     deadline.check()
