@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
@@ -45,7 +47,7 @@ def decorate(evaluation: dict[str, Any], baseline: dict[str, str] | None) -> Non
 
 
 def index(request: HttpRequest) -> HttpResponse:
-    evaluation = readiness.cached_evaluate()
+    evaluation = copy.deepcopy(readiness.published())  # shared by this process's requests
     last = SignOff.objects.select_related("maintainer").order_by("-created").first()
     decorate(evaluation, statuses_of(last.snapshot) if last else None)
     return render(request, "front/readiness.html", {"readiness": evaluation, "stage": evaluation["stage"],
