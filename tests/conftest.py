@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 import uuid
 
 import pytest
@@ -12,6 +13,15 @@ from django.test import Client
 from dashboard.models import ApiToken
 from dashboard.roles import maintainers_group
 from tests import factories
+
+
+@pytest.fixture(autouse=True)
+def own_redis_prefix(settings, monkeypatch):  # type: ignore[no-untyped-def]
+    """One Redis key prefix per test, for this process and the workers it starts: test runs
+    share Redis with each other (and cluster ids repeat after flushes), leases must not meet."""
+    prefix = f"test-{uuid.uuid4().hex[:12]}"
+    settings.REDIS_PREFIX = prefix
+    monkeypatch.setenv("REDIS_PREFIX", prefix)
 
 
 @pytest.fixture(autouse=True)
