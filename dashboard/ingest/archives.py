@@ -60,8 +60,12 @@ CNI_DAEMONSETS = {
     "kube-router": "kube-router",
 }
 _CNI_POD = re.compile(r"^(" + "|".join(map(re.escape, CNI_DAEMONSETS)) + r")-[a-z0-9]{5}$")
+# An object's own name (Go writes ObjectMeta's name first): a DaemonSet, or one of its pods.
+# Container names are not looked at: canal's DaemonSet runs a container named calico-node.
 _CNI_RESOURCE = re.compile(
-    rb'"name"\s*:\s*"(' + b"|".join(re.escape(n.encode()) for n in CNI_DAEMONSETS) + rb')"'
+    rb'"metadata"\s*:\s*\{\s*"name"\s*:\s*"('
+    + b"|".join(re.escape(n.encode()) for n in CNI_DAEMONSETS)
+    + rb')(?:-[a-z0-9]{5})?"'
 )
 _PLAUSIBLE_SINCE = datetime(2015, 1, 1, tzinfo=UTC)  # tar mtimes of 0 are no run time
 

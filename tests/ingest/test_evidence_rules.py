@@ -286,3 +286,14 @@ def test_the_cni_recorded_by_the_export_is_compared_by_plugin(recorded, refused)
         assert caught.value.status == 422
     else:
         ingest(document, declared_plugin="calico")
+
+
+def test_a_container_name_is_not_a_cni():
+    # canal runs calico's node agent as a container of its own DaemonSet, "canal".
+    canal = (b'{"items": [{"kind": "DaemonSet", "metadata": {"name": "canal", "namespace": "kube-system"}, '
+             b'"spec": {"template": {"spec": {"containers": [{"name": "calico-node"}, {"name": "kube-flannel"}]}}}}]}')
+    pods = b'{"items": [{"kind": "Pod", "metadata": {"name": "cilium-x2k9q", "namespace": "kube-system"}}]}'
+    report = ingest(sonobuoy({"resources/ns/kube-system/daemonsets.json": canal}), declared_plugin="flannel")
+    assert report.cni_detected is None
+    with pytest.raises(IngestError):
+        ingest(sonobuoy({"resources/ns/kube-system/pods.json": pods}), declared_plugin="calico")
