@@ -20,12 +20,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from lab import dataplane, nodetools
+from lab import dataplane, nodetools, validation
 from lab.errors import ApiError, already_exists, invalid, not_found
 from lab.labels import matches_query, service_selector_matches
 from lab.workloads import Workload, read_pod
 
 POD_CIDR = "10.244.0.0/16"
+NO_NODE = -1  # PodRuntime.node of a pod bound to a node the cluster does not have
 SERVICE_CIDR = ipaddress.ip_network("10.96.0.0/16")
 LB_CIDR = ipaddress.ip_network("172.18.255.0/24")
 NODE_PORT_RANGE = (30000, 32767)
@@ -162,10 +163,7 @@ class Cluster:
         if not name and meta.get("generateName"):
             alphabet = "bcdfghjklmnpqrstvwxz2456789"
             name = meta["generateName"] + "".join(self.alloc_rng.choice(alphabet) for _ in range(5))
-        if not name:
-            raise invalid(kind, "", [("metadata.name", "FieldValueRequired",
-                                       "Required value: name or generateName is required")])
-        return str(name)
+        return str(name or "")
 
     def module_load(self, node: Node, cause: str) -> None:
         if not node.sctp_loaded:
@@ -184,7 +182,7 @@ class Cluster:
         now = self.clock()
         due = sorted(
             (rt.start_at, key) for key, rt in self.pod_rt.items()
-            if not rt.started and rt.start_at <= now
+            if not rt.started and rt.start_at <= now and rt.node != NO_NODE
         )
         for _start, key in due:
             self._start_pod(key, now)
@@ -232,11 +230,11 @@ class Cluster:
 
     def create_namespace(self, body: dict[str, Any]) -> dict[str, Any]:
         name = self._name_for(body, "Namespace")
+        causes = validation.validate_namespace({**(body.get("metadata") or {}), "name": name})
+        if causes:
+            raise invalid("Namespace", name, causes)
         if name in self.namespaces:
             raise already_exists("namespaces", name)
-        if not dataplane.DNS_LABEL.match(name):
-            raise invalid("Namespace", name, [("metadata.name", "FieldValueInvalid",
-                                                f'Invalid value: "{name}": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or \'-\'')])
         return self.render_namespace(self._new_namespace({**body, "metadata": {**(body.get("metadata") or {}), "name": name}}))
 
     def render_namespace(self, obj: dict[str, Any]) -> dict[str, Any]:
@@ -255,7 +253,8 @@ class Cluster:
         if name not in self.namespaces:
             raise not_found("namespaces", name)
         if name in PROTECTED_NAMESPACES:
-            raise ApiError(403, f'namespaces "{name}" is forbidden: this namespace may not be deleted')
+            raise ApiError(403, f'namespaces "{name}" is forbidden: this namespace may not be deleted',
+                           details={"name": name, "kind": "namespaces"})
         obj = self.render_namespace(self.namespaces.pop(name))
         # A real namespace lingers in Terminating while its content goes; the lab drops it at once.
         for kind in KIND_OF:
@@ -279,8 +278,6 @@ class Cluster:
         if body_ns and body_ns != namespace:
             raise ApiError(400, "the namespace of the provided object does not match the "
                                 "namespace sent on the request")
-        if (namespace, name) in self.objects[kind]:
-            raise already_exists(kind, name, GROUP_OF[kind])
         spec = copy.deepcopy(body.get("spec") or {})
         if kind == "pods":
             obj = self._create_pod(namespace, name, body, spec)
@@ -341,34 +338,26 @@ class Cluster:
 
     # ------------------------------------------------------------------ pods
 
+    def _meta_for_validation(self, body: dict[str, Any], namespace: str, name: str) -> dict[str, Any]:
+        return {**(body.get("metadata") or {}), "name": name, "namespace": namespace}
+
     def _create_pod(self, namespace: str, name: str, body: dict[str, Any],
                     spec: dict[str, Any]) -> dict[str, Any]:
-        containers = spec.get("containers") or []
-        if not containers:
-            raise invalid("Pod", name, [("spec.containers", "FieldValueRequired", "Required value")])
-        causes: list[tuple[str, str, str]] = []
-        for ci, container in enumerate(containers):
-            if not container.get("name"):
-                causes.append((f"spec.containers[{ci}].name", "FieldValueRequired", "Required value"))
-            container.setdefault("image", "registry.k8s.io/e2e-test-images/agnhost:2.53")
-            container.setdefault("imagePullPolicy", "IfNotPresent")
-            container.setdefault("terminationMessagePath", "/dev/termination-log")
-            container.setdefault("terminationMessagePolicy", "File")
-            for pi, port in enumerate(container.get("ports") or []):
-                port.setdefault("protocol", "TCP")
-                causes += dataplane.protocol_causes(
-                    self.profile, port["protocol"], f"spec.containers[{ci}].ports[{pi}].protocol")
+        validation.default_pod(spec)
+        causes = validation.validate_pod(self._meta_for_validation(body, namespace, name), spec,
+                                         sctp=bool(self.profile["sctp_feature_gate"]))
         if causes:
             raise invalid("Pod", name, causes)
         if not self.profile["node_access"]:
             violations = dataplane.pod_security_violations(spec)
             if violations:
                 raise ApiError(403, f'pods "{name}" is forbidden: violates PodSecurity '
-                                    f'"baseline:latest": {", ".join(violations)}')
+                                    f'"baseline:latest": {", ".join(violations)}',
+                               details={"name": name, "kind": "pods"})
+        if (namespace, name) in self.objects["pods"]:
+            raise already_exists("pods", name)
         node = self._schedule(spec.get("nodeName"))
-        spec["nodeName"] = node.name
-        spec.setdefault("restartPolicy", "Always")
-        spec.setdefault("dnsPolicy", "ClusterFirst")
+        spec["nodeName"] = node.name if node is not None else spec["nodeName"]
         spec.setdefault("schedulerName", "default-scheduler")
         spec.setdefault("serviceAccountName", "default")
         spec.setdefault("terminationGracePeriodSeconds", 30)
@@ -379,22 +368,22 @@ class Cluster:
         key = (namespace, name)
         self.objects["pods"][key] = obj
         now = self.clock()
-        ip = node.host_ip if spec.get("hostNetwork") else self._pod_ip(node)
+        if node is None:
+            ip = ""
+        else:
+            ip = node.host_ip if spec.get("hostNetwork") else self._pod_ip(node)
         self.pod_rt[key] = PodRuntime(
-            node=node.index, ip=ip, created=now,
+            node=node.index if node is not None else NO_NODE, ip=ip, created=now,
             start_at=now + float(self.faults["pod_start_delay_s"]),
             workload=read_pod(spec), uid=meta["uid"],
         )
         return obj
 
-    def _schedule(self, wanted: str | None) -> Node:
+    def _schedule(self, wanted: str | None) -> Node | None:
         if wanted:
-            node = self.node_by_name(wanted)
-            if node is None:
-                # A real kubelet never picks such a pod up; refusing early is kinder to callers.
-                raise ApiError(422, f'Pod spec.nodeName: node "{wanted}" does not exist in this lab cluster',
-                               reason="Invalid")
-            return node
+            # A pod bound to a node that does not exist is accepted, as a real server does;
+            # no kubelet ever picks it up, so it stays Pending (None: no node).
+            return self.node_by_name(wanted)
         candidates = [n for n in self.nodes if n.schedulable]
         node = candidates[self._rr % len(candidates)]
         self._rr += 1
@@ -413,6 +402,9 @@ class Cluster:
     def _pod_status(self, key: tuple[str, str]) -> dict[str, Any]:
         obj = self.objects["pods"][key]
         rt = self.pod_rt[key]
+        if rt.node == NO_NODE:
+            # Bound by nodeName to a node that does not exist: no kubelet ever reports on it.
+            return {"phase": "Pending", "qosClass": "BestEffort"}
         node = self.nodes[rt.node]
         spec = obj["spec"]
         created = timestamp(rt.created)
@@ -510,51 +502,41 @@ class Cluster:
 
     def _create_service(self, namespace: str, name: str, body: dict[str, Any],
                         spec: dict[str, Any]) -> dict[str, Any]:
-        svc_type = spec.setdefault("type", "ClusterIP")
-        if svc_type not in ("ClusterIP", "NodePort", "LoadBalancer", "ExternalName"):
-            raise invalid("Service", name, [("spec.type", "FieldValueNotSupported",
-                                             f'Unsupported value: "{svc_type}": supported values: '
-                                             '"ClusterIP", "ExternalName", "LoadBalancer", "NodePort"')])
+        validation.default_service(spec)
+        svc_type = spec["type"]
         ports = spec.get("ports") or []
-        causes: list[tuple[str, str, str]] = []
-        if not ports and svc_type != "ExternalName":
-            causes.append(("spec.ports", "FieldValueRequired", "Required value"))
-        for pi, port in enumerate(ports):
-            port.setdefault("protocol", "TCP")
-            if not isinstance(port.get("port"), int) or not 1 <= port["port"] <= 65535:
-                causes.append((f"spec.ports[{pi}].port", "FieldValueInvalid",
-                               f"Invalid value: {port.get('port')}: must be between 1 and 65535, inclusive"))
-            port.setdefault("targetPort", port.get("port"))
-            causes += dataplane.protocol_causes(self.profile, port["protocol"],
-                                                f"spec.ports[{pi}].protocol")
-        if len(ports) > 1 and any(not p.get("name") for p in ports):
-            causes.append(("spec.ports[0].name", "FieldValueRequired", "Required value"))
+        if (namespace, name) != ("default", "kubernetes"):
+            causes = validation.validate_service(self._meta_for_validation(body, namespace, name), spec,
+                                                 sctp=bool(self.profile["sctp_feature_gate"]))
+            if causes:
+                raise invalid("Service", name, causes)
+            if (namespace, name) in self.objects["services"]:
+                raise already_exists("services", name)
+        # The allocators run after validation and answer their own 422 (registry/core/service).
+        causes = []
         wanted_ip = spec.get("clusterIP")
-        if wanted_ip and wanted_ip != "None":
-            try:
-                in_range = ipaddress.ip_address(wanted_ip) in SERVICE_CIDR
-            except ValueError:
-                in_range = False
+        if wanted_ip and wanted_ip != "None" and svc_type != "ExternalName":
+            in_range = ipaddress.ip_address(wanted_ip) in SERVICE_CIDR
             if not in_range:
-                causes.append(("spec.clusterIPs", "FieldValueInvalid",
-                               f'Invalid value: ["{wanted_ip}"]: failed to allocate IP {wanted_ip}: '
-                               f"the provided IP ({wanted_ip}) is not in the valid range. "
-                               f"The range of valid IPs is {SERVICE_CIDR}"))
+                causes.append(validation.invalid(
+                    "spec.clusterIPs", [wanted_ip],
+                    f"failed to allocate IP {wanted_ip}: the provided IP ({wanted_ip}) is not in the "
+                    f"valid range. The range of valid IPs is {SERVICE_CIDR}"))
             elif wanted_ip in self._used_cluster_ips():
-                causes.append(("spec.clusterIPs", "FieldValueInvalid",
-                               f'Invalid value: ["{wanted_ip}"]: failed to allocate IP {wanted_ip}: '
-                               "provided IP is already allocated"))
+                causes.append(validation.invalid(
+                    "spec.clusterIPs", [wanted_ip],
+                    f"failed to allocate IP {wanted_ip}: provided IP is already allocated"))
         used_node_ports = self._used_node_ports()
         for pi, port in enumerate(ports):
             wanted_np = port.get("nodePort")
             if wanted_np and svc_type in ("NodePort", "LoadBalancer"):
-                if wanted_np in used_node_ports:
-                    causes.append((f"spec.ports[{pi}].nodePort", "FieldValueInvalid",
-                                   f"Invalid value: {wanted_np}: provided port is already allocated"))
-                elif not NODE_PORT_RANGE[0] <= wanted_np <= NODE_PORT_RANGE[1]:
-                    causes.append((f"spec.ports[{pi}].nodePort", "FieldValueInvalid",
-                                   f"Invalid value: {wanted_np}: provided port is not in the valid "
-                                   "range. The range of valid ports is 30000-32767"))
+                if not NODE_PORT_RANGE[0] <= wanted_np <= NODE_PORT_RANGE[1]:
+                    causes.append(validation.invalid(
+                        f"spec.ports[{pi}].nodePort", wanted_np,
+                        "provided port is not in the valid range. The range of valid ports is 30000-32767"))
+                elif wanted_np in used_node_ports:
+                    causes.append(validation.invalid(f"spec.ports[{pi}].nodePort", wanted_np,
+                                                     "provided port is already allocated"))
         if causes:
             raise invalid("Service", name, causes)
         if svc_type != "ExternalName":
@@ -762,16 +744,18 @@ class Cluster:
 
     def _create_network_policy(self, namespace: str, name: str, body: dict[str, Any],
                                spec: dict[str, Any]) -> dict[str, Any]:
-        causes: list[tuple[str, str, str]] = []
         spec.setdefault("podSelector", {})
         for direction in ("ingress", "egress"):
-            for ri, rule in enumerate(spec.get(direction) or []):
-                for pi, port in enumerate(rule.get("ports") or []):
+            for rule in spec.get(direction) or []:
+                for port in rule.get("ports") or []:
                     port.setdefault("protocol", "TCP")
-                    causes += dataplane.protocol_causes(
-                        self.profile, port["protocol"], f"spec.{direction}[{ri}].ports[{pi}].protocol")
+        causes = validation.validate_network_policy(
+            self._meta_for_validation(body, namespace, name), spec,
+            sctp=bool(self.profile["sctp_feature_gate"]))
         if causes:
             raise invalid("NetworkPolicy", name, causes, group="networking.k8s.io")
+        if (namespace, name) in self.objects["networkpolicies"]:
+            raise already_exists("networkpolicies", name, "networking.k8s.io")
         if "policyTypes" not in spec:
             # The apiserver defaults policyTypes from the rules present.
             spec["policyTypes"] = ["Ingress"] + (["Egress"] if spec.get("egress") else [])
@@ -828,7 +812,9 @@ class Cluster:
         return {"major": str(major), "minor": str(minor), "gitVersion": f"v{version}",
                 "gitCommit": f"{zlib.crc32(version.encode()):08x}" * 5, "gitTreeState": "clean",
                 "buildDate": "2024-10-22T20:28:14Z", "goVersion": "go1.22.8",
-                "compiler": "gc", "platform": "linux/amd64"}
+                "compiler": "gc", "platform": "linux/amd64",
+                # Not a real server: the evidence policy keeps what a lab run shows apart.
+                "emulated": True}
 
     def serves_endpointslices(self) -> bool:
         return version_tuple(self.profile["kubernetes_version"]) >= (1, 21)
