@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import copy
 import ipaddress
+import json
 import random
 import threading
 import time
 import uuid
 import zlib
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -76,6 +78,20 @@ class PodRuntime:
 class ServiceRuntime:
     lb_ip: str | None = None
     lb_ready_at: float | None = None
+    lb_announced: bool = False  # the MODIFIED event for the published ingress IP was sent
+
+
+WATCH_HISTORY = 5000  # events kept for watches resuming from a resourceVersion (etcd compaction)
+
+
+@dataclass
+class WatchEvent:
+    """One change, as a watch stream sends it; `resource` is the URL plural."""
+
+    rv: int
+    resource: str
+    type: str  # ADDED | MODIFIED | DELETED
+    obj: dict[str, Any]
 
 
 @dataclass
@@ -110,6 +126,10 @@ class Cluster:
         self.pod_rt: dict[tuple[str, str], PodRuntime] = {}
         self.svc_rt: dict[tuple[str, str], ServiceRuntime] = {}
         self.module_events: list[ModuleEvent] = []
+        self.events: deque[WatchEvent] = deque(maxlen=WATCH_HISTORY)
+        self.changed = threading.Condition(self.lock)
+        # Endpoints and EndpointSlices are computed; their last rendering, to tell what changed.
+        self._derived: dict[tuple[str, tuple[str, str]], tuple[str, dict[str, Any]]] = {}
         self.nodes = self._make_nodes()
         self._next_pod_host = [2] * len(self.nodes)
         self._rr = 0
@@ -177,9 +197,14 @@ class Cluster:
 
     def advance(self) -> None:
         """Start every pod whose time has come, oldest first."""
+        now = self.clock()
+        for key, srt in list(self.svc_rt.items()):
+            if srt.lb_ready_at is not None and not srt.lb_announced and now >= srt.lb_ready_at:
+                srt.lb_announced = True
+                self.objects["services"][key]["metadata"]["resourceVersion"] = self.next_rv()
+                self._emit("services", "MODIFIED", self.render("services", key))
         if self.faults["stuck_pending"]:
             return
-        now = self.clock()
         due = sorted(
             (rt.start_at, key) for key, rt in self.pod_rt.items()
             if not rt.started and rt.start_at <= now and rt.node != NO_NODE
@@ -187,7 +212,22 @@ class Cluster:
         for _start, key in due:
             self._start_pod(key, now)
 
+    def next_due(self) -> float | None:
+        """When the next change that time alone makes is due (a pod start, an LB IP)."""
+        times = [rt.lb_ready_at for rt in self.svc_rt.values()
+                 if rt.lb_ready_at is not None and not rt.lb_announced]
+        if not self.faults["stuck_pending"]:
+            times += [rt.start_at for rt in self.pod_rt.values()
+                      if not rt.started and rt.node != NO_NODE]
+        return min(times) if times else None
+
     def _start_pod(self, key: tuple[str, str], now: float) -> None:
+        self._run_pod(key, now)
+        if key in self.objects["pods"]:
+            self.objects["pods"][key]["metadata"]["resourceVersion"] = self.next_rv()
+            self._emit("pods", "MODIFIED", self.render("pods", key))
+
+    def _run_pod(self, key: tuple[str, str], now: float) -> None:
         rt = self.pod_rt[key]
         rt.started = True
         node = self.nodes[rt.node]
@@ -226,6 +266,7 @@ class Cluster:
         obj = {"metadata": meta, "spec": {"finalizers": ["kubernetes"]},
                "status": {"phase": "Active"}}
         self.namespaces[name] = obj
+        self._emit("namespaces", "ADDED", self.render_namespace(obj))
         return obj
 
     def create_namespace(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -259,10 +300,14 @@ class Cluster:
         # A real namespace lingers in Terminating while its content goes; the lab drops it at once.
         for kind in KIND_OF:
             for key in [k for k in self.objects[kind] if k[0] == name]:
+                gone = self.render(kind, key)
                 self._drop(kind, key)
+                gone["metadata"]["resourceVersion"] = str(self.resource_version)
+                self._emit(kind, "DELETED", gone)
         obj["metadata"]["deletionTimestamp"] = timestamp(self.clock())
         obj["metadata"]["resourceVersion"] = self.next_rv()
         obj["status"] = {"phase": "Terminating"}
+        self._emit("namespaces", "DELETED", copy.deepcopy(obj))
         return obj
 
     def _require_namespace(self, namespace: str) -> None:
@@ -289,7 +334,9 @@ class Cluster:
             for node in self.nodes:
                 self.module_load(node, f"{KIND_OF[kind]} {namespace}/{name} has an SCTP port "
                                        "(basic_loads_module fault)")
-        return self.render(kind, (namespace, name))
+        rendered = self.render(kind, (namespace, name))
+        self._emit(kind, "ADDED", copy.deepcopy(rendered))
+        return rendered
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any]:
         if (namespace, name) not in self.objects[kind]:
@@ -308,6 +355,8 @@ class Cluster:
             raise not_found(kind, name, GROUP_OF[kind])
         rendered = self.render(kind, key)
         self._drop(kind, key)
+        rendered["metadata"]["resourceVersion"] = str(self.resource_version)
+        self._emit(kind, "DELETED", copy.deepcopy(rendered))
         if kind == "networkpolicies":
             # Like the real server: objects without graceful deletion answer a Success Status.
             return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
@@ -325,6 +374,51 @@ class Cluster:
         if kind == "services":
             self.svc_rt.pop(key, None)
         self.next_rv()
+
+    # ------------------------------------------------------------------ watch events
+
+    def _emit(self, resource: str, type_: str, obj: dict[str, Any]) -> None:
+        """Log a change for watchers, then the Endpoints/EndpointSlices it changed."""
+        self.events.append(WatchEvent(int(obj["metadata"]["resourceVersion"]), resource, type_, obj))
+        self._sync_derived()
+        with self.changed:
+            self.changed.notify_all()
+
+    def _derived_now(self) -> dict[tuple[str, tuple[str, str]], dict[str, Any]]:
+        out: dict[tuple[str, tuple[str, str]], dict[str, Any]] = {}
+        if not hasattr(self, "nodes"):
+            return out  # still building the cluster
+        for key in self.objects["services"]:
+            if not self._has_endpoints_object(key):
+                continue
+            out[("endpoints", key)] = self.render_endpoints(key)
+            if self.serves_endpointslices():
+                for item in self._slices(key):
+                    out[("endpointslices", (key[0], item["metadata"]["name"]))] = {
+                        "kind": "EndpointSlice", "apiVersion": "discovery.k8s.io/v1", **item}
+        return out
+
+    @staticmethod
+    def _signature(obj: dict[str, Any]) -> str:
+        meta = {k: v for k, v in obj["metadata"].items() if k != "resourceVersion"}
+        return json.dumps({**obj, "metadata": meta}, sort_keys=True)
+
+    def _sync_derived(self) -> None:
+        now = self._derived_now()
+        for ident, obj in now.items():
+            sig = self._signature(obj)
+            before = self._derived.get(ident)
+            if before is not None and before[0] == sig:
+                continue
+            obj["metadata"]["resourceVersion"] = self.next_rv()
+            self._derived[ident] = (sig, obj)
+            self.events.append(WatchEvent(int(obj["metadata"]["resourceVersion"]), ident[0],
+                                          "ADDED" if before is None else "MODIFIED", copy.deepcopy(obj)))
+        for ident in [i for i in self._derived if i not in now]:
+            _sig, obj = self._derived.pop(ident)
+            obj = copy.deepcopy(obj)
+            obj["metadata"]["resourceVersion"] = self.next_rv()
+            self.events.append(WatchEvent(int(obj["metadata"]["resourceVersion"]), ident[0], "DELETED", obj))
 
     def render(self, kind: str, key: tuple[str, str], in_list: bool = False) -> dict[str, Any]:
         obj = copy.deepcopy(self.objects[kind][key])
