@@ -211,6 +211,7 @@ class Cluster:
         )
         for _start, key in due:
             self._start_pod(key, now)
+            self._announce_started(key)
 
     def next_due(self) -> float | None:
         """When the next change that time alone makes is due (a pod start, an LB IP)."""
@@ -221,13 +222,13 @@ class Cluster:
                       if not rt.started and rt.node != NO_NODE]
         return min(times) if times else None
 
-    def _start_pod(self, key: tuple[str, str], now: float) -> None:
-        self._run_pod(key, now)
+    def _announce_started(self, key: tuple[str, str]) -> None:
+        """A started pod is a new version of it (MODIFIED to watchers)."""
         if key in self.objects["pods"]:
             self.objects["pods"][key]["metadata"]["resourceVersion"] = self.next_rv()
             self._emit("pods", "MODIFIED", self.render("pods", key))
 
-    def _run_pod(self, key: tuple[str, str], now: float) -> None:
+    def _start_pod(self, key: tuple[str, str], now: float) -> None:
         rt = self.pod_rt[key]
         rt.started = True
         node = self.nodes[rt.node]
