@@ -160,8 +160,8 @@ def test_fresh_golden_outputs_parse_like_the_committed_fixtures(guest_run: Guest
 
 @pytest.mark.parametrize(
     "name",
-    ["iptables-save.txt", "ipvsadm-Ln.txt", "ipvsadm-Lnc.txt", "nft-list-ruleset.txt",
-     "netpol-iptables-save.txt"],
+    # ipvsadm-Lnc.txt is left out: its entries depend on connection timing, not on the rules.
+    ["iptables-save.txt", "ipvsadm-Ln.txt", "nft-list-ruleset.txt", "netpol-iptables-save.txt"],
 )
 def test_fresh_golden_text_equals_the_committed_fixture(guest_run: GuestResult, name: str) -> None:
     # Text, not only conclusions: normalised for timestamps, counters, expiry times,
