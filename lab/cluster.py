@@ -272,7 +272,9 @@ class Cluster:
 
     def create_namespace(self, body: dict[str, Any]) -> dict[str, Any]:
         name = self._name_for(body, "Namespace")
-        causes = validation.validate_namespace({**(body.get("metadata") or {}), "name": name})
+        # Cluster-scoped: a namespace set on the object is cleared, not refused (rest.BeforeCreate).
+        body = {**body, "metadata": {k: v for k, v in (body.get("metadata") or {}).items() if k != "namespace"}}
+        causes = validation.validate_namespace({**body["metadata"], "name": name})
         if causes:
             raise invalid("Namespace", name, causes)
         if name in self.namespaces:

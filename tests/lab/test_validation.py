@@ -405,3 +405,10 @@ def test_valid_objects_the_battery_sends_are_still_accepted(kube: Kube) -> None:
         "svc", type="NodePort", ports=[{"name": "sctp", "port": 95, "targetPort": "sctp", "protocol": "SCTP"},
                                        {"name": "tcp", "port": 95, "targetPort": 8080, "protocol": "TCP"}]))
     assert svc.spec.ports[0].node_port and svc.spec.ports[1].node_port
+
+
+def test_a_namespace_on_a_namespace_object_is_cleared(kube: Kube) -> None:
+    # rest.BeforeCreate -> EnsureObjectNamespaceMatchesRequestNamespace: cluster-scoped objects
+    # have their namespace cleared rather than refused.
+    created = kube.core.create_namespace({"metadata": {"name": "scoped", "namespace": "default"}})
+    assert created.metadata.name == "scoped" and created.metadata.namespace is None
