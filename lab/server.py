@@ -233,6 +233,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
             code, payload = self._dispatch(method, raw)
         except ApiError as err:
             code, payload = err.code, err.status()
+        except (AttributeError, TypeError, ValueError, KeyError) as exc:
+            # A body of the wrong shape (a string where an object belongs): a real server fails
+            # to decode it; answer a Status instead of dropping the connection.
+            err = ApiError(400, f"the request body could not be decoded: {type(exc).__name__}: {exc}")
+            code, payload = err.code, err.status()
         if isinstance(payload, WatchStream):
             self._stream(payload)
         else:

@@ -17,6 +17,8 @@ The expected texts are written out in full here, as a real server prints them.
 from __future__ import annotations
 
 import json
+import urllib.error
+import urllib.request
 from typing import Any
 
 import pytest
@@ -412,3 +414,18 @@ def test_a_namespace_on_a_namespace_object_is_cleared(kube: Kube) -> None:
     # have their namespace cleared rather than refused.
     created = kube.core.create_namespace({"metadata": {"name": "scoped", "namespace": "default"}})
     assert created.metadata.name == "scoped" and created.metadata.namespace is None
+
+
+def test_a_body_of_the_wrong_shape_is_a_bad_request(kube: Kube) -> None:
+    # The client's models refuse it before sending, so send it as raw HTTP, as kubectl could.
+    ns = namespace(kube, "v")
+    token = kube.lab.cluster(kube.name).profile["token"]
+    request = urllib.request.Request(
+        f"{kube.lab.cluster_url(kube.name)}/api/v1/namespaces/{ns}/pods", method="POST",
+        data=json.dumps({"metadata": {"name": "p"}, "spec": {"containers": ["agnhost"]}}).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(request, timeout=5)
+    answer = json.loads(caught.value.read())
+    assert (caught.value.code, answer["kind"], answer["reason"]) == (400, "Status", "BadRequest")
+    assert kube.core.list_namespaced_pod(ns).items == []
