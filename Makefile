@@ -1,4 +1,4 @@
-# Two commands for a newcomer: `make demo` and `make test`.
+# Two commands for a newcomer: `make demo` and `make test` (`make lint` before a commit).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet ".[test]"
+	$(VENV)/bin/pip install --quiet ".[test,lint]"
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
@@ -26,6 +26,12 @@ test: $(STAMP)
 # The database-facing tests again on the embedded SQLite, whatever DATABASE_URL says.
 test-sqlite: $(STAMP)
 	DATABASE_URL= DJANGO_ALLOW_ASYNC_UNSAFE=true $(PY) -m pytest -q -m "not browser and not guest" tests/foundation tests/battery tests/ops tests/submissions $(PYTEST_ARGS)
+
+# The gate CI runs before the tests: lint, formatting, types (settings in pyproject.toml).
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 bench: $(STAMP)
 	$(PY) bench/run.py
