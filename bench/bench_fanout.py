@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import median, migrate, p95, recreate_database, setup_django, table  # noqa: E402
+from common import median, migrate, p95, recreate_database, setup_django, table
 
 DB_NAME = "sctp_bench_fanout"
 TIMEOUT = 900
@@ -35,14 +35,13 @@ def main(argv: list[str] | None = None) -> int:
     migrate()
     from django.conf import settings
     from django.db.models import Count
+    from workers_bench import Worker, purge_queue
 
     from dashboard.labreg import register
     from dashboard.models import Run
     from dashboard.runs import request_run
     from lab.server import LabServer
     from workers import app
-
-    from workers_bench import Worker, purge_queue
 
     app.conf.task_default_queue = queue
     profiles = [{

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 # The target is about the evaluation and its queries, not the shared cache in front of it.
 os.environ.setdefault("READINESS_MAX_AGE_SECONDS", "0")  # measure the evaluation, not its stored copy
-from common import median, migrate, recreate_database, setup_django, table  # noqa: E402
+from common import median, migrate, recreate_database, setup_django, table
 
 DB_NAME = "sctp_bench"
 PAGES = ["/", "/matrix/", "/api/v1/readiness/"]
@@ -109,7 +109,7 @@ class Generator:
                            reason="" if outcome == "passed" else f"bench: {outcome}",
                            evidence="" if outcome == "skipped" else f"connect sctp {key}: {outcome}",
                            duration=1.5, started=run.started, finished=run.finished or run.created)
-                for run, (_, outcomes) in zip(made, pending) for key, outcome in outcomes.items()
+                for run, (_, outcomes) in zip(made, pending, strict=True) for key, outcome in outcomes.items()
             ]
             TestResult.objects.bulk_create(results, batch_size=BATCH)
             self.rows["runs"] += len(made)
@@ -250,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
                 ["history", "clusters", "runs", "test results", "submissions", "seconds to add"],
                 [["(migrate)", "", "", "", "", f"{setup_seconds:.1f}"]]
                 + [[f"{p} days", args.clusters, r["runs"], r["results"], r["submissions"], f"{sec:.1f}"]
-                   for p, r, sec in zip(points, rows_at, seconds_at)]))
+                   for p, r, sec in zip(points, rows_at, seconds_at, strict=True)]))
     rows, over = [], []
     for path in PAGES:
         small, week, full = (m[path] for m in measured)

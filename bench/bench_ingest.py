@@ -18,9 +18,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
-import junitparser  # noqa: E402
+import junitparser
 
-from dashboard.ingest import ingest  # noqa: E402
+from dashboard.ingest import ingest
 
 FIXTURE = Path(__file__).resolve().parent.parent / "tests/fixtures/e2e-junit/conformance-v1.30-junit_01.xml.gz"
 FILE = Path(tempfile.gettempdir()) / "bench-conformance-v1.30-junit_01.xml"

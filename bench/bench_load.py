@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import ROOT, database_url, table  # noqa: E402
+from common import ROOT, database_url, table
 
 BASELINE = "/healthz"
 PATHS = [BASELINE, "/", "/api/v1/readiness/", "/badge/calico.svg", "/api/v1/catalog/", "/matrix/"]

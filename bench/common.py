@@ -52,7 +52,7 @@ def median(values: list[float]) -> float:
 
 def p95(values: list[float]) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
 
 def table(title: str, header: list[str], rows: list[list[Any]]) -> str:
@@ -61,7 +61,7 @@ def table(title: str, header: list[str], rows: list[list[Any]]) -> str:
     line = "+".join("-" * (w + 2) for w in widths)
     out = [f"\n== {title}", line]
     for i, row in enumerate(cells):
-        out.append("|".join(f" {c:<{w}} " for c, w in zip(row, widths)))
+        out.append("|".join(f" {c:<{w}} " for c, w in zip(row, widths, strict=True)))
         if i == 0:
             out.append(line)
     out.append(line)

@@ -105,10 +105,10 @@ CATALOG: list[dict] = [
         "tags": ["Feature:SCTP", "Feature:NetworkPolicy"],
         "kep_text": "A policy that allows only SCTP to a port must not let TCP or UDP to that port through.",
         "upstream_names": [
-            "[sig-network] Netpol NetworkPolicy between server and client should properly isolate pods "
-            "that are selected by a policy allowing SCTP, even if the plugin doesn't support SCTP",
-            "[sig-network] Netpol NetworkPolicy between server and client should not mistakenly treat "
-            "'protocol: SCTP' as 'protocol: TCP', even if the plugin doesn't support SCTP",
+            ("[sig-network] Netpol NetworkPolicy between server and client should properly isolate pods "
+            "that are selected by a policy allowing SCTP, even if the plugin doesn't support SCTP"),
+            ("[sig-network] Netpol NetworkPolicy between server and client should not mistakenly treat "
+            "'protocol: SCTP' as 'protocol: TCP', even if the plugin doesn't support SCTP"),
         ],
     },
     {
@@ -132,8 +132,8 @@ CATALOG: list[dict] = [
             "[sig-network] Networking Granular Checks: Services should function for pod-Service: sctp",
             "[sig-network] Networking Granular Checks: Services should function for node-Service: sctp",
             "[sig-network] Networking Granular Checks: Services should function for endpoint-Service: sctp",
-            "[sig-network] [Feature:IPv6DualStack] Granular Checks: Services Secondary IP Family "
-            "should function for pod-Service: sctp",
+            ("[sig-network] [Feature:IPv6DualStack] Granular Checks: Services Secondary IP Family "
+            "should function for pod-Service: sctp"),
         ],
     },
     {
@@ -152,13 +152,13 @@ CATALOG: list[dict] = [
         "tags": ["Feature:SCTPConnectivity", "Feature:NetworkPolicy", "Disruptive"],
         "kep_text": "A NetworkPolicy can allow SCTP to a port and deny it otherwise.",
         "upstream_names": [
-            "[sig-network] Netpol NetworkPolicy between server and client using SCTP should support "
-            "a 'default-deny-ingress' policy",
-            "[sig-network] Netpol NetworkPolicy between server and client using SCTP should enforce "
-            "policy based on Ports",
-            "[sig-network] Netpol NetworkPolicy between server and client using SCTP should enforce "
+            ("[sig-network] Netpol NetworkPolicy between server and client using SCTP should support "
+            "a 'default-deny-ingress' policy"),
+            ("[sig-network] Netpol NetworkPolicy between server and client using SCTP should enforce "
+            "policy based on Ports"),
+            ("[sig-network] Netpol NetworkPolicy between server and client using SCTP should enforce "
             "policy to allow traffic only from a pod in a different namespace based on PodSelector "
-            "and NamespaceSelector",
+            "and NamespaceSelector"),
         ],
     },
 ]

@@ -6,8 +6,8 @@ readiness engine answers from indexed columns instead of re-reading every result
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from .catalog import BASIC_KEYS, CONNECTIVITY_KEYS, Outcome
 

@@ -145,8 +145,8 @@ class Policy:
         if item.minor is None:
             problems.append((RELEASE, "Kubernetes release unknown"))
         elif item.minor < self.minimum:
-            problems.append((RELEASE, f"Kubernetes 1.{item.minor} is older than 1.{self.minimum} "
-                                      "(READINESS_MIN_KUBERNETES)"))
+            old = f"Kubernetes 1.{item.minor} is older than 1.{self.minimum} (READINESS_MIN_KUBERNETES)"
+            problems.append((RELEASE, old))
         if age:
             if item.when is None:
                 problems.append((AGE, "no run time"))

@@ -14,8 +14,8 @@ import ipaddress
 import re
 import shlex
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from lab.cluster import Cluster, Node
@@ -388,7 +388,7 @@ def iptables_save(cluster: Cluster, node: Node, table: str | None = None) -> str
         _ipvs_proxier(cluster, nat, filt)
     if cluster.profile["kubenet"]:
         _hostports(cluster, node, nat)
-    when = datetime.fromtimestamp(cluster.clock(), tz=timezone.utc).strftime("%a %b %d %H:%M:%S %Y")
+    when = datetime.fromtimestamp(cluster.clock(), tz=UTC).strftime("%a %b %d %H:%M:%S %Y")
     out = []
     for t in (mangle, filt, nat):
         if table and t.name != table:
@@ -524,41 +524,41 @@ def nft_ruleset(cluster: Cluster) -> str:
         "\t}\n\n",
         "\tset nodeport-ips {\n\t\ttype ipv4_addr\n\t\tcomment \"IPs that accept NodePort traffic\"\n",
         f"\t\t{_elements([n.host_ip for n in cluster.nodes], per_line=2)}\n\t}}\n\n",
-        "\tmap no-endpoint-services {\n\t\ttype ipv4_addr . inet_proto . inet_service : verdict\n"
-        "\t\tcomment \"vmap to drop or reject packets to services with no endpoints\"\n",
+        ("\tmap no-endpoint-services {\n\t\ttype ipv4_addr . inet_proto . inet_service : verdict\n"
+        "\t\tcomment \"vmap to drop or reject packets to services with no endpoints\"\n"),
         f"\t\t{_elements(no_endpoint)}\n" if no_endpoint else "",
         "\t}\n\n",
-        "\tmap no-endpoint-nodeports {\n\t\ttype inet_proto . inet_service : verdict\n"
-        "\t\tcomment \"vmap to drop or reject packets to service nodeports with no endpoints\"\n",
+        ("\tmap no-endpoint-nodeports {\n\t\ttype inet_proto . inet_service : verdict\n"
+        "\t\tcomment \"vmap to drop or reject packets to service nodeports with no endpoints\"\n"),
         f"\t\t{_elements(no_endpoint_nodeports)}\n" if no_endpoint_nodeports else "",
         "\t}\n\n",
-        "\tmap service-ips {\n\t\ttype ipv4_addr . inet_proto . inet_service : verdict\n"
-        "\t\tcomment \"ClusterIP, ExternalIP and LoadBalancer IP traffic\"\n",
+        ("\tmap service-ips {\n\t\ttype ipv4_addr . inet_proto . inet_service : verdict\n"
+        "\t\tcomment \"ClusterIP, ExternalIP and LoadBalancer IP traffic\"\n"),
         f"\t\t{_elements(service_elems)}\n" if service_elems else "",
         "\t}\n\n",
-        "\tmap service-nodeports {\n\t\ttype inet_proto . inet_service : verdict\n"
-        "\t\tcomment \"NodePort traffic\"\n",
+        ("\tmap service-nodeports {\n\t\ttype inet_proto . inet_service : verdict\n"
+        "\t\tcomment \"NodePort traffic\"\n"),
         f"\t\t{_elements(nodeport_elems)}\n" if nodeport_elems else "",
         "\t}\n\n",
-        "\tchain nat-prerouting {\n\t\ttype nat hook prerouting priority dstnat; policy accept;\n"
-        "\t\tjump services\n\t}\n\n",
-        "\tchain nat-output {\n\t\ttype nat hook output priority -100; policy accept;\n"
-        "\t\tjump services\n\t}\n\n",
-        "\tchain nat-postrouting {\n\t\ttype nat hook postrouting priority srcnat; policy accept;\n"
-        "\t\tjump masquerading\n\t}\n\n",
-        "\tchain filter-input {\n\t\ttype filter hook input priority -110; policy accept;\n"
+        ("\tchain nat-prerouting {\n\t\ttype nat hook prerouting priority dstnat; policy accept;\n"
+        "\t\tjump services\n\t}\n\n"),
+        ("\tchain nat-output {\n\t\ttype nat hook output priority -100; policy accept;\n"
+        "\t\tjump services\n\t}\n\n"),
+        ("\tchain nat-postrouting {\n\t\ttype nat hook postrouting priority srcnat; policy accept;\n"
+        "\t\tjump masquerading\n\t}\n\n"),
+        ("\tchain filter-input {\n\t\ttype filter hook input priority -110; policy accept;\n"
         "\t\tct state new jump service-endpoints-check\n"
-        "\t\tct state new jump nodeport-endpoints-check\n\t}\n\n",
-        "\tchain nodeport-endpoints-check {\n"
-        "\t\tip daddr @nodeport-ips meta l4proto . th dport vmap @no-endpoint-nodeports\n\t}\n\n",
-        "\tchain service-endpoints-check {\n"
-        "\t\tip daddr . meta l4proto . th dport vmap @no-endpoint-services\n\t}\n\n",
+        "\t\tct state new jump nodeport-endpoints-check\n\t}\n\n"),
+        ("\tchain nodeport-endpoints-check {\n"
+        "\t\tip daddr @nodeport-ips meta l4proto . th dport vmap @no-endpoint-nodeports\n\t}\n\n"),
+        ("\tchain service-endpoints-check {\n"
+        "\t\tip daddr . meta l4proto . th dport vmap @no-endpoint-services\n\t}\n\n"),
         "\tchain reject-chain {\n\t\tcomment \"helper for @no-endpoint-services\"\n\t\treject\n\t}\n\n",
         "\tchain mark-for-masquerade {\n\t\tmeta mark set meta mark | 0x00004000\n\t}\n\n",
-        "\tchain masquerading {\n\t\tmeta mark & 0x00004000 == 0x00000000 return\n"
-        "\t\tmeta mark set meta mark ^ 0x00004000\n\t\tmasquerade fully-random\n\t}\n\n",
-        "\tchain services {\n\t\tip daddr . meta l4proto . th dport vmap @service-ips\n"
-        "\t\tip daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports\n\t}\n",
+        ("\tchain masquerading {\n\t\tmeta mark & 0x00004000 == 0x00000000 return\n"
+        "\t\tmeta mark set meta mark ^ 0x00004000\n\t\tmasquerade fully-random\n\t}\n\n"),
+        ("\tchain services {\n\t\tip daddr . meta l4proto . th dport vmap @service-ips\n"
+        "\t\tip daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports\n\t}\n"),
     ]
     for chain in chains:
         parts.append("\n" + chain)

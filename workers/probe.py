@@ -238,7 +238,7 @@ def _pysctp_version() -> str | None:
         from importlib.metadata import version
 
         return version("pysctp")
-    except Exception:  # noqa: BLE001 (metadata is optional: the guest unzips the wheel)
+    except Exception:  # metadata is optional: the guest unzips the wheel
         return None
 
 

@@ -23,7 +23,7 @@ from .limits import Deadline, Limits, Warnings
 from .report import CatalogResult, aggregate, count, qualifying, ran, results_to_dict
 from .upstream_names import guess_release
 
-__all__ = ["CatalogResult", "IngestError", "IngestReport", "Limits", "UNSUPPORTED", "ingest"]
+__all__ = ["UNSUPPORTED", "CatalogResult", "IngestError", "IngestReport", "Limits", "ingest"]
 
 _FUTURE_SLACK = timedelta(days=1)
 

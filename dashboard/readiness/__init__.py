@@ -8,11 +8,9 @@ import threading
 from datetime import datetime
 from typing import Any
 
-from django.core.serializers.json import DjangoJSONEncoder
-
 from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db.models import F
-
 from django.utils.timezone import now as tz_now
 
 from dashboard.catalog import TRANSITIONS, Stage
@@ -20,7 +18,7 @@ from dashboard.catalog import TRANSITIONS, Stage
 from .base import Context, EvidenceRef, Verdict
 from .criteria import CRITERIA
 
-__all__ = ["evaluate", "published", "cached_evaluate", "publish", "invalidate", "Context", "Verdict", "EvidenceRef", "current_stage"]
+__all__ = ["Context", "EvidenceRef", "Verdict", "cached_evaluate", "current_stage", "evaluate", "invalidate", "publish", "published"]
 
 log = logging.getLogger(__name__)
 

@@ -108,12 +108,12 @@ def guest_script() -> str:
              "cat > /tmp/lab-iptables.rules <<'LAB_EOF'", lab_text("iptables").rstrip("\n"), "LAB_EOF",
              "cat > /tmp/lab-decl.nft <<'LAB_EOF'", nft_declarations(ruleset), "LAB_EOF",
              "cat > /tmp/lab.nft <<'LAB_EOF'", ruleset.rstrip("\n"), "LAB_EOF",
-             "iptables-restore < /tmp/lab-iptables.rules 2> out/lab/iptables-restore.err"
-             " || { echo 'FAIL iptables-restore'; cat out/lab/iptables-restore.err; exit 1; }",
+             ("iptables-restore < /tmp/lab-iptables.rules 2> out/lab/iptables-restore.err"
+             " || { echo 'FAIL iptables-restore'; cat out/lab/iptables-restore.err; exit 1; }"),
              f"iptables-save > out/lab/{FILES['iptables']}",
              "nft flush ruleset",
-             "nft -f /tmp/lab-decl.nft 2> out/lab/nft.err && nft -f /tmp/lab.nft 2>> out/lab/nft.err"
-             " || { echo 'FAIL nft -f'; cat out/lab/nft.err; exit 1; }",
+             ("nft -f /tmp/lab-decl.nft 2> out/lab/nft.err && nft -f /tmp/lab.nft 2>> out/lab/nft.err"
+             " || { echo 'FAIL nft -f'; cat out/lab/nft.err; exit 1; }"),
              f"nft list ruleset > out/lab/{FILES['nftables']}",
              "nft flush ruleset"]
     lines += [f"{cmd} || {{ echo 'FAIL {cmd}'; exit 1; }}" for cmd in nodetools.ipvsadm_commands(ipvs_cluster)]

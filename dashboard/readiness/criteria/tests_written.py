@@ -8,7 +8,14 @@ from django.db.models import OuterRef, Subquery
 
 from dashboard.catalog import ALL_KEYS, Outcome, criterion_title
 from dashboard.models import CatalogTest, Submission, TestResult
-from dashboard.policy import LB_KEY, TESTS_WRITTEN, countable_runs_q, countable_submissions_q, evidence_entry, verdict_keys
+from dashboard.policy import (
+    LB_KEY,
+    TESTS_WRITTEN,
+    countable_runs_q,
+    countable_submissions_q,
+    evidence_entry,
+    verdict_keys,
+)
 
 from ..base import Context, Verdict
 from ..evidence_lookup import load, plugins_by_id

@@ -37,7 +37,7 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
 
     counted, stale_only, at_risk, notes, rows, evidence = [], [], [], [], [], []
     used: set[str] = set()
-    for pid, p in sorted(plugins.items(), key=lambda kv: kv[1].name.lower()):
+    for p in sorted(plugins.values(), key=lambda plugin: plugin.name.lower()):
         pairs = assessed.get(p.slug, [])
         evidence += [evidence_entry(i, a) for i, a in pairs]
         good = [(i, a) for i, a in pairs if a.counts]

@@ -33,12 +33,12 @@ def iptables(vip: str, port: int, name: str, endpoints: list[str]) -> str:
         "-A KUBE-MARK-MASQ -j MARK --set-xmark 0x4000/0x4000",
         "-A KUBE-POSTROUTING -m mark ! --mark 0x4000/0x4000 -j RETURN",
         "-A KUBE-POSTROUTING -j MARK --set-xmark 0x4000/0x0",
-        '-A KUBE-POSTROUTING -m comment --comment "kubernetes service traffic requiring SNAT" '
-        "-j MASQUERADE --random-fully",
-        f'-A KUBE-SERVICES -d {vip}/32 -p sctp -m comment --comment "{name} cluster IP" '
-        f"-m sctp --dport {port} -j {svc}",
+        ('-A KUBE-POSTROUTING -m comment --comment "kubernetes service traffic requiring SNAT" '
+        "-j MASQUERADE --random-fully"),
+        (f'-A KUBE-SERVICES -d {vip}/32 -p sctp -m comment --comment "{name} cluster IP" '
+        f"-m sctp --dport {port} -j {svc}"),
     ]
-    for i, (ep, sep) in enumerate(zip(endpoints, seps)):
+    for i, (ep, sep) in enumerate(zip(endpoints, seps, strict=True)):
         remaining = len(endpoints) - i
         prob = (
             ""
@@ -46,7 +46,7 @@ def iptables(vip: str, port: int, name: str, endpoints: list[str]) -> str:
             else (f" -m statistic --mode random --probability {1 / remaining:.11f}")
         )
         lines.append(f'-A {svc} -m comment --comment "{name} -> {ep}"{prob} -j {sep}')
-    for ep, sep in zip(endpoints, seps):
+    for ep, sep in zip(endpoints, seps, strict=True):
         ip = ep.split(":")[0]
         lines.append(f'-A {sep} -s {ip}/32 -m comment --comment "{name}" -j KUBE-MARK-MASQ')
         lines.append(
@@ -69,10 +69,10 @@ def nftables(vip: str, port: int, name: str, endpoints: list[str]) -> str:
     lines = [
         f'add table {t} {{ comment "rules for kube-proxy" ; }}',
         f'add set {t} cluster-ips {{ type ipv4_addr ; comment "Active ClusterIPs" ; }}',
-        f"add map {t} service-ips {{ type ipv4_addr . inet_proto . inet_service : verdict ; "
-        'comment "ClusterIP, ExternalIP and LoadBalancer IP traffic" ; }',
-        f"add map {t} service-nodeports {{ type inet_proto . inet_service : verdict ; "
-        'comment "NodePort traffic" ; }',
+        (f"add map {t} service-ips {{ type ipv4_addr . inet_proto . inet_service : verdict ; "
+        'comment "ClusterIP, ExternalIP and LoadBalancer IP traffic" ; }'),
+        (f"add map {t} service-nodeports {{ type inet_proto . inet_service : verdict ; "
+        'comment "NodePort traffic" ; }'),
         f"add chain {t} mark-for-masquerade",
         f"add chain {t} masquerading",
         f"add chain {t} nat-output {{ type nat hook output priority -100 ; }}",
