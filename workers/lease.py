@@ -10,17 +10,21 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils.timezone import now
+
+if TYPE_CHECKING:
+    import redis
 
 RENEW = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end"
 RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
 
 
 @lru_cache(maxsize=1)
-def _redis():  # type: ignore[no-untyped-def]
+def _redis() -> redis.Redis:
     import redis
 
     return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=5, socket_connect_timeout=5)
@@ -72,8 +76,10 @@ class Lease:
                 .values_list("holder", flat=True)
                 .first()
             )
-        value = _redis().get(_key(cluster_id))
-        return value.decode() if value else None
+        value = _redis().get(_key(cluster_id))  # bytes: the client does not decode
+        if isinstance(value, bytes):
+            return value.decode() or None
+        return value or None
 
     # -- Redis --------------------------------------------------------------------------------
     def _redis_acquire(self) -> bool:

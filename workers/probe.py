@@ -204,7 +204,7 @@ def _try_socket(kind: int) -> str:
 def socket_facts(module: ModuleFacts, force: bool) -> SocketFacts:
     facts = SocketFacts()
     try:
-        import sctp  # type: ignore[import-untyped]
+        import sctp
 
         facts.pysctp_version = _pysctp_version()
     except ImportError as exc:
@@ -454,7 +454,7 @@ def to_json(report: Report) -> dict[str, Any]:
 def _sctp_stream_socket() -> Any:
     """A one-to-one SCTP socket, through pysctp when it is installed."""
     try:
-        import sctp  # type: ignore[import-untyped]
+        import sctp
     except ImportError:
         return socket.socket(socket.AF_INET, socket.SOCK_STREAM, IPPROTO_SCTP)
     return sctp.sctpsocket_tcp(socket.AF_INET)

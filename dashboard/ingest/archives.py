@@ -29,7 +29,7 @@ from typing import IO, Any
 from .e2elog import E2ELog, parse_e2e_log
 from .errors import UNSUPPORTED, IngestError
 from .junit import JUnitResult, parse_junit
-from .limits import Deadline, Limits, MiB
+from .limits import Deadline, Limits, MiB, Readable
 
 _SONOBUOY_RESULTS = r"^(?:[^/]+/)?plugins/e2e/results/(global/)?"
 _SONOBUOY_JUNIT = re.compile(_SONOBUOY_RESULTS + r"junit[^/]*\.xml$")
@@ -112,7 +112,7 @@ def open_source(data: bytes | IO[bytes], limits: Limits) -> IO[bytes]:
             raise _too_large(limits)
         spool.write(chunk)
     spool.seek(0)
-    return spool  # type: ignore[return-value]
+    return spool
 
 
 def _too_large(limits: Limits) -> IngestError:
@@ -170,6 +170,9 @@ class _ReadStream(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
+    def read(self, size: int | None = -1) -> bytes:
+        raise NotImplementedError
+
     def readinto(self, buffer: Any) -> int:
         data = self.read(len(buffer))
         buffer[: len(data)] = data
@@ -184,7 +187,7 @@ class BoundedGunzip(_ReadStream):
 
     _CHUNK = 64 * 1024
 
-    def __init__(self, compressed: bytes | IO[bytes], limit: int) -> None:
+    def __init__(self, compressed: bytes | Readable, limit: int) -> None:
         super().__init__()
         self._src = io.BytesIO(compressed) if isinstance(compressed, (bytes, bytearray)) else compressed
         self._limit = limit
@@ -224,7 +227,7 @@ class BoundedGunzip(_ReadStream):
 class Prefixed(_ReadStream):
     """A stream with some already-read bytes put back in front."""
 
-    def __init__(self, head: bytes, rest: IO[bytes]) -> None:
+    def __init__(self, head: bytes, rest: Readable) -> None:
         super().__init__()
         self._head = head
         self._rest = rest
@@ -314,7 +317,7 @@ class _Collector:
                 f"{self.limits.max_member_bytes // MiB} MB"
             )
 
-    def read_member(self, path: str, stream: IO[bytes], mtime: datetime | None) -> None:
+    def read_member(self, path: str, stream: Readable, mtime: datetime | None) -> None:
         """Parse one wanted member straight from its stream."""
         if _SONOBUOY_JUNIT.match(path) or _TOP_JUNIT.match(path):
             result = parse_junit(stream, path, self.limits, self.deadline, self.sctp_cases)
@@ -337,7 +340,7 @@ class _Collector:
         else:  # a kube-proxy pod's log
             self.proxiers.update(m.decode() for m in self._scan(stream, _PROXIER_LOG))
 
-    def _scan(self, stream: IO[bytes], pattern: re.Pattern[bytes]) -> set[bytes]:
+    def _scan(self, stream: Readable, pattern: re.Pattern[bytes]) -> set[bytes]:
         """Every group(1) of pattern in the stream, read 1 MB at a time with an overlap."""
         found: set[bytes] = set()
         tail = b""
@@ -378,7 +381,7 @@ def _pick(found: _Collector, container: str) -> Contents:
                 "archive refused: no e2e JUnit (junit_01.xml) found at its top, in one top "
                 "directory, or under plugins/e2e/results/"
             )
-        directories = {_TOP_JUNIT.match(p).group(1) for p in top}  # type: ignore[union-attr]
+        directories = {m.group(1) for p in top if (m := _TOP_JUNIT.match(p))}
         if len(directories) > 1:
             names = ", ".join(sorted(f"{d or '.'}/" for d in directories))
             raise IngestError(
@@ -419,15 +422,17 @@ def _server_version_json(data: bytes) -> str | None:
 class _SafeTarInfo(tarfile.TarInfo):
     """Refuses oversized pax / GNU long-name headers before tarfile reads them whole."""
 
-    def _proc_pax(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:  # type: ignore[override]
+    def _proc_pax(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:
         self._check_meta_size()
-        return super()._proc_pax(tarfile_)  # type: ignore[misc]
+        info: tarfile.TarInfo = super()._proc_pax(tarfile_)  # type: ignore[misc]  # private: not in typeshed
+        return info
 
-    def _proc_gnulong(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:  # type: ignore[override]
+    def _proc_gnulong(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:
         self._check_meta_size()
-        return super()._proc_gnulong(tarfile_)  # type: ignore[misc]
+        info: tarfile.TarInfo = super()._proc_gnulong(tarfile_)  # type: ignore[misc]  # private: not in typeshed
+        return info
 
-    def _proc_sparse(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:  # type: ignore[override]
+    def _proc_sparse(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:
         raise IngestError("archive refused: sparse members are not accepted")
 
     def _check_meta_size(self) -> None:
@@ -435,7 +440,7 @@ class _SafeTarInfo(tarfile.TarInfo):
             raise IngestError("archive refused: an oversized tar extended header")
 
 
-def read_tar(stream: IO[bytes], limits: Limits, container: str, deadline: Deadline | None = None) -> Contents:
+def read_tar(stream: IO[bytes] | _ReadStream, limits: Limits, container: str, deadline: Deadline | None = None) -> Contents:
     collector = _Collector(limits, deadline or Deadline(limits.time_budget_seconds))
     try:
         with tarfile.open(fileobj=stream, mode="r|", tarinfo=_SafeTarInfo) as archive:

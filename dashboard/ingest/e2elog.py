@@ -6,12 +6,12 @@ Read line by line from a stream (lines cut at 64 KB), so a large log costs no me
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import IO
 
 from .errors import IngestError
-from .limits import Deadline, Limits
+from .limits import Deadline, Limits, Readable
 
 # Forms seen in e2e.test / ginkgo output over the years:
 #   "INFO: kube-apiserver version: v1.30.2"     (framework, v1.19 on)
@@ -46,7 +46,7 @@ class E2ELog:
 
 
 def parse_e2e_log(
-    data: bytes | IO[bytes], limits: Limits | None = None, deadline: Deadline | None = None
+    data: bytes | Readable, limits: Limits | None = None, deadline: Deadline | None = None
 ) -> E2ELog:
     limits = limits or Limits()
     versions: dict[int, str] = {}  # pattern index -> first match: the patterns' order wins
@@ -74,7 +74,7 @@ def parse_e2e_log(
 _ANSI_TEXT = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
-def _lines(data: bytes | IO[bytes], limits: Limits, deadline: Deadline | None):
+def _lines(data: bytes | Readable, limits: Limits, deadline: Deadline | None) -> Iterator[str]:
     """Decoded lines, each at most _MAX_LINE bytes; the log's real size is bounded."""
     if isinstance(data, (bytes, bytearray)):
         import io

@@ -29,11 +29,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import IO
+from typing import NoReturn
 from xml.parsers import expat
 
 from .errors import IngestError
-from .limits import Deadline, Limits
+from .limits import Deadline, Limits, Readable
 from .upstream_names import catalog_key, normalise
 
 # ginkgo v2 writes status=; anything that is not a pass or a skip is a failure for us.
@@ -96,7 +96,7 @@ def _zero() -> dict[str, int]:
 
 
 def parse_junit(
-    source: IO[bytes],
+    source: Readable,
     label: str = "JUnit file",
     limits: Limits | None = None,
     deadline: Deadline | None = None,
@@ -170,7 +170,7 @@ class _Reader:
         self.elements = 0
         self.position = 0  # byte index of the newest event expat reported
 
-    def _forbidden(self, *args: object) -> None:
+    def _forbidden(self, *args: object) -> NoReturn:
         raise IngestError(
             f"{self.label} was refused: XML with a DTD, entity declarations or external "
             "references is not accepted"

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Protocol
 
 from .errors import IngestError
 
 MiB = 1024 * 1024
+
+
+class Readable(Protocol):
+    """All the readers ask of a stream: an upload, an archive member or an inflater alike."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
 
 
 @dataclass(frozen=True)

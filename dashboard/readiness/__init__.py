@@ -66,9 +66,11 @@ def _current() -> tuple[datetime | None, bool]:
     from dashboard.models import PublishedReadiness
 
     row = PublishedReadiness.objects.filter(pk=1).values_list("version", "computed_version", "computed").first()
-    if row is None or row[2] is None:
+    if row is None:
         return None, False
     version, computed_version, computed = row
+    if computed is None:
+        return None, False
     fresh = computed_version == version and (tz_now() - computed).total_seconds() < settings.READINESS_MAX_AGE_SECONDS
     return computed, fresh
 
@@ -107,7 +109,8 @@ def published() -> dict[str, Any]:
     if fresh and computed is not None:
         entry = _load(computed)
         if _usable(entry):
-            return entry["data"]
+            data: dict[str, Any] = entry["data"]
+            return data
     return publish()
 
 
@@ -129,7 +132,8 @@ def published_json() -> bytes:
             if _memo.get("computed") == computed:
                 _memo["json"] = body
         return body
-    return entry["json"]
+    stored: bytes = entry["json"]
+    return stored
 
 
 def published_badge(slug: str) -> dict[str, Any] | None:

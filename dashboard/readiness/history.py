@@ -11,7 +11,7 @@ from django.db import transaction
 log = logging.getLogger(__name__)
 
 # Called with (previous statuses or None, new statuses, evaluation) after a change is stored.
-LISTENERS: list[Callable[[dict | None, dict, dict], None]] = []
+LISTENERS: list[Callable[[dict[str, str] | None, dict[str, str], dict[str, Any]], None]] = []
 
 
 def statuses_of(evaluation: dict[str, Any]) -> dict[str, str]:

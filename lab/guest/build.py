@@ -30,6 +30,7 @@ import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -63,8 +64,8 @@ def cache_root() -> Path:
     return Path(os.environ.get("SCTP_GUEST_CACHE") or default)
 
 
-def _run(cmd: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(cmd, check=True, text=True, **kwargs)  # type: ignore[call-overload]
+def _run(cmd: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, check=True, text=True, **kwargs)
 
 
 def _out(cmd: list[str]) -> str:
@@ -369,6 +370,7 @@ def build(force: bool = False, log: bool = True) -> Path:
         _add_project(rootfs)
         rootfs_bytes = int(_out(["du", "-sb", str(rootfs)]).split()[0])
         _pack(rootfs, out / "rootfs.tar.zst")
+        packed_bytes = sum(p.stat().st_size for p in out.iterdir())
         manifest = {
             "key": key,
             "base_key": base_key,
@@ -381,7 +383,7 @@ def build(force: bool = False, log: bool = True) -> Path:
             "base_built": base_built,
             "build_seconds": round(time.monotonic() - started, 1),
             "rootfs_bytes": rootfs_bytes,
-            "packed_bytes": sum(p.stat().st_size for p in out.iterdir()),
+            "packed_bytes": packed_bytes,
         }
         (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
         if target.exists():
@@ -390,7 +392,7 @@ def build(force: bool = False, log: bool = True) -> Path:
     _prune({key, f"base-{base_key}.tar.zst"})
     if log:
         print(f"build: image {target} in {manifest['build_seconds']} s, "
-              f"packed {manifest['packed_bytes'] / 1e6:.1f} MB "
+              f"packed {packed_bytes / 1e6:.1f} MB "
               f"(root filesystem {rootfs_bytes / 1e6:.0f} MB)", flush=True)
     return target
 

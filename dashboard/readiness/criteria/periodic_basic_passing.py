@@ -10,7 +10,7 @@ from django.db.models import OuterRef, Subquery
 
 from dashboard.catalog import Battery, criterion_title
 from dashboard.models import Run, Schedule
-from dashboard.policy import PERIODIC, evidence_entry
+from dashboard.policy import PERIODIC, Item, evidence_entry
 
 from ..base import Context, Verdict, day, plural
 from ..evidence_lookup import load, plugins_by_id
@@ -26,7 +26,7 @@ def evaluate(ctx: Context) -> Verdict:
     return with_what_if(_evaluate, ctx)
 
 
-def _schedules(ctx: Context) -> tuple[list, dict]:
+def _schedules(ctx: Context) -> tuple[list[Schedule], dict[tuple[str, int], Item]]:
     n = ctx.periodic_runs
     recent = Run.objects.filter(
         schedule=OuterRef("pk"), trigger=Run.Trigger.PERIODIC, state__in=TERMINAL

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from dashboard.catalog import criterion_title
-from dashboard.policy import TWO_PLUGINS, evidence_entry, qualifying
+from dashboard.policy import TWO_PLUGINS, Assessment, Item, evidence_entry, qualifying
 
 from ..base import Context, Verdict, plural
 from ..evidence_lookup import connectivity_candidates, plugins_by_id
@@ -23,7 +23,7 @@ def evaluate(ctx: Context) -> Verdict:
     return with_what_if(_evaluate, ctx)
 
 
-def _day(item) -> str:  # type: ignore[no-untyped-def]
+def _day(item: Item) -> str:
     return item.when.strftime("%Y-%m-%d") if item.when else "no date"
 
 
@@ -31,7 +31,7 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
     plugins = ctx.memo("plugins", plugins_by_id)
     items = ctx.memo("connectivity", lambda: connectivity_candidates(plugins))
     pol = ctx.policy
-    assessed: dict[str, list] = {}
+    assessed: dict[str, list[tuple[Item, Assessment]]] = {}
     for item in items:  # newest first
         assessed.setdefault(item.plugin.slug, []).append((item, pol.assess(item, KEY, relax)))
 
