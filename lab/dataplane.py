@@ -197,6 +197,7 @@ def _dial(cluster: Cluster, dialer: PodKey, query: dict[str, list[str]]) -> dict
     responses: list[str] = []
     errors: list[str] = []
     target = f"{host}:{port}"
+    source = f"{cluster.pod_rt[dialer].ip}:{40000 + len(cluster.pod_rt)}"
     for attempt in range(tries):
         word = connect_word(cluster, dialer, host, port, protocol, pick=attempt)
         server = resolve(cluster, dialer[0], host, port, protocol, attempt)
@@ -210,7 +211,7 @@ def _dial(cluster: Cluster, dialer: PodKey, query: dict[str, list[str]]) -> dict
         proto = protocol.lower()
         if word == TIMEOUT:
             errors.append(f"reading from {proto} connection failed. err:'read {proto} "
-                          f"10.244.0.1:40000->{target}: i/o timeout'")
+                          f"{source}->{target}: i/o timeout'")
         elif word == DNS:
             errors.append(f"dial {proto} {target}: lookup {host}: no such host")
         else:
