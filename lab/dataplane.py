@@ -329,13 +329,17 @@ def ingress_allowed(cluster: Cluster, client: PodKey, server: PodKey, protocol: 
     mode = cluster.dataplane["network_policy"]
     if mode == "none":
         return True
+    if mode == "deny-all":
+        # The over-blocking plugin: any ingress policy in the namespace stops all its pods.
+        return not any(ns == server[0] and "Ingress" in policy_types(p["spec"])
+                       for (ns, _n), p in cluster.objects["networkpolicies"].items())
     server_labels = cluster.objects["pods"][server]["metadata"].get("labels")
     policies = [p for (ns, _n), p in cluster.objects["networkpolicies"].items()
                 if ns == server[0] and "Ingress" in policy_types(p["spec"])
                 and selector_matches(p["spec"].get("podSelector") or {}, server_labels)]
     if not policies:
         return True
-    if mode == "deny-all" or (mode == "no-sctp" and protocol == "SCTP"):
+    if mode == "no-sctp" and protocol == "SCTP":
         return False
     for policy in policies:
         for rule in policy["spec"].get("ingress") or []:
