@@ -149,11 +149,11 @@ def validate_profile(data: Any, source: str = "<profile>") -> dict[str, Any]:
                                  "field")
     _choice(profile["admission"]["privileged_pods"], PRIVILEGED_PODS,
             "admission.privileged_pods", source)
-    # node_access: false is the older spelling of privileged_pods: forbid; either implies both.
+    # node_access: false is the older spelling of privileged_pods: forbid. The reverse is not
+    # implied: `lab --register` declares node_access, and a cluster declared with node access
+    # is sent the privileged pod, so the battery meets (and quotes) the refusal itself.
     if not profile["node_access"] and profile["admission"]["privileged_pods"] == "allow":
         profile["admission"]["privileged_pods"] = "forbid"
-    if profile["admission"]["privileged_pods"] != "allow":
-        profile["node_access"] = False
     if profile["cni"] is None:
         profile["cni"] = profile["plugin"]
     if profile["kube_proxy"] is None:
