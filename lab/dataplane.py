@@ -415,5 +415,6 @@ def _ports_match(cluster: Cluster, ports: list[dict[str, Any]] | None, server: P
     return False
 
 
-__all__ = ["admission_refusal", "connect_verdict", "curl", "pod_started", "ingress_allowed", "resolve", "protocol_causes", "has_sctp_port",
+__all__ = ["admission_refusal", "connect_verdict", "curl", "pod_started",
+           "ingress_allowed", "resolve", "protocol_causes", "has_sctp_port",
            "pod_security_violations", "service_selector_matches"]

@@ -91,7 +91,7 @@ def rbac_reason(exc: ApiException) -> str:
 
 
 def admission_reason(exc: ApiException) -> str:
-    return f"admission refused a privileged pod: {api_error_message(exc)}"
+    return f"admission refused a pod the test needs: {api_error_message(exc)}"
 
 
 @dataclass

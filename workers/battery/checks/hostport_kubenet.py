@@ -37,7 +37,9 @@ class HostportKubenet(BatteryTest):
             (p.host_port, p.protocol) for c in pod.spec.containers for p in c.ports or []
         ]
         if (SCTP_PORT, "SCTP") not in declared:
-            raise TestFailed(f"the pod did not keep hostPort {SCTP_PORT}/SCTP (read back {declared})")
+            raise TestFailed(
+                f"the pod did not keep hostPort {SCTP_PORT}/SCTP (read back {declared})"
+            )
         if pod.spec.node_name != node or not pod.status.host_ip:
             raise TestFailed(
                 f"the hostPort pod runs on {pod.spec.node_name} (hostIP {pod.status.host_ip}), "

@@ -137,7 +137,8 @@ class NetpolAllowDeny(BatteryTest):
         if wrong:
             raise TestFailed(f"{len(wrong)} SCTP probe(s) wrong: " + "; ".join(wrong))
         count = sum(len(p) for _n, _s, p in CASES)
+        names = ", ".join(n for n, _s, _p in CASES)
         return (
-            f"SCTP NetworkPolicy cases across namespaces x, y, z ({', '.join(n for n, _s, _p in CASES)}): "
+            f"SCTP NetworkPolicy cases across namespaces x, y, z ({names}): "
             f"all {count} allowed and denied probes as expected"
         )
