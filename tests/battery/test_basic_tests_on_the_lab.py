@@ -148,12 +148,19 @@ def test_admission_refusing_privileged_pods_skips_node_checks_and_the_run_goes_o
 
 
 def test_endpoints_that_are_never_removed_fail_declare_sctp_ports(start_lab):
-    report = start_lab(faults={"endpoints_never_removed": True}).run("basic")
+    import dataclasses
+
+    from tests.battery.conftest import FAST
+
+    lab = start_lab(faults={"endpoints_never_removed": True})
+    # The wait for the endpoints to go is bounded by pod_start: keep it short here.
+    spec = spec_for(lab.profile, timeouts=dataclasses.replace(FAST, pod_start=0.5))
+    report = lab.run("basic", spec=spec)
     declare = report.results["declare-sctp-ports"]
     assert declare.outcome == "failed"
     assert declare.reason.startswith(
         "the Endpoints of service sctp-endpoint-test after the pod was deleted list "
-        "{'sctp-declare': ['5060/SCTP']}, expected nothing")
+        "{'sctp-declare': ['5060/SCTP']}, expected nothing (within 0.5s)")
 
 
 def test_declare_sctp_ports_reads_the_endpoint_lifecycle_from_both_apis(start_lab):
