@@ -55,6 +55,17 @@ def pod_security_violations(spec: dict[str, Any]) -> list[str]:
     host = [f"{k}=true" for k in ("hostNetwork", "hostPID", "hostIPC") if spec.get(k)]
     if host:
         out.append(f"host namespaces ({', '.join(host)})")
+    host_ports = [(c["name"], p["hostPort"]) for c in spec.get("containers") or []
+                  for p in c.get("ports") or [] if p.get("hostPort")]
+    if host_ports:
+        names = sorted({f'"{n}"' for n, _p in host_ports})
+        ports = ", ".join(str(p) for _n, p in host_ports)
+        if len(host_ports) == 1:
+            out.append(f"hostPort (container {names[0]} uses hostPort {ports})")
+        else:
+            word = "container" if len(names) == 1 else "containers"
+            verb = "uses" if len(names) == 1 else "use"
+            out.append(f"hostPort ({word} {', '.join(names)} {verb} hostPorts {ports})")
     volumes = [v["name"] for v in spec.get("volumes") or [] if "hostPath" in v]
     if volumes:
         quoted = ", ".join(f'"{n}"' for n in volumes)
