@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from tests.battery.conftest import spec_for
+from tests.battery.conftest import FAST, spec_for
 from workers.battery import BASIC_KEYS, REGISTRY
 
 
@@ -148,10 +150,6 @@ def test_admission_refusing_privileged_pods_skips_node_checks_and_the_run_goes_o
 
 
 def test_endpoints_that_are_never_removed_fail_declare_sctp_ports(start_lab):
-    import dataclasses
-
-    from tests.battery.conftest import FAST
-
     lab = start_lab(faults={"endpoints_never_removed": True})
     # The wait for the endpoints to go is bounded by pod_start: keep it short here.
     spec = spec_for(lab.profile, timeouts=dataclasses.replace(FAST, pod_start=0.5))
@@ -286,3 +284,28 @@ def test_endpoints_are_read_from_the_core_api_before_endpoint_slices_existed(sta
     report = start_lab(kubernetes_version="1.20.4").run("basic")
     assert report.results["declare-sctp-ports"].outcome == "passed"
     assert report.fingerprint["kubernetes_version"] == "1.20.4"
+
+
+def test_the_filter_tables_reject_rule_does_not_pass_service_iptables_rules(start_lab, monkeypatch):
+    # kube-proxy sees no endpoints for the SCTP service (e.g. it never got them): it writes
+    # only the filter table's "has no endpoints" REJECT, which names the VIP, the port and
+    # -p sctp under KUBE-SERVICES, and carries no traffic. Upstream's check would pass on it.
+    from lab import nodetools
+
+    plain = nodetools.service_ports
+
+    def without_sctp_endpoints(cluster):
+        ports = plain(cluster)
+        for sp in ports:
+            if sp.protocol == "SCTP":
+                sp.endpoints = []
+        return ports
+
+    monkeypatch.setattr(nodetools, "service_ports", without_sctp_endpoints)
+    lab = start_lab()
+    spec = spec_for(lab.profile, timeouts=dataclasses.replace(FAST, rules_poll=0.2))
+    result = lab.run("basic", spec=spec).results["service-iptables-rules"]
+    assert result.outcome == "failed"
+    assert result.reason.startswith(
+        "no nat-table KUBE-SERVICES rule with -p sctp for 10.96.")
+    assert "jumping to a service chain that DNATs to 10.244." in result.reason
