@@ -335,7 +335,6 @@ class Cluster:
         self.objects[kind].pop(key, None)
         if kind == "pods":
             self.ghost_pods.discard(key)
-        if kind == "pods":
             self.pod_rt.pop(key, None)
         if kind == "services":
             self.svc_rt.pop(key, None)
