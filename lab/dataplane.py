@@ -94,7 +94,8 @@ def admission_refusal(profile: dict[str, Any], name: str, spec: dict[str, Any]) 
                              "pods, host namespaces and hostPath volumes are not allowed",
                         reason="BadRequest")
     return ApiError(403, f'pods "{name}" is forbidden: violates PodSecurity '
-                         f'"baseline:latest": {", ".join(violations)}')
+                         f'"baseline:latest": {", ".join(violations)}',
+                    details={"name": name, "kind": "pods"})
 
 
 def pod_started(cluster: Cluster, key: PodKey) -> None:
