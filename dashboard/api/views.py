@@ -29,8 +29,9 @@ def catalog(request: HttpRequest) -> JsonResponse:
 
 
 @require_GET
-def readiness_view(request: HttpRequest) -> JsonResponse:
-    return JsonResponse(readiness.cached_evaluate())
+def readiness_view(request: HttpRequest) -> HttpResponse:
+    # The published evaluation, encoded once per publication (dashboard.readiness).
+    return HttpResponse(readiness.published_json(), content_type="application/json")
 
 
 @require_GET
