@@ -44,17 +44,20 @@ def has_sctp_port(kind: str, spec: dict[str, Any]) -> bool:
 
 
 def pod_security_violations(spec: dict[str, Any]) -> list[str]:
-    """What the PodSecurity `baseline` level rejects, worded like the admission plugin."""
+    """What the PodSecurity `baseline` level rejects, worded like the admission plugin.
+
+    In its checks' order (by check ID: hostNamespaces, hostPathVolumes, hostPorts,
+    privileged), as `violates PodSecurity "baseline:latest": host namespaces (…), …` lists them.
+    """
     out: list[str] = []
-    privileged = [c["name"] for c in spec.get("containers") or []
-                  if (c.get("securityContext") or {}).get("privileged")]
-    if privileged:
-        quoted = ", ".join(f'"{n}"' for n in privileged)
-        word = "container" if len(privileged) == 1 else "containers"
-        out.append(f"privileged ({word} {quoted} must not set securityContext.privileged=true)")
     host = [f"{k}=true" for k in ("hostNetwork", "hostPID", "hostIPC") if spec.get(k)]
     if host:
         out.append(f"host namespaces ({', '.join(host)})")
+    volumes = [v["name"] for v in spec.get("volumes") or [] if "hostPath" in v]
+    if volumes:
+        quoted = ", ".join(f'"{n}"' for n in volumes)
+        word = "volume" if len(volumes) == 1 else "volumes"
+        out.append(f"hostPath volumes ({word} {quoted})")
     host_ports = [(c["name"], p["hostPort"]) for c in spec.get("containers") or []
                   for p in c.get("ports") or [] if p.get("hostPort")]
     if host_ports:
@@ -66,11 +69,12 @@ def pod_security_violations(spec: dict[str, Any]) -> list[str]:
             word = "container" if len(names) == 1 else "containers"
             verb = "uses" if len(names) == 1 else "use"
             out.append(f"hostPort ({word} {', '.join(names)} {verb} hostPorts {ports})")
-    volumes = [v["name"] for v in spec.get("volumes") or [] if "hostPath" in v]
-    if volumes:
-        quoted = ", ".join(f'"{n}"' for n in volumes)
-        word = "volume" if len(volumes) == 1 else "volumes"
-        out.append(f"hostPath volumes ({word} {quoted})")
+    privileged = [c["name"] for c in spec.get("containers") or []
+                  if (c.get("securityContext") or {}).get("privileged")]
+    if privileged:
+        quoted = ", ".join(f'"{n}"' for n in privileged)
+        word = "container" if len(privileged) == 1 else "containers"
+        out.append(f"privileged ({word} {quoted} must not set securityContext.privileged=true)")
     return out
 
 

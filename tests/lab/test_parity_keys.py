@@ -182,3 +182,25 @@ def test_namespace_selector_false_ignores_sctp_peers_given_by_namespace(make_kub
             pod_selector=client.V1LabelSelector(match_labels={"app": "srv"}),
             policy_types=["Ingress"], ingress=[client.V1NetworkPolicyIngressRule(_from=[peer])])))
     assert run_client(kube, "b", "sctp", f"{ip}:5060") == ("Failed", "TIMEOUT\n")
+
+
+def test_pod_security_lists_violations_in_its_checks_order(make_kube):
+    # As a real refusal reads: host namespaces, hostPath volumes, hostPort, privileged.
+    kube = make_kube(node_access=False)
+    ns = namespace(kube, "a")
+    body = client.V1Pod(
+        metadata=client.V1ObjectMeta(name="all"),
+        spec=client.V1PodSpec(
+            host_network=True,
+            containers=[client.V1Container(
+                name="c", image="agnhost",
+                ports=[client.V1ContainerPort(container_port=5060, host_port=5060)],
+                security_context=client.V1SecurityContext(privileged=True))],
+            volumes=[client.V1Volume(name="r", host_path=client.V1HostPathVolumeSource(path="/"))]))
+    with pytest.raises(ApiException) as caught:
+        kube.core.create_namespaced_pod(ns, body)
+    assert json.loads(caught.value.body)["message"] == (
+        'pods "all" is forbidden: violates PodSecurity "baseline:latest": host namespaces '
+        '(hostNetwork=true), hostPath volumes (volume "r"), hostPort (container "c" uses '
+        'hostPort 5060), privileged (container "c" must not set '
+        "securityContext.privileged=true)")
