@@ -182,3 +182,19 @@ def test_registered_without_node_access_needs_no_refusal_to_skip(start_lab):
     report = lab.run("basic", spec=spec_for(lab.profile, node_access=False))
     assert report.results["hostport-kubenet"].reason == (
         "no node access: the cluster is registered without node access")
+
+
+def test_daemonsets_the_battery_may_not_list_leave_the_cni_undetermined(start_lab, monkeypatch):
+    import lab.server
+
+    def forbidden(cluster, namespace=None):
+        raise ApiError(403, 'daemonsets.apps is forbidden: User "u" cannot list resource '
+                            '"daemonsets" in API group "apps" at the cluster scope')
+
+    monkeypatch.setattr(lab.server, "daemonsets", forbidden)
+    report = start_lab().run("basic")
+    assert report.fingerprint["cni_detected"] is None
+    assert report.fingerprint["cni_mismatch"] is None
+    assert report.fingerprint["cni_detection_error"].startswith(
+        "DaemonSets not listed: 403 Forbidden: daemonsets.apps is forbidden")
+    assert {r.outcome for r in report.results.values()} == {"passed"}
