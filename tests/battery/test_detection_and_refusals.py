@@ -18,6 +18,7 @@ def test_the_fingerprint_carries_the_agreed_keys(start_lab):
     fingerprint = report.fingerprint
     for key in ("emulated", "proxier_detected", "cni_detected"):
         assert key in fingerprint
+    assert fingerprint["emulated"] is True  # the lab's /version says so
     assert fingerprint["proxier_detected"] == "iptables"
     assert fingerprint["proxier_source"] == "proxyMode"
     assert fingerprint["cni_detected"] == "calico"
