@@ -16,7 +16,7 @@ from .upstream_names import (
     POD_TO_SERVICE,
 )
 
-_NO_UPSTREAM = {POD_TO_LB: "no upstream e2e test exists; only this project's battery runs it"}
+_NO_UPSTREAM: dict[str, str] = {POD_TO_LB: "no upstream e2e test exists; only this project's battery runs it"}
 
 
 @dataclass

@@ -105,7 +105,7 @@ _SCTP_POLICY_TESTS = (
 
 def _sctp_policy(describe: str, default_deny: str) -> dict[str, str]:
     prefix = f"{_SN} {describe} NetworkPolicy between server and client using SCTP"
-    names = {f"{prefix} should support a '{default_deny}' policy [Feature:NetworkPolicy]": NETPOL_ALLOW_DENY}
+    names: dict[str, str] = {f"{prefix} should support a '{default_deny}' policy [Feature:NetworkPolicy]": NETPOL_ALLOW_DENY}
     names.update({f"{prefix} {test}": NETPOL_ALLOW_DENY for test in _SCTP_POLICY_TESTS})
     return names
 

@@ -16,7 +16,6 @@ from dashboard.policy import (
     evidence_entry,
     verdict_keys,
 )
-
 from workers.battery.implemented import implemented_keys as battery_implemented_keys
 
 from ..base import Context, Verdict
