@@ -19,7 +19,7 @@ import zlib
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from lab import dataplane, nodetools, validation
@@ -43,7 +43,7 @@ API_VERSION_OF = {"pods": "v1", "services": "v1", "networkpolicies": "networking
 
 
 def timestamp(when: float) -> str:
-    return datetime.fromtimestamp(when, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(when, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def version_tuple(version: str) -> tuple[int, int]:

@@ -431,6 +431,15 @@ def _ports_match(cluster: Cluster, ports: list[dict[str, Any]] | None, server: P
     return False
 
 
-__all__ = ["admission_refusal", "connect_verdict", "curl", "pod_started",
-           "ingress_allowed", "resolve", "protocol_causes", "has_sctp_port",
-           "pod_security_violations", "service_selector_matches"]
+__all__ = [
+    "admission_refusal",
+    "connect_verdict",
+    "curl",
+    "has_sctp_port",
+    "ingress_allowed",
+    "pod_security_violations",
+    "pod_started",
+    "protocol_causes",
+    "resolve",
+    "service_selector_matches",
+]

@@ -15,7 +15,7 @@ from dashboard.models import Cluster, Plugin, Run, Schedule, Submission, TestRes
 
 _seq = itertools.count(1)
 
-PASSING = {k: Outcome.PASSED for k in ALL_KEYS}
+PASSING = dict.fromkeys(ALL_KEYS, Outcome.PASSED)
 
 
 def plugin(slug: str, *, in_tree: bool = False, netpol: bool = True) -> Plugin:

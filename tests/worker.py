@@ -8,9 +8,9 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from django.conf import settings
@@ -41,9 +41,9 @@ def redis_or_skip() -> None:
 
 def use_broker(url: str, transport_options: dict) -> None:
     """Points this process's Celery app at another broker (its connection pools start over)."""
-    from workers import app
-
     from kombu import pools
+
+    from workers import app
 
     # Celery prefers the CELERY_BROKER_URL environment variable (CI sets it) to conf.broker_url.
     os.environ["CELERY_BROKER_URL"] = url

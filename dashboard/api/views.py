@@ -15,8 +15,8 @@ from dashboard.clusters import KUBECONFIG_MAX_BYTES, ClusterError, register_clus
 from dashboard.models import CatalogTest, Cluster, Run, Submission
 from dashboard.roles import vendor_has_plugin
 from dashboard.runs import RunRequestError, request_run
-from dashboard.trust import TrustError, approve_cluster
 from dashboard.submissions import SubmissionError, create_submission, review
+from dashboard.trust import TrustError, approve_cluster
 
 from . import serializers
 from .auth import error, token_required

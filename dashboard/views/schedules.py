@@ -7,8 +7,9 @@ ends in a redirect.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import wraps
-from typing import Any, Callable
+from typing import Any
 
 from django import forms
 from django.contrib import messages

@@ -13,8 +13,6 @@ from typing import Any
 
 from tests.e2e import wait_for
 
-
-
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 
@@ -86,10 +84,9 @@ def private_redis() -> Iterator[PrivateRedis]:
 @contextmanager
 def pointed_at(url: str, settings: Any) -> Iterator[None]:
     """This process's broker, lease and cache all use `url` (the pytest-django settings fixture)."""
+    from tests.worker import use_broker
     from workers import app
     from workers.lease import _redis
-
-    from tests.worker import use_broker
 
     old_url, old_options = app.conf.broker_url, dict(app.conf.broker_transport_options or {})
     options = dict(settings.CELERY_BROKER_TRANSPORT_OPTIONS)

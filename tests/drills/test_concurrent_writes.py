@@ -9,10 +9,9 @@ from django.db.models import Count
 from dashboard.catalog import keys_of
 from dashboard.models import Run, TestResult
 from dashboard.runs import request_run
+from tests.e2e import wait_for
 from tests.labtools import lab_clusters, profile
 from tests.worker import celery_worker
-
-from tests.e2e import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

@@ -14,10 +14,9 @@ from django.test import Client
 
 from dashboard.models import Run
 from dashboard.runs import request_run as create_run
+from tests.e2e import maintainer_token, request_run, wait_for
 from tests.labtools import lab_clusters, profile
 from tests.worker import celery_worker
-
-from tests.e2e import maintainer_token, request_run, wait_for
 
 from .support import pointed_at, private_redis
 

@@ -10,12 +10,11 @@ import pytest
 from django.test import Client
 
 from dashboard.models import Run
+from tests.e2e import maintainer_token, request_run, wait_for
 from tests.labtools import lab_clusters, profile
 from tests.worker import celery_worker
 from workers.battery.base import NAMESPACE_PREFIX
 from workers.lease import Lease
-
-from tests.e2e import maintainer_token, request_run, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

@@ -303,7 +303,7 @@ def test_periodic_one_good_schedule_is_enough_among_failing_ones():
 
 def test_tests_written_needs_a_recorded_outcome_for_every_test():
     c = f.cluster()
-    f.run(c, {k: Outcome.PASSED for k in BASIC_KEYS}, battery="basic")
+    f.run(c, dict.fromkeys(BASIC_KEYS, Outcome.PASSED), battery="basic")
     v = verdict(tests_written)
     assert v.status == "unmet" and "pod-to-pod" in v.detail
 

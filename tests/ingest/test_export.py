@@ -21,7 +21,7 @@ FINISHED = datetime(2026, 11, 28, 17, 45, 12, tzinfo=UTC)
 READ_BACK = {"passed": "passed", "failed": "failed", "skipped": "skipped", "not_run": "not_run",
              "error": "failed"}
 MIXES = {
-    "all passed": {k: "passed" for k in ALL_KEYS},
+    "all passed": dict.fromkeys(ALL_KEYS, "passed"),
     "mixed": {"declare-sctp-ports": "passed", "hostport-kubenet": "skipped", "service-iptables-rules": "failed",
               "netpol-sctp-blocks-tcp-udp": "error", "pod-to-pod": "passed", "pod-to-service": "failed",
               "pod-to-loadbalancer": "skipped", "netpol-allow-deny": "not_run"},

@@ -5,7 +5,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tests.lab.conftest import FakeClock, Kube, hostexec, namespace, pod, run_client, sctp_server, service
+from tests.lab.conftest import (
+    FakeClock,
+    Kube,
+    hostexec,
+    namespace,
+    pod,
+    run_client,
+    sctp_server,
+    service,
+)
 
 SCTP_LINE = re.compile(r"^\s*sctp\s+", re.MULTILINE)
 

@@ -16,7 +16,7 @@ class WebhookServer:
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            def do_POST(self) -> None:  # http.server's name
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 owner.received.append(json.loads(body))
                 owner.headers.append(dict(self.headers))

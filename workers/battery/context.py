@@ -218,7 +218,7 @@ class RunContext:
                 self.deleted_namespaces.add(name)
                 return None
             return f"deleting namespace {name}: {api_error_message(exc)}"
-        except Exception as exc:  # noqa: BLE001 - cleanup must never hide the run's own outcome
+        except Exception as exc:  # cleanup must never hide the run's own outcome
             return f"deleting namespace {name}: {exc}"
         return None
 
@@ -384,7 +384,7 @@ class TestContext:
         try:
             outputs = self.hostexec_nodes(self.run.nodes, "lsmod")
         except (TestError, NodeAccessForbidden):
-            return {node: None for node in self.run.nodes}
+            return dict.fromkeys(self.run.nodes)
         return {
             node: nodeparse.sctp_module_loaded(log) if ok else None
             for node, (ok, log) in outputs.items()
