@@ -13,7 +13,10 @@ class ClusterForm(forms.ModelForm):
 
     class Meta:
         model = models.Cluster
-        fields = "__all__"
+        # Named, so that a new model field is not editable here before someone decides it should be.
+        fields = ["name", "owner", "plugin", "plugin_version", "kubernetes_version", "proxier", "node_access",
+                  "load_balancer", "kubenet", "kubeconfig", "agnhost_image", "timeouts", "lab", "emulated",
+                  "enabled", "approved", "approved_by", "approved_at", "basic_only", "created"]
 
     def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)

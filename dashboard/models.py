@@ -175,15 +175,15 @@ class EvidenceMixin(models.Model):
     pod_to_service_passed = models.BooleanField(default=False)
     basic_ok = models.BooleanField(default=False)
 
+    class Meta:
+        abstract = True
+
     def apply_flags(self, flags: EvidenceFlags) -> None:
         self.has_connectivity = flags.has_connectivity
         self.qualifying = flags.qualifying and flags.has_connectivity
         self.qualifying_reason = flags.qualifying_reason[:300]
         self.pod_to_service_passed = flags.pod_to_service_passed
         self.basic_ok = flags.basic_ok and flags.basic_complete
-
-    class Meta:
-        abstract = True
 
 
 class Run(EvidenceMixin):

@@ -33,17 +33,17 @@ def lease_holder(run_id: int) -> str:
 def cluster_spec(cluster: Cluster) -> Any:
     from workers.battery import ClusterSpec
 
-    kwargs: dict[str, Any] = dict(
-        name=cluster.name,
-        plugin_slug=cluster.plugin.slug,
-        plugin_in_tree=cluster.plugin.in_tree,
-        implements_network_policy=cluster.plugin.implements_network_policy,
-        kubenet=cluster.kubenet or cluster.plugin.slug == "kubenet",
-        declared_proxier=cluster.proxier,
-        node_access=cluster.node_access,
-        load_balancer=cluster.load_balancer,
-        agnhost_image=cluster.agnhost_image or settings.AGNHOST_IMAGE,
-    )
+    kwargs: dict[str, Any] = {
+        "name": cluster.name,
+        "plugin_slug": cluster.plugin.slug,
+        "plugin_in_tree": cluster.plugin.in_tree,
+        "implements_network_policy": cluster.plugin.implements_network_policy,
+        "kubenet": cluster.kubenet or cluster.plugin.slug == "kubenet",
+        "declared_proxier": cluster.proxier,
+        "node_access": cluster.node_access,
+        "load_balancer": cluster.load_balancer,
+        "agnhost_image": cluster.agnhost_image or settings.AGNHOST_IMAGE,
+    }
     spec = ClusterSpec(**kwargs)
     if cluster.timeouts:
         known = {f.name: f.type for f in dataclasses.fields(spec.timeouts)}
@@ -177,17 +177,17 @@ def finish(run: Run, state: str, error: str, report: Any) -> None:
     run.apply_flags(summarize(outcomes, run.cluster.plugin.implements_network_policy))
     fingerprint = dict(getattr(report, "fingerprint", None) or {})
     detected = fingerprint.get("proxier_detected")
-    fields = dict(
-        state=state,
-        error=error[:5000],
-        finished=now(),
-        fingerprint=fingerprint,
-        has_connectivity=run.has_connectivity,
-        qualifying=run.qualifying,
-        qualifying_reason=run.qualifying_reason,
-        pod_to_service_passed=run.pod_to_service_passed,
-        basic_ok=run.basic_ok,
-    )
+    fields = {
+        "state": state,
+        "error": error[:5000],
+        "finished": now(),
+        "fingerprint": fingerprint,
+        "has_connectivity": run.has_connectivity,
+        "qualifying": run.qualifying,
+        "qualifying_reason": run.qualifying_reason,
+        "pod_to_service_passed": run.pod_to_service_passed,
+        "basic_ok": run.basic_ok,
+    }
     # Evidence policy: the demonstrated proxier is the detected one, never the registered mode
     # (run.proxier keeps what the cluster was registered with); the lab's /version mark and the
     # release the server reported travel with the run.

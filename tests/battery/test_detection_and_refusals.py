@@ -88,8 +88,8 @@ def test_without_kube_proxy_the_proxier_is_undetermined_not_the_registered_one(s
     result = report.results["service-iptables-rules"]
     assert (result.outcome, result.reason) == (
         "skipped",
-        "The test doesn't work if kube-proxy is not in iptables mode (proxier not detected; "
-        "registered as iptables)")
+        ("The test doesn't work if kube-proxy is not in iptables mode (proxier not detected; "
+        "registered as iptables)"))
 
 
 def test_a_cni_other_than_the_registered_plugin_is_shown(start_lab):

@@ -204,8 +204,8 @@ def test_the_service_path_is_the_nat_jump_its_chain_and_the_endpoint_dnat():
     assert path.jump.startswith("-A KUBE-SERVICES -d 10.96.20.8/32 -p sctp")
     assert path.destinations == ["10.244.1.4:5060"]
     assert path.dnat == [
-        "-A KUBE-SEP-QRSTUVWXYZ234567 -p sctp -m comment --comment a/sctp-clusterip:sctp-5060 "
-        "-m sctp -j DNAT --to-destination 10.244.1.4:5060"
+        ("-A KUBE-SEP-QRSTUVWXYZ234567 -p sctp -m comment --comment a/sctp-clusterip:sctp-5060 "
+        "-m sctp -j DNAT --to-destination 10.244.1.4:5060")
     ]
 
 

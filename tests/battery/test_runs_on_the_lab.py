@@ -74,7 +74,7 @@ def test_namespaces_carry_the_run_labels_while_the_run_lasts(start_lab):
     probe_labels = labels["sctp-battery-run-7-probe"]
     assert probe_labels["sctp-dashboard/run-id"] == "run-7"
     assert probe_labels["app.kubernetes.io/managed-by"] == "sctp-dashboard"
-    assert {name for name in labels} >= {"sctp-battery-run-7-declare-sctp-ports"}
+    assert set(labels) >= {"sctp-battery-run-7-declare-sctp-ports"}
 
 
 def test_unknown_batteries_are_refused(start_lab):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from django.db import connection
 from django.db.models import Count
@@ -44,5 +46,5 @@ def test_two_workers_of_four_processes_lose_no_result_and_duplicate_no_run():
     # One cluster, one run at a time, even with eight processes competing for the leases.
     for cluster in clusters.values():
         spans = sorted((r.started, r.finished) for r in runs if r.cluster_id == cluster.pk)
-        for (_, end), (start, _) in zip(spans, spans[1:]):
+        for (_, end), (start, _) in itertools.pairwise(spans):
             assert end <= start, (cluster.name, spans)

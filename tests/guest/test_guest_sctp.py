@@ -91,7 +91,7 @@ def guest_run(pytestconfig: pytest.Config) -> GuestResult:
 def _results(run: GuestResult) -> dict[str, str]:
     out = {}
     for line in run.files.get("results.txt", "").splitlines():
-        _status, name, *_ = line.split(" ", 2) + [""]
+        _status, name, *_ = [*line.split(" ", 2), ""]
         out[name] = line
     return out
 

@@ -76,10 +76,10 @@ def junit_v2(
         f"<property name={quoteattr(k)} value={quoteattr(v)}></property>" for k, v in (properties or {}).items()
     )
     props = f"<properties>{props}</properties>" if props else ""
+    testcases = "".join(rows)
     return (
-        '<?xml version="1.0" encoding="UTF-8"?>\n<testsuites tests="%d">'
-        '<testsuite name="Kubernetes e2e suite" tests="%d"%s>%s%s</testsuite></testsuites>'
-        % (len(rows), len(rows), stamp, props, "".join(rows))
+        f'<?xml version="1.0" encoding="UTF-8"?>\n<testsuites tests="{len(rows)}">'
+        f'<testsuite name="Kubernetes e2e suite" tests="{len(rows)}"{stamp}>{props}{testcases}</testsuite></testsuites>'
     ).encode()
 
 
@@ -100,9 +100,10 @@ def junit_v1(cases: list[tuple[str, str]]) -> bytes:
             f"<testcase name={quoteattr(name)} classname=\"Kubernetes e2e suite\" "
             f'time="2.5">{body}</testcase>'
         )
+    testcases = "".join(rows)
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name="Kubernetes e2e suite" '
-        'tests="%d" failures="0" errors="0" time="10">%s</testsuite>' % (len(rows), "".join(rows))
+        f'tests="{len(rows)}" failures="0" errors="0" time="10">{testcases}</testsuite>'
     ).encode()
 
 

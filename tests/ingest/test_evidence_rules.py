@@ -245,7 +245,7 @@ def test_a_tarball_showing_the_declared_cni_is_recorded():
 
 def test_warnings_are_deduplicated_capped_and_cut():
     odd = [(f"[sig-network] SCTP unknown test {i} " + "x" * 900, "passed") for i in range(500)]
-    document = junit_v2([(POD_SERVICE, "passed")] + odd + odd)
+    document = junit_v2([(POD_SERVICE, "passed"), *odd, *odd])
     report = ingest(document)
     limits = Limits()
     assert len(report.warnings) == limits.max_warnings + 1
@@ -255,7 +255,7 @@ def test_warnings_are_deduplicated_capped_and_cut():
 
 def test_an_overlong_name_is_cut_with_one_warning():
     long_names = [(POD_SERVICE + " " + "[Tag]" * 3000 + str(i), "passed") for i in range(50)]
-    report = ingest(junit_v2([(POD_SERVICE, "passed")] + long_names))
+    report = ingest(junit_v2([(POD_SERVICE, "passed"), *long_names]))
     cut = [w for w in report.warnings if "were cut" in w]
     assert cut == ["50 testcase name(s) longer than 1000 characters were cut to that length before matching"]
 

@@ -119,8 +119,7 @@ def test_a_run_with_another_releases_names_maps_every_test(release):
 def test_a_ginkgo_v1_file_is_read_from_child_elements():
     names = list(RELEASE_NAMES["v1.19"])
     document = junit_v1(
-        [(names[0], "passed"), (names[1], "skipped"), (names[2], "failed")]
-        + [("[sig-storage] something unrelated", "passed"), (names[3], "not_selected")]
+        [(names[0], "passed"), (names[1], "skipped"), (names[2], "failed"), ("[sig-storage] something unrelated", "passed"), (names[3], "not_selected")]
     )
     report = ingest(document)
     assert report.results["declare-sctp-ports"].outcome == "passed"

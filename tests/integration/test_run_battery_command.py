@@ -46,7 +46,7 @@ def test_the_basic_battery_adds_tcp_and_udp_conformance_checks_reported_separate
 
 
 def test_a_cluster_that_stays_unreachable_ends_the_run_in_error_with_the_cause():
-    with lab_clusters(profile(name="json-gone")) as (server, _):
+    with lab_clusters(profile(name="json-gone")) as (_server, _):
         pass  # the lab is stopped: nothing listens there any more
     data, code = run_battery("json-gone", "basic")
     assert code == 1 and data["status"] == "error"

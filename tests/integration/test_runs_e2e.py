@@ -27,7 +27,7 @@ def test_a_run_requested_through_the_api_is_executed_by_a_worker_and_moves_the_v
         with celery_worker(concurrency=2) as worker:
             ids = [request_run(client, token, "e2e-calico", "all"), request_run(client, token, "e2e-cilium", "all")]
             for run_id in ids:
-                wait_for(lambda: Run.objects.get(pk=run_id).state in ("finished", "error"), 90,
+                wait_for(lambda run_id=run_id: Run.objects.get(pk=run_id).state in ("finished", "error"), 90,
                          f"run {run_id}", worker["log"])
     for run_id in ids:
         run = Run.objects.get(pk=run_id)

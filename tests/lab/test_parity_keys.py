@@ -18,11 +18,11 @@ def privileged_pod(kube: Kube, ns: str, name: str = "priv") -> Any:
 
 @pytest.mark.parametrize(("mode", "code", "reason", "message"), [
     ("forbid", 403, "Forbidden",
-     'pods "priv" is forbidden: violates PodSecurity "baseline:latest": privileged '
-     '(container "c" must not set securityContext.privileged=true)'),
+     ('pods "priv" is forbidden: violates PodSecurity "baseline:latest": privileged '
+     '(container "c" must not set securityContext.privileged=true)')),
     ("webhook-deny", 400, "BadRequest",
-     'admission webhook "pod-policy.example.com" denied the request: privileged pods, host '
-     "namespaces and hostPath volumes are not allowed"),
+     ('admission webhook "pod-policy.example.com" denied the request: privileged pods, host '
+     "namespaces and hostPath volumes are not allowed")),
 ])
 def test_admission_refuses_privileged_pods_as_pod_security_or_a_webhook_does(
     make_kube, mode, code, reason, message

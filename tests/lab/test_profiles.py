@@ -92,19 +92,19 @@ def test_bad_input_names_the_file_and_the_field(tmp_path: Path, text: str, field
 
 
 def test_a_non_mapping_file_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="bad.yaml.*mapping"):
+    with pytest.raises(ValueError, match=r"bad\.yaml.*mapping"):
         load_profile(write(tmp_path, "- a\n- b\n"))
 
 
 def test_broken_yaml_is_refused_with_the_file_name(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="bad.yaml.*not valid YAML"):
+    with pytest.raises(ValueError, match=r"bad\.yaml.*not valid YAML"):
         load_profile(write(tmp_path, "plugin: [calico\n"))
 
 
 def test_two_files_with_one_cluster_name_are_refused(tmp_path: Path) -> None:
     write(tmp_path, "name: same\nplugin: calico\n", "a.yaml")
     write(tmp_path, "name: same\nplugin: cilium\n", "b.yaml")
-    with pytest.raises(ValueError, match="b.yaml.*name"):
+    with pytest.raises(ValueError, match=r"b\.yaml.*name"):
         load_profiles(tmp_path)
 
 

@@ -97,8 +97,8 @@ SERVICE_CASES = [
         svc_body(ports=[{"name": "a", "port": 5060, "protocol": "SCTP"},
                         {"name": "b", "port": 5060, "protocol": "SCTP", "targetPort": 5061}]),
         [("spec.ports[1]", "FieldValueDuplicate",
-          'Duplicate value: core.ServicePort{Name:"", Protocol:"SCTP", AppProtocol:(*string)(nil), '
-          'Port:5060, TargetPort:intstr.IntOrString{Type:0, IntVal:0, StrVal:""}, NodePort:0}')],
+          ('Duplicate value: core.ServicePort{Name:"", Protocol:"SCTP", AppProtocol:(*string)(nil), '
+          'Port:5060, TargetPort:intstr.IntOrString{Type:0, IntVal:0, StrVal:""}, NodePort:0}'))],
         id="duplicate-port"),
     pytest.param(  # validateServicePort: requireName when len(ports) > 1; names are unique
         svc_body(ports=[{"name": "sctp", "port": 5060, "protocol": "SCTP"},
@@ -122,8 +122,8 @@ SERVICE_CASES = [
     pytest.param(  # ValidateService: supportedServiceType (sorted)
         svc_body(type="Nodeport"),
         [("spec.type", "FieldValueNotSupported",
-          'Unsupported value: "Nodeport": supported values: "ClusterIP", "ExternalName", '
-          '"LoadBalancer", "NodePort"')],
+          ('Unsupported value: "Nodeport": supported values: "ClusterIP", "ExternalName", '
+          '"LoadBalancer", "NodePort"'))],
         id="type"),
     pytest.param(  # ValidateObjectMeta + ValidateServiceName = NameIsDNS1035Label
         svc_body(name="95-sctp"),
@@ -244,9 +244,9 @@ POD_CASES = [
     pytest.param(  # ValidateEnv: IsEnvVarName
         pod_body(env=[{"name": "1SERVE", "value": "foo"}]),
         [("spec.containers[0].env[0].name", "FieldValueInvalid",
-          "Invalid value: \"1SERVE\": a valid environment variable name must consist of alphabetic "
+          ("Invalid value: \"1SERVE\": a valid environment variable name must consist of alphabetic "
           "characters, digits, '_', '-', or '.', and must not start with a digit (e.g. 'my.env-name',  "
-          "or 'MY_ENV.NAME',  or 'MyEnvName1', regex used for validation is '[-._a-zA-Z][-._a-zA-Z0-9]*')")],
+          "or 'MY_ENV.NAME',  or 'MyEnvName1', regex used for validation is '[-._a-zA-Z][-._a-zA-Z0-9]*')"))],
         id="env-name"),
     pytest.param(  # ValidateVolumeMounts: the mount's volume must exist
         pod_body(volumeMounts=[{"name": "rootfs", "mountPath": "/rootfs"}]),
@@ -341,10 +341,10 @@ def test_an_invalid_label_value_is_refused(kube: Kube) -> None:
                              {"metadata": {"name": "ok", "labels": {"app": "not ok"}}})
     assert_invalid(status, answer, "Namespace", "ok", [(
         "metadata.labels", "FieldValueInvalid",
-        "Invalid value: \"not ok\": a valid label must be an empty string or consist of alphanumeric "
+        ("Invalid value: \"not ok\": a valid label must be an empty string or consist of alphanumeric "
         "characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. "
         "'MyValue',  or 'my_value',  or '12345', regex used for validation is "
-        "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")])
+        "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"))])
 
 
 NETPOL_CASES = [

@@ -18,7 +18,7 @@ SCTP_V130 = [
 
 def sctp_junit(hostport: str = "skipped", extra: str = "") -> bytes:
     statuses = ["passed", hostport, "passed", "passed", "passed"]
-    cases = list(zip(SCTP_V130, statuses))
+    cases = list(zip(SCTP_V130, statuses, strict=True))
     if extra:
         cases.append((f"[sig-network] unrelated {extra}", "passed"))
     return junit_v2(cases)

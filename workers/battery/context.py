@@ -486,8 +486,8 @@ class TestContext:
             timeouts.pod_start + max_time + 5 * timeouts.poll_interval,
         )
         if pod.status.phase != "Succeeded":
-            return DialResult([], [f"curl to the test container failed (exit "
-                                   f"{self._exit_code(pod)})"], name, reached_tester=False)
+            return DialResult([], [(f"curl to the test container failed (exit "
+                                   f"{self._exit_code(pod)})")], name, reached_tester=False)
         try:
             data = json.loads(log.strip().splitlines()[-1] if log.strip() else "{}")
         except ValueError:

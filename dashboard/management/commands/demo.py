@@ -67,8 +67,8 @@ class Command(BaseCommand):
         start("lab", [py, manage, "lab", "--profiles", str(settings.BASE_DIR / "lab" / "profiles"),
                       "--port", str(LAB_PORT), "--register", "--kickoff"])
         celery = [py, "-m", "celery", "-A", "workers"]
-        start("worker", celery + ["worker", "-l", "warning", "--concurrency", "4", "-n", "demo@%h"])
-        start("beat", celery + ["beat", "-l", "warning", "-s", str(settings.VAR_DIR / "celerybeat-schedule")])
+        start("worker", [*celery, "worker", "-l", "warning", "--concurrency", "4", "-n", "demo@%h"])
+        start("beat", [*celery, "beat", "-l", "warning", "-s", str(settings.VAR_DIR / "celerybeat-schedule")])
         if not opts["no_web"]:
             start("web", [py, manage, "runserver", WEB, "--noreload"])
         # Two vendor submissions made from the lab's own runs once they finish (emulated: never counted).
