@@ -18,7 +18,7 @@ class ClusterForm(forms.ModelForm):
                   "load_balancer", "kubenet", "kubeconfig", "agnhost_image", "timeouts", "lab", "emulated",
                   "enabled", "approved", "approved_by", "approved_at", "basic_only", "created"]
 
-    def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.initial["kubeconfig"] = ""
 
@@ -62,7 +62,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
     list_filter = ["role", "revoked"]
     readonly_fields = ["digest", "hint", "created", "last_used"]
 
-    def has_add_permission(self, request):  # type: ignore[no-untyped-def]
+    def has_add_permission(self, request):
         return False  # tokens come from `manage.py issue_token`, which shows them once
 
 
@@ -106,7 +106,7 @@ class SubmissionAdmin(admin.ModelAdmin):
     exclude = ["content"]
     readonly_fields = ["sha256", "size", "kind", "results", "counts", "warnings", "report"]
 
-    def get_queryset(self, request):  # type: ignore[no-untyped-def]
+    def get_queryset(self, request):
         return super().get_queryset(request).defer("content")
 
 
@@ -121,10 +121,10 @@ class AuditEventAdmin(admin.ModelAdmin):
     list_display = ["created", "actor", "action", "target"]
     list_filter = ["action"]
 
-    def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+    def has_change_permission(self, request, obj=None):
         return False  # the audit trail is append-only
 
-    def has_delete_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+    def has_delete_permission(self, request, obj=None):
         return False
 
 

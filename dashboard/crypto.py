@@ -61,12 +61,12 @@ def rotate(token: str) -> str:
 class EncryptedTextField(models.TextField):
     """A text column stored as a Fernet token; Python code only ever sees the plaintext."""
 
-    def from_db_value(self, value, expression, connection):  # type: ignore[no-untyped-def]
+    def from_db_value(self, value, expression, connection):
         if value is None or value == "":
             return value
         return decrypt(value)
 
-    def get_prep_value(self, value):  # type: ignore[no-untyped-def]
+    def get_prep_value(self, value):
         if value is None or value == "":
             return value
         return encrypt(str(value))

@@ -66,7 +66,7 @@ class ApiToken(models.Model):
         return f"{self.role} token {self.hint}… ({owner})"
 
     @classmethod
-    def issue(cls, *, role: str, vendor: Vendor | None = None, user=None) -> tuple[ApiToken, str]:  # type: ignore[no-untyped-def]
+    def issue(cls, *, role: str, vendor: Vendor | None = None, user=None) -> tuple[ApiToken, str]:
         token = new_token()
         obj = cls.objects.create(
             role=role, vendor=vendor, user=user, digest=token_digest(token), hint=token[:10]

@@ -183,7 +183,7 @@ def attempt(log_id: int) -> str:
 
 
 @app.task(bind=True, acks_late=True, max_retries=None)
-def deliver(self, log_id: int) -> str:  # type: ignore[no-untyped-def]
+def deliver(self, log_id: int) -> str:
     result = attempt(log_id)
     if result == "retry":
         attempts = NotificationLog.objects.filter(pk=log_id).values_list("attempts", flat=True).first() or 1

@@ -46,7 +46,7 @@ def _seekable(fileobj: IO[bytes]) -> IO[bytes]:
     while chunk := fileobj.read(1024 * 1024):
         spool.write(chunk)
     spool.seek(0)
-    return spool  # type: ignore[return-value]
+    return spool
 
 
 def hash_bounded(fileobj: IO[bytes], limit: int) -> tuple[str, int]:

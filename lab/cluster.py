@@ -353,7 +353,7 @@ class Cluster:
             raise not_found(kind, name, GROUP_OF[kind])
         return self.render(kind, (namespace, name))
 
-    def list(self, kind: str, namespace: str | None, selector: str | None) -> list[dict[str, Any]]:
+    def list_objects(self, kind: str, namespace: str | None, selector: str | None) -> list[dict[str, Any]]:
         keys = [k for k, o in self.objects[kind].items()
                 if (namespace is None or k[0] == namespace) and k not in self.ghost_pods
                 and matches_query(selector, o["metadata"].get("labels"))]

@@ -123,7 +123,7 @@ def _build_router() -> _Router:
         r.add(f"{prefix}/namespaces/{_NS}/{kind}",
               GET=lambda c, a, q, b, k=kind: _list_or_watch(
                   k, LIST_KIND[k], LIST_API_VERSION[k], c, a["ns"], q,
-                  lambda: _checked_ns(c, a["ns"], lambda: c.list(k, a["ns"], _q(q, "labelSelector")))),
+                  lambda: _checked_ns(c, a["ns"], lambda: c.list_objects(k, a["ns"], _q(q, "labelSelector")))),
               POST=lambda c, a, q, b, k=kind: (201, c.create(k, a["ns"], _body(b))))
         r.add(f"{prefix}/namespaces/{_NS}/{kind}/{_NAME}",
               GET=lambda c, a, q, b, k=kind: (200, c.get(k, a["ns"], a["name"])),
@@ -131,7 +131,7 @@ def _build_router() -> _Router:
         r.add(f"{prefix}/{kind}",
               GET=lambda c, a, q, b, k=kind: _list_or_watch(
                   k, LIST_KIND[k], LIST_API_VERSION[k], c, None, q,
-                  lambda: c.list(k, None, _q(q, "labelSelector"))))
+                  lambda: c.list_objects(k, None, _q(q, "labelSelector"))))
     r.add(f"/api/v1/namespaces/{_NS}/pods/{_NAME}/log",
           GET=lambda c, a, q, b: (200, _Text(c.pod_log(a["ns"], a["name"], _q(q, "container")))))
     r.add(f"/api/v1/namespaces/{_NS}/endpoints",

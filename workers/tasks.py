@@ -24,7 +24,7 @@ BUSY_MAX_RETRIES = 720  # an hour of waiting for the cluster's lease
 
 
 @app.task(bind=True, acks_late=True, max_retries=BUSY_MAX_RETRIES)
-def execute_run(self, run_id: int) -> str:  # type: ignore[no-untyped-def]
+def execute_run(self, run_id: int) -> str:
     try:
         outcome = runner.execute(run_id, worker=self.request.hostname or "", task_id=self.request.id or "")
     except LeaseUnavailable as exc:

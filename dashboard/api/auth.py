@@ -28,7 +28,7 @@ def token_required(*roles: str) -> Callable:
 
     def decorator(view: Callable) -> Callable:
         @wraps(view)
-        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any):  # type: ignore[no-untyped-def]
+        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any):
             raw = bearer(request)
             if raw is None:
                 return error(401, "missing token: send the header 'Authorization: Token <token>'")

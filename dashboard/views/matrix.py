@@ -78,7 +78,7 @@ def _plugin_sources() -> tuple[set[int], set[int]]:
     column test that its planner cannot match to the (plugin, state|status, has_connectivity,
     -finished|-created) indexes, and would sort the plugin's whole history instead.
     """
-    def newest(model, order: str, **filters):  # type: ignore[no-untyped-def]
+    def newest(model, order: str, **filters):
         qs = model.objects.filter(plugin=OuterRef("pk"), has_connectivity__in=[True], **filters)
         return Subquery(qs.order_by(order).values("id")[:1])
 

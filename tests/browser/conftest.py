@@ -36,7 +36,7 @@ def browser() -> Iterator[object]:
 
 
 @pytest.fixture
-def page(browser, live_server):  # type: ignore[no-untyped-def]
+def page(browser, live_server):
     context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=live_server.url)
     context.set_default_timeout(10_000)
     p = context.new_page()
@@ -50,7 +50,7 @@ def page(browser, live_server):  # type: ignore[no-untyped-def]
 def shot() -> Callable[[object, str], Path]:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 
-    def take(page, name: str) -> Path:  # type: ignore[no-untyped-def]
+    def take(page, name: str) -> Path:
         path = SCREENSHOTS / f"{name}.png"
         page.screenshot(path=str(path), full_page=True)
         return path
@@ -59,7 +59,7 @@ def shot() -> Callable[[object, str], Path]:
 
 
 
-def log_in(page, username: str, password: str) -> None:  # type: ignore[no-untyped-def]
+def log_in(page, username: str, password: str) -> None:
     page.goto("/login/")
     page.fill("#id_username", username)
     page.fill("#id_password", password)

@@ -34,7 +34,7 @@ def _some_history() -> None:
     factories.submission("kube-router", status=Submission.Status.PENDING, proxier="ipvs")
 
 
-def test_the_readiness_page_renders_its_cards_and_the_other_pages_render(page, shot) -> None:  # type: ignore[no-untyped-def]
+def test_the_readiness_page_renders_its_cards_and_the_other_pages_render(page, shot) -> None:
     _some_history()
     page.goto("/")
     cards = page.locator("article.card")
@@ -56,7 +56,7 @@ def test_the_readiness_page_renders_its_cards_and_the_other_pages_render(page, s
     shot(page, "readiness-phone")
 
 
-def test_a_vendor_uploads_a_file_through_the_form(page, shot, vendor_user) -> None:  # type: ignore[no-untyped-def]
+def test_a_vendor_uploads_a_file_through_the_form(page, shot, vendor_user) -> None:
     log_in(page, "victor", "victor-password")
     page.click("text=Submissions")
     page.click("text=Upload results")
@@ -77,7 +77,7 @@ def test_a_vendor_uploads_a_file_through_the_form(page, shot, vendor_user) -> No
     shot(page, "submission")
 
 
-def test_a_maintainer_verifies_a_submission_and_signs_off(page, shot, maintainer) -> None:  # type: ignore[no-untyped-def]
+def test_a_maintainer_verifies_a_submission_and_signs_off(page, shot, maintainer) -> None:
     sub = factories.submission("cilium", status=Submission.Status.PENDING)
     log_in(page, "maria", "maria-password")
     page.click("text=Review")
@@ -102,7 +102,7 @@ def test_a_maintainer_verifies_a_submission_and_signs_off(page, shot, maintainer
     assert page.locator(".stage-track").get_attribute("aria-label") == "Stage: beta"
 
 
-def test_a_runs_page_updates_live_while_a_real_worker_runs_a_lab_battery(page, shot, maintainer) -> None:  # type: ignore[no-untyped-def]
+def test_a_runs_page_updates_live_while_a_real_worker_runs_a_lab_battery(page, shot, maintainer) -> None:
     from tests.labtools import lab_clusters, profile
     from tests.worker import celery_worker
 

@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 QUICK = 10.0  # seconds: an answer slower than this is a hang to an operator
 
 
-def timed(call):  # type: ignore[no-untyped-def]
+def timed(call):
     started = time.monotonic()
     value = call()
     return value, time.monotonic() - started
@@ -49,7 +49,7 @@ def requests_during_the_outage(client: Client, token: str, cluster: str, count: 
     return ids
 
 
-def dispatched_once_redis_is_back(ids: list[int], log) -> None:  # type: ignore[no-untyped-def]
+def dispatched_once_redis_is_back(ids: list[int], log) -> None:
     from workers.tasks import dispatch_pending
 
     # dispatch_pending leaves runs younger than 5 s to the request's own dispatch: wait for it.

@@ -19,7 +19,7 @@ from workers.lease import Lease
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
-def battery_namespaces(server, name: str) -> list[str]:  # type: ignore[no-untyped-def]
+def battery_namespaces(server, name: str) -> list[str]:
     cluster = server.cluster(name)
     with cluster.lock:
         return [ns for ns in cluster.namespaces if ns.startswith(NAMESPACE_PREFIX)]

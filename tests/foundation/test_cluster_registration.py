@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def lab():  # type: ignore[no-untyped-def]
+def lab():
     from lab.server import LabServer
 
     server = LabServer([profile(name="vendor-lab")]).start()
@@ -22,7 +22,7 @@ def lab():  # type: ignore[no-untyped-def]
     server.stop()
 
 
-def form(lab, **overrides):  # type: ignore[no-untyped-def]
+def form(lab, **overrides):
     data = {"name": "calico-prod", "plugin": "calico", "plugin_version": "3.28.0", "proxier": "iptables",
             "node_access": "true", "kubeconfig": yaml.safe_dump(lab.kubeconfig("vendor-lab"))}
     data.update(overrides)

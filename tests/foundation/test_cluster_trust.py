@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def labs():  # type: ignore[no-untyped-def]
+def labs():
     from lab.server import LabServer
 
     a = LabServer([profile(name="vendor-lab", kubernetes_version="1.34.2")]).start()
@@ -27,7 +27,7 @@ def labs():  # type: ignore[no-untyped-def]
     b.stop()
 
 
-def form(lab, **overrides):  # type: ignore[no-untyped-def]
+def form(lab, **overrides):
     data = {"name": "calico-prod", "plugin": "calico", "plugin_version": "3.28.0", "proxier": "iptables",
             "node_access": "true", "kubeconfig": yaml.safe_dump(lab.kubeconfig("vendor-lab"))}
     data.update(overrides)

@@ -15,7 +15,7 @@ from tests import factories as f
 pytestmark = pytest.mark.django_db
 
 
-def status(client, key: str) -> tuple[str, int]:  # type: ignore[no-untyped-def]
+def status(client, key: str) -> tuple[str, int]:
     with CaptureQueriesContext(connection) as ctx:
         data = client.get("/api/v1/readiness/").json()
     found = next(c["status"] for t in data["transitions"] for c in t["criteria"] if c["key"] == key)

@@ -23,7 +23,7 @@ from tests import factories as f
 pytestmark = pytest.mark.django_db
 
 
-def verdict(module):  # type: ignore[no-untyped-def]
+def verdict(module):
     return module.evaluate(Context(now=now()))
 
 
@@ -216,7 +216,7 @@ def test_iptables_and_ipvs_counts_an_in_tree_plugin_and_pending_submissions_do_n
 
 # -- periodic-basic-passing --------------------------------------------------------------------
 
-def periodic_history(outcomes_list, *, interval=60, spacing_minutes=60, newest_minutes_ago=10):  # type: ignore[no-untyped-def]
+def periodic_history(outcomes_list, *, interval=60, spacing_minutes=60, newest_minutes_ago=10):
     c = f.cluster()
     s = f.schedule(c, interval_minutes=interval)
     for i, outcomes in enumerate(outcomes_list):

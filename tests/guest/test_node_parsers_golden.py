@@ -98,7 +98,7 @@ def test_every_guest_check_passed_when_the_fixtures_were_captured() -> None:
 # ---- the lab's emulated node output for the same objects parses to the same conclusions
 
 
-def _lab_cluster(proxier: str, port: int):  # type: ignore[no-untyped-def]
+def _lab_cluster(proxier: str, port: int):
     cluster_mod = pytest.importorskip("lab.cluster")
     profiles = pytest.importorskip("lab.profiles")
     nodetools = pytest.importorskip("lab.nodetools")

@@ -22,7 +22,7 @@ DEMO = ("calico-iptables", "calico-ipvs", "antrea-iptables")
 
 
 @pytest.fixture
-def demo_lab(monkeypatch):  # type: ignore[no-untyped-def]
+def demo_lab(monkeypatch):
     # One seam: runs are executed in this process instead of being sent to a broker.
     monkeypatch.setattr("dashboard.runs.dispatch", lambda run_id: True)
     server = LabServer([yaml.safe_load((PROFILES / f"{name}.yaml").read_text()) for name in DEMO]).start()

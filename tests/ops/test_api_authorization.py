@@ -28,7 +28,7 @@ _salt = itertools.count()
 
 
 @pytest.fixture
-def world(maintainer) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def world(maintainer) -> dict[str, Any]:
     a = factories.vendor("Calico vendor", ("calico",))
     b_ = factories.vendor("Cilium vendor", ("cilium",))
     calico = factories.cluster("calico-a", plugin_slug="calico", owner=a, kubeconfig=KUBECONFIG)
@@ -47,7 +47,7 @@ def world(maintainer) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     return {"runs": runs, "subs": subs, "tokens": tokens}
 
 
-def call(world: dict[str, Any], role: str, method: str, path: str, **kw: Any):  # type: ignore[no-untyped-def]
+def call(world: dict[str, Any], role: str, method: str, path: str, **kw: Any):
     token = world["tokens"][role]
     headers = auth(token) if token else {}
     client = Client()
@@ -60,7 +60,7 @@ def junit() -> bytes:
     return b.junit_v2([(name, "passed"), (f"[sig-node] unrelated {next(_salt)}", "passed")])
 
 
-def submit(world: dict[str, Any], role: str, plugin: str):  # type: ignore[no-untyped-def]
+def submit(world: dict[str, Any], role: str, plugin: str):
     form = {"plugin": plugin, "plugin_version": "1.0", "kubernetes_version": "1.30.2", "proxier": "iptables",
             "file": SimpleUploadedFile("junit_01.xml", junit())}
     return call(world, role, "post", "/api/v1/submissions/", data=form)

@@ -15,7 +15,7 @@ from tests.conftest import auth
 pytestmark = pytest.mark.django_db
 
 
-def post_run(client: Client, token: str, cluster: str, ip: str = "10.0.0.1"):  # type: ignore[no-untyped-def]
+def post_run(client: Client, token: str, cluster: str, ip: str = "10.0.0.1"):
     return client.post(f"/api/v1/clusters/{cluster}/runs/", {"battery": "basic"}, content_type="application/json",
                        REMOTE_ADDR=ip, **auth(token))
 
@@ -79,11 +79,11 @@ def test_an_unreachable_cache_lets_requests_through(settings, maintainer_token, 
 
 
 @pytest.fixture
-def walter(db):  # type: ignore[no-untyped-def]
+def walter(db):
     return get_user_model().objects.create_user("walter", password="walter-password")
 
 
-def login(client: Client, password: str, ip: str = "10.1.1.1", username: str = "walter"):  # type: ignore[no-untyped-def]
+def login(client: Client, password: str, ip: str = "10.1.1.1", username: str = "walter"):
     return client.post("/login/", {"username": username, "password": password}, REMOTE_ADDR=ip)
 
 

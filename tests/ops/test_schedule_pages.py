@@ -18,12 +18,12 @@ PAGES = ["/schedules/", "/schedules/new/", "/schedules/channels/", "/clusters/ca
 
 
 @pytest.fixture
-def cluster():  # type: ignore[no-untyped-def]
+def cluster():
     return factories.cluster("calico-a")
 
 
 @pytest.fixture
-def as_maintainer(maintainer) -> Client:  # type: ignore[no-untyped-def]
+def as_maintainer(maintainer) -> Client:
     client = Client()
     client.force_login(maintainer)
     return client

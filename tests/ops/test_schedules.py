@@ -26,7 +26,7 @@ def periodic(schedule: Schedule, *, minutes_ago: float, outcomes: dict[str, str]
     return run  # factories.run creates it 5 minutes before it finished: created = minutes_ago
 
 
-def new_schedule(interval: int = 60, grace: int = 10, **kw):  # type: ignore[no-untyped-def]
+def new_schedule(interval: int = 60, grace: int = 10, **kw):
     cluster = factories.cluster()
     s = ops.create_schedule(cluster, battery="basic", interval_minutes=interval, grace_minutes=grace, **kw)
     # As if created a day ago, so that back-dated runs count.

@@ -42,7 +42,7 @@ def queries(client: Client, url: str) -> int:
 
 
 @pytest.fixture
-def world(db, vendor_user):  # type: ignore[no-untyped-def]
+def world(db, vendor_user):
     """Two clusters with some history, a verified and a pending submission."""
     calico = factories.vendor("Calico vendor", ("calico",))
     ipt = factories.cluster("calico-iptables", owner=calico)
@@ -56,7 +56,7 @@ def world(db, vendor_user):  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 def login(client: Client) -> Callable[..., Client]:
-    def as_user(user) -> Client:  # type: ignore[no-untyped-def]
+    def as_user(user) -> Client:
         if user is not None:
             client.force_login(user)
         return client

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def no_broker(monkeypatch):  # type: ignore[no-untyped-def]
+def no_broker(monkeypatch):
     # "Run now" creates the row; dispatching to Celery is the runs module's business, not the page's.
     monkeypatch.setattr("dashboard.runs.dispatch", lambda run_id: True)
 
@@ -66,7 +66,7 @@ def test_the_stale_cluster_says_so(client: Client) -> None:
     assert "stale: no finished run for over twice the 60-minute interval" in client.get("/clusters/calico-a/").content.decode()
 
 
-def test_run_now_queues_a_run_for_the_owner_and_redirects_to_it(client: Client, vendor_user) -> None:  # type: ignore[no-untyped-def]
+def test_run_now_queues_a_run_for_the_owner_and_redirects_to_it(client: Client, vendor_user) -> None:
     c = factories.cluster("calico-a", owner=factories.vendor("Calico vendor", ("calico",)))
     client.force_login(vendor_user)
     assert "Run now" in client.get("/clusters/calico-a/").content.decode()
@@ -77,7 +77,7 @@ def test_run_now_queues_a_run_for_the_owner_and_redirects_to_it(client: Client, 
     assert AuditEvent.objects.filter(action="run.request", actor="victor").exists()
 
 
-def test_run_now_is_refused_to_another_vendor_and_hidden_from_them(client: Client, other_vendor_user) -> None:  # type: ignore[no-untyped-def]
+def test_run_now_is_refused_to_another_vendor_and_hidden_from_them(client: Client, other_vendor_user) -> None:
     factories.cluster("calico-a", owner=factories.vendor("Calico vendor", ("calico",)))
     client.force_login(other_vendor_user)
     assert "Run now" not in client.get("/clusters/calico-a/").content.decode()
@@ -85,7 +85,7 @@ def test_run_now_is_refused_to_another_vendor_and_hidden_from_them(client: Clien
     assert not Run.objects.exists()
 
 
-def test_run_now_on_a_disabled_cluster_explains_why(client: Client, maintainer) -> None:  # type: ignore[no-untyped-def]
+def test_run_now_on_a_disabled_cluster_explains_why(client: Client, maintainer) -> None:
     factories.cluster("calico-a", enabled=False)
     client.force_login(maintainer)
     response = client.post("/clusters/calico-a/run/", {"battery": "all"}, follow=True)

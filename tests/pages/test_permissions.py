@@ -35,19 +35,19 @@ CASES = [(action, role, expected[i]) for action, (_m, _u, expected) in ACTIONS.i
 
 
 @pytest.fixture
-def users(vendor_user, other_vendor_user, maintainer):  # type: ignore[no-untyped-def]
+def users(vendor_user, other_vendor_user, maintainer):
     admin = get_user_model().objects.create_superuser("root", password="root-password")
     return {"anonymous": None, "vendor": vendor_user, "other_vendor": other_vendor_user,
             "maintainer": maintainer, "admin": admin}
 
 
 @pytest.fixture(autouse=True)
-def no_broker(monkeypatch):  # type: ignore[no-untyped-def]
+def no_broker(monkeypatch):
     monkeypatch.setattr("dashboard.runs.dispatch", lambda run_id: True)
 
 
 @pytest.mark.parametrize(("action", "role", "expected"), CASES, ids=[f"{a} as {r}" for a, r, _ in CASES])
-def test_each_role_gets_what_it_may(action: str, role: str, expected: object, users) -> None:  # type: ignore[no-untyped-def]
+def test_each_role_gets_what_it_may(action: str, role: str, expected: object, users) -> None:
     factories.cluster("calico-a", owner=factories.vendor("Calico vendor", ("calico",)))
     sub = factories.submission("calico", status="pending_review")
     client = Client()
@@ -67,7 +67,7 @@ def test_each_role_gets_what_it_may(action: str, role: str, expected: object, us
         assert Submission.objects.get(pk=sub.pk).status == "pending_review"
 
 
-def test_forms_without_a_csrf_token_are_refused(maintainer) -> None:  # type: ignore[no-untyped-def]
+def test_forms_without_a_csrf_token_are_refused(maintainer) -> None:
     sub = factories.submission("calico", status="pending_review")
     client = Client(enforce_csrf_checks=True)
     client.force_login(maintainer)
@@ -76,7 +76,7 @@ def test_forms_without_a_csrf_token_are_refused(maintainer) -> None:  # type: ig
     assert Submission.objects.get(pk=sub.pk).status == "pending_review" and not SignOff.objects.exists()
 
 
-def test_every_form_on_the_pages_carries_a_csrf_token(client: Client, maintainer) -> None:  # type: ignore[no-untyped-def]
+def test_every_form_on_the_pages_carries_a_csrf_token(client: Client, maintainer) -> None:
     sub = factories.submission("calico", status="pending_review")
     factories.cluster("calico-a")
     client.force_login(maintainer)

@@ -32,7 +32,7 @@ def test_it_links_the_evidence_behind_a_met_criterion(client: Client) -> None:
     assert 'href="/plugins/cilium/"' in body
 
 
-def test_it_says_what_changed_since_the_last_sign_off(client: Client, maintainer) -> None:  # type: ignore[no-untyped-def]
+def test_it_says_what_changed_since_the_last_sign_off(client: Client, maintainer) -> None:
     SignOff.objects.create(from_stage="alpha", to_stage="beta", maintainer=maintainer, comment="ok",
                            snapshot=readiness.evaluate())
     factories.run(factories.cluster("calico-a"))

@@ -14,7 +14,7 @@ from .conftest import grow_history, grow_submissions, queries
 pytestmark = pytest.mark.django_db
 
 
-def test_the_page_lists_pending_submissions_and_the_next_transition(client: Client, maintainer) -> None:  # type: ignore[no-untyped-def]
+def test_the_page_lists_pending_submissions_and_the_next_transition(client: Client, maintainer) -> None:
     sub = factories.submission("cilium", status="pending_review")
     client.force_login(maintainer)
     body = client.get("/review/").content.decode()
@@ -22,7 +22,7 @@ def test_the_page_lists_pending_submissions_and_the_next_transition(client: Clie
     assert "Sign off alpha → beta" in body and "not every criterion is met" in body
 
 
-def test_a_sign_off_freezes_the_evaluation_and_moves_the_stage(client: Client, maintainer) -> None:  # type: ignore[no-untyped-def]
+def test_a_sign_off_freezes_the_evaluation_and_moves_the_stage(client: Client, maintainer) -> None:
     client.force_login(maintainer)
     response = client.post("/review/signoff/", {"from_stage": "alpha", "to_stage": "beta",
                                                 "comment": "periodic job green for a week"})
@@ -39,7 +39,7 @@ def test_a_sign_off_freezes_the_evaluation_and_moves_the_stage(client: Client, m
     assert "periodic job green for a week" in page and "no verdict in counted evidence" in page
 
 
-def test_a_sign_off_needs_a_comment_and_the_current_stage(client: Client, maintainer) -> None:  # type: ignore[no-untyped-def]
+def test_a_sign_off_needs_a_comment_and_the_current_stage(client: Client, maintainer) -> None:
     client.force_login(maintainer)
     body = client.post("/review/signoff/", {"from_stage": "alpha", "to_stage": "beta", "comment": " "},
                        follow=True).content.decode()
@@ -50,7 +50,7 @@ def test_a_sign_off_needs_a_comment_and_the_current_stage(client: Client, mainta
     assert not SignOff.objects.exists()
 
 
-def test_the_report_is_markdown_with_verdicts_links_and_hashes(client: Client, maintainer) -> None:  # type: ignore[no-untyped-def]
+def test_the_report_is_markdown_with_verdicts_links_and_hashes(client: Client, maintainer) -> None:
     r = factories.run(factories.cluster("calico-a"))
     s = factories.submission("cilium", proxier="ipvs")
     client.force_login(maintainer)
@@ -64,14 +64,14 @@ def test_the_report_is_markdown_with_verdicts_links_and_hashes(client: Client, m
     assert "attachment" in client.get("/review/report.md?download=1")["Content-Disposition"]
 
 
-def test_the_audit_log_lists_who_did_what(client: Client, maintainer) -> None:  # type: ignore[no-untyped-def]
+def test_the_audit_log_lists_who_did_what(client: Client, maintainer) -> None:
     AuditEvent.record("victor", "submission.create", "submission 7", plugin="calico")
     client.force_login(maintainer)
     body = client.get("/review/").content.decode()
     assert "victor" in body and "submission.create" in body and "plugin=calico" in body
 
 
-def test_query_counts_do_not_grow_with_history(client: Client, maintainer) -> None:  # type: ignore[no-untyped-def]
+def test_query_counts_do_not_grow_with_history(client: Client, maintainer) -> None:
     c = factories.cluster("calico-a")
     grow_history(c, 3)
     grow_submissions(4)

@@ -15,13 +15,13 @@ from .junit import sctp_junit
 pytestmark = pytest.mark.django_db
 
 
-def _upload(client: Client, data: bytes, **fields: str):  # type: ignore[no-untyped-def]
+def _upload(client: Client, data: bytes, **fields: str):
     form = {"plugin": "calico", "plugin_version": "3.28.0", "kubernetes_version": "1.30.1", "proxier": "iptables",
             "cluster": "", **fields, "file": SimpleUploadedFile("junit_01.xml", data, "application/xml")}
     return client.post("/submissions/new/", form)
 
 
-def test_a_vendor_uploads_a_junit_file_and_lands_on_its_report(client: Client, vendor_user) -> None:  # type: ignore[no-untyped-def]
+def test_a_vendor_uploads_a_junit_file_and_lands_on_its_report(client: Client, vendor_user) -> None:
     client.force_login(vendor_user)
     assert 'value="calico" selected' in client.get("/submissions/new/").content.decode()
     response = _upload(client, sctp_junit())
@@ -36,7 +36,7 @@ def test_a_vendor_uploads_a_junit_file_and_lands_on_its_report(client: Client, v
     assert "Download the original file" not in body  # the original is for maintainers only
 
 
-def test_the_same_file_twice_is_refused_with_a_link_to_the_first(client: Client, vendor_user) -> None:  # type: ignore[no-untyped-def]
+def test_the_same_file_twice_is_refused_with_a_link_to_the_first(client: Client, vendor_user) -> None:
     client.force_login(vendor_user)
     _upload(client, sctp_junit())
     again = _upload(client, sctp_junit())
@@ -44,7 +44,7 @@ def test_the_same_file_twice_is_refused_with_a_link_to_the_first(client: Client,
     assert again.status_code == 409 and f"/submissions/{first.id}/" in again.content.decode()
 
 
-def test_a_bad_field_re_renders_the_form_with_the_reason(client: Client, vendor_user) -> None:  # type: ignore[no-untyped-def]
+def test_a_bad_field_re_renders_the_form_with_the_reason(client: Client, vendor_user) -> None:
     client.force_login(vendor_user)
     response = _upload(client, sctp_junit(), kubernetes_version="latest")
     assert response.status_code == 400 and "is not a version like 1.31.2" in response.content.decode()
@@ -52,13 +52,13 @@ def test_a_bad_field_re_renders_the_form_with_the_reason(client: Client, vendor_
     assert not Submission.objects.exists()
 
 
-def test_a_vendor_cannot_upload_for_another_vendors_plugin(client: Client, vendor_user) -> None:  # type: ignore[no-untyped-def]
+def test_a_vendor_cannot_upload_for_another_vendors_plugin(client: Client, vendor_user) -> None:
     client.force_login(vendor_user)
     assert _upload(client, sctp_junit(), plugin="cilium").status_code == 403
     assert not Submission.objects.exists()
 
 
-def test_a_maintainer_verifies_and_the_audit_log_says_so(client: Client, maintainer) -> None:  # type: ignore[no-untyped-def]
+def test_a_maintainer_verifies_and_the_audit_log_says_so(client: Client, maintainer) -> None:
     sub = factories.submission("calico", status="pending_review")
     client.force_login(maintainer)
     response = client.post(f"/submissions/{sub.id}/review/", {"action": "verify", "reason": "looks right"})
@@ -68,7 +68,7 @@ def test_a_maintainer_verifies_and_the_audit_log_says_so(client: Client, maintai
     assert AuditEvent.objects.filter(action="submission.verify", actor="maria", target=f"submission {sub.id}").exists()
 
 
-def test_a_rejection_needs_a_reason(client: Client, maintainer) -> None:  # type: ignore[no-untyped-def]
+def test_a_rejection_needs_a_reason(client: Client, maintainer) -> None:
     sub = factories.submission("calico", status="pending_review")
     client.force_login(maintainer)
     body = client.post(f"/submissions/{sub.id}/review/", {"action": "reject"}, follow=True).content.decode()
@@ -77,7 +77,7 @@ def test_a_rejection_needs_a_reason(client: Client, maintainer) -> None:  # type
     assert sub.status == "pending_review"
 
 
-def test_a_maintainer_downloads_the_original_file(client: Client, maintainer) -> None:  # type: ignore[no-untyped-def]
+def test_a_maintainer_downloads_the_original_file(client: Client, maintainer) -> None:
     sub = factories.submission("calico")
     client.force_login(maintainer)
     response = client.get(f"/submissions/{sub.id}/download/")
@@ -85,7 +85,7 @@ def test_a_maintainer_downloads_the_original_file(client: Client, maintainer) ->
     assert response["Content-Disposition"].startswith("attachment")
 
 
-def test_the_list_filters_by_plugin_and_status_and_marks_the_vendors_own(client: Client, vendor_user) -> None:  # type: ignore[no-untyped-def]
+def test_the_list_filters_by_plugin_and_status_and_marks_the_vendors_own(client: Client, vendor_user) -> None:
     mine = factories.submission("calico", status="pending_review")
     Submission.objects.filter(pk=mine.pk).update(vendor=vendor_user.vendors.get())
     verified = factories.submission("cilium")

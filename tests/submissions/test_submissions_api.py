@@ -29,7 +29,7 @@ def connectivity_junit(status: str = "passed", salt: str = "") -> bytes:
     return b.junit_v2(cases)
 
 
-def post(client, token, data: bytes, name: str = "junit_01.xml", **fields):  # type: ignore[no-untyped-def]
+def post(client, token, data: bytes, name: str = "junit_01.xml", **fields):
     form = {"plugin": "calico", "plugin_version": "3.28.0", "kubernetes_version": "1.34.2", "proxier": "iptables",
             **fields}
     if data is not None:
@@ -199,7 +199,7 @@ def test_maintainers_verify_and_reject_with_a_reason(client, vendor_token, maint
     assert set(AuditEvent.objects.values_list("action", flat=True)) >= {"submission.verify", "submission.reject"}
 
 
-def verdicts(client) -> dict[str, str]:  # type: ignore[no-untyped-def]
+def verdicts(client) -> dict[str, str]:
     data = client.get("/api/v1/readiness/").json()
     return {c["key"]: c["status"] for t in data["transitions"] for c in t["criteria"]}
 

@@ -24,19 +24,19 @@ def vendor_token(slug: str) -> str:
     return out.getvalue().strip().splitlines()[-1]
 
 
-def junit(*, when=None, salt: str = "", properties=None, netpol: str = "passed") -> bytes:  # type: ignore[no-untyped-def]
+def junit(*, when=None, salt: str = "", properties=None, netpol: str = "passed") -> bytes:
     cases = [(SCTP["pod-to-pod"], "passed"), (SCTP["pod-to-service"], "passed"),
              (SCTP["netpol-allow-deny"], netpol), (f"[sig-node] unrelated {salt}", "passed")]
     stamp = (when or now() - timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%S")
     return b.junit_v2(cases, timestamp=stamp, properties=properties)
 
 
-def criteria(client) -> dict[str, dict]:  # type: ignore[no-untyped-def]
+def criteria(client) -> dict[str, dict]:
     data = client.get("/api/v1/readiness/").json()
     return {c["key"]: c for t in data["transitions"] for c in t["criteria"]}
 
 
-def submit_and_verify(client, maintainer_token, slug, data, **fields) -> int:  # type: ignore[no-untyped-def]
+def submit_and_verify(client, maintainer_token, slug, data, **fields) -> int:
     resp = post(client, vendor_token(slug) if slug not in TOKENS else TOKENS[slug], data, plugin=slug, **fields)
     assert resp.status_code == 201, resp.content
     sub_id = resp.json()["id"]
@@ -50,7 +50,7 @@ TOKENS: dict[str, str] = {}
 
 
 @pytest.fixture(autouse=True)
-def tokens(db):  # type: ignore[no-untyped-def]
+def tokens(db):
     TOKENS.clear()
     for slug in ("calico", "cilium", "antrea", "flannel"):
         TOKENS[slug] = vendor_token(slug)

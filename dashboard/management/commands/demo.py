@@ -42,11 +42,11 @@ def redis_reachable(url: str) -> bool:
 class Command(BaseCommand):
     help = "Run the whole product locally against the lab's emulated clusters."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         parser.add_argument("--no-web", action="store_true")
         parser.add_argument("--setup-only", action="store_true", help="set up, start nothing")
 
-    def handle(self, *args, **opts):  # type: ignore[no-untyped-def]
+    def handle(self, *args, **opts):
         env = os.environ.copy()
         embedded = settings.EMBEDDED_BROKER
         if not embedded and not redis_reachable(settings.CELERY_BROKER_URL):
@@ -78,7 +78,7 @@ class Command(BaseCommand):
                           "cilium-vendor / cilium-demo. Ctrl-C stops everything.\n")
         stop = False
 
-        def on_signal(signum, frame):  # type: ignore[no-untyped-def]
+        def on_signal(signum, frame):
             nonlocal stop
             stop = True
 

@@ -17,14 +17,14 @@ SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,59}$")
 class Command(BaseCommand):
     help = "Issue an API token for a vendor (--vendor NAME --plugins a,b) or a maintainer (--maintainer NAME)."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         who = parser.add_mutually_exclusive_group(required=True)
         who.add_argument("--vendor", help="vendor name (created when unknown)")
         who.add_argument("--maintainer", help="maintainer user name (created when unknown)")
         parser.add_argument("--plugins", help="comma-separated plugin slugs the vendor acts for")
 
     @transaction.atomic
-    def handle(self, *args, **opts):  # type: ignore[no-untyped-def]
+    def handle(self, *args, **opts):
         if opts["vendor"]:
             name = opts["vendor"].strip()
             if not name:

@@ -13,7 +13,7 @@ from dashboard.labreg import kickoff, register
 class Command(BaseCommand):
     help = "Serve one emulated Kubernetes cluster per profile file in DIR."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         parser.add_argument("--profiles", required=True, help="directory of lab profile YAML files")
         parser.add_argument("--port", type=int, default=8070)
         parser.add_argument("--host", default="127.0.0.1")
@@ -22,7 +22,7 @@ class Command(BaseCommand):
         parser.add_argument("--kickoff", action="store_true", help="request a first run on clusters without one")
         parser.add_argument("--verbose", action="store_true")
 
-    def handle(self, *args, **opts):  # type: ignore[no-untyped-def]
+    def handle(self, *args, **opts):
         from lab.profiles import load_profiles
         from lab.server import LabServer
 

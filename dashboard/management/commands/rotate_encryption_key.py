@@ -12,7 +12,7 @@ class Command(BaseCommand):
     help = "After putting a new key first in FIELD_ENCRYPTION_KEY, re-encrypt the stored secrets with it."
 
     @transaction.atomic
-    def handle(self, *args, **opts):  # type: ignore[no-untyped-def]
+    def handle(self, *args, **opts):
         count = 0
         with connection.cursor() as cursor:
             cursor.execute("SELECT id, kubeconfig FROM dashboard_cluster WHERE kubeconfig <> ''")

@@ -17,7 +17,7 @@ from dashboard.runs import RunRequestError, request_run
 class Command(BaseCommand):
     help = "Run the SCTP battery against a registered cluster."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         parser.add_argument("cluster")
         parser.add_argument("--battery", choices=Battery.values, default=Battery.ALL)
         parser.add_argument("--sync", action="store_true", help="run here, not on a worker")
@@ -25,7 +25,7 @@ class Command(BaseCommand):
         parser.add_argument("--wait-lease", type=int, default=600,
                             help="seconds to wait while another run holds the cluster (--sync)")
 
-    def handle(self, *args, **opts):  # type: ignore[no-untyped-def]
+    def handle(self, *args, **opts):
         from workers import runner
 
         cluster = Cluster.objects.select_related("plugin").filter(name=opts["cluster"]).first()
