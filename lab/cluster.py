@@ -592,7 +592,7 @@ class Cluster:
     # ------------------------------------------------------------------ services
 
     def _create_kubernetes_service(self) -> None:
-        body = {"metadata": {"name": "kubernetes", "labels": {"component": "apiserver",
+        body: dict[str, Any] = {"metadata": {"name": "kubernetes", "labels": {"component": "apiserver",
                                                               "provider": "kubernetes"}},
                 "spec": {"type": "ClusterIP", "clusterIP": KUBERNETES_SERVICE_IP,
                          "ports": [{"name": "https", "port": 443, "protocol": "TCP",

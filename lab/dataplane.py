@@ -266,10 +266,10 @@ def resolve(cluster: Cluster, client_ns: str, host: str, port: int,
                                         pick=pick)
         for node in cluster.nodes:
             if node.host_ip == host:
-                for key, svc in cluster.objects["services"].items():
+                for svc_key, svc in cluster.objects["services"].items():
                     if any(p.get("nodePort") == port and p.get("protocol", "TCP") == protocol
                            for p in svc["spec"].get("ports") or []):
-                        return _through_service(cluster, key, port, protocol, "via_node_port",
+                        return _through_service(cluster, svc_key, port, protocol, "via_node_port",
                                                 node_port=True, pick=pick)
                 return REFUSED
         # Nobody owns this address: packets go nowhere.

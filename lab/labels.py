@@ -38,10 +38,7 @@ def parse_selector(text: str) -> list[Requirement]:
         eq = _EQ_RE.match(term)
         if eq:
             key, op, value = eq.groups()
-            if op == "!=":
-                requirements.append(lambda labels, k=key, v=value: labels.get(k) != v)
-            else:
-                requirements.append(lambda labels, k=key, v=value: labels.get(k) == v)
+            requirements.append(_not_in(key, {value}) if op == "!=" else _in(key, {value}))
             continue
         match = _SET_RE.match(term)
         if not match:
@@ -49,15 +46,29 @@ def parse_selector(text: str) -> list[Requirement]:
         negate, key, op, values_text = match.groups()
         if op:
             values = {v.strip() for v in values_text.split(",") if v.strip()}
-            if op == "in":
-                requirements.append(lambda labels, k=key, vs=values: labels.get(k) in vs)
-            else:
-                requirements.append(lambda labels, k=key, vs=values: labels.get(k) not in vs)
+            requirements.append(_in(key, values) if op == "in" else _not_in(key, values))
         elif negate:
-            requirements.append(lambda labels, k=key: k not in labels)
+            requirements.append(_lacks(key))
         else:
-            requirements.append(lambda labels, k=key: k in labels)
+            requirements.append(_has(key))
     return requirements
+
+
+# One function per kind of term: each requirement keeps its own key and values.
+def _in(key: str, values: set[str]) -> Requirement:
+    return lambda labels: labels.get(key) in values
+
+
+def _not_in(key: str, values: set[str]) -> Requirement:
+    return lambda labels: labels.get(key) not in values
+
+
+def _has(key: str) -> Requirement:
+    return lambda labels: key in labels
+
+
+def _lacks(key: str) -> Requirement:
+    return lambda labels: key not in labels
 
 
 def matches_query(text: str | None, labels: Mapping[str, str] | None) -> bool:

@@ -119,19 +119,7 @@ def _build_router() -> _Router:
           GET=lambda c, a, q, b: (200, c.get_namespace(a["name"])),
           DELETE=lambda c, a, q, b: (200, c.delete_namespace(a["name"])))
     for kind in KIND_OF:
-        prefix = PREFIX[kind]
-        r.add(f"{prefix}/namespaces/{_NS}/{kind}",
-              GET=lambda c, a, q, b, k=kind: _list_or_watch(
-                  k, LIST_KIND[k], LIST_API_VERSION[k], c, a["ns"], q,
-                  lambda: _checked_ns(c, a["ns"], lambda: c.list_objects(k, a["ns"], _q(q, "labelSelector")))),
-              POST=lambda c, a, q, b, k=kind: (201, c.create(k, a["ns"], _body(b))))
-        r.add(f"{prefix}/namespaces/{_NS}/{kind}/{_NAME}",
-              GET=lambda c, a, q, b, k=kind: (200, c.get(k, a["ns"], a["name"])),
-              DELETE=lambda c, a, q, b, k=kind: (200, c.delete(k, a["ns"], a["name"])))
-        r.add(f"{prefix}/{kind}",
-              GET=lambda c, a, q, b, k=kind: _list_or_watch(
-                  k, LIST_KIND[k], LIST_API_VERSION[k], c, None, q,
-                  lambda: c.list_objects(k, None, _q(q, "labelSelector"))))
+        _add_kind(r, kind)
     r.add(f"/api/v1/namespaces/{_NS}/pods/{_NAME}/log",
           GET=lambda c, a, q, b: (200, _Text(c.pod_log(a["ns"], a["name"], _q(q, "container")))))
     r.add(f"/api/v1/namespaces/{_NS}/endpoints",
@@ -158,6 +146,23 @@ def _build_router() -> _Router:
     r.add(f"/apis/apps/v1/namespaces/{_NS}/daemonsets", GET=lambda c, a, q, b: (200, _list(
         "DaemonSetList", "apps/v1", daemonsets(c, a["ns"]), c)))
     return r
+
+
+def _add_kind(r: _Router, k: str) -> None:
+    """The routes of one kind of object (a function, so that each route's lambdas keep their kind)."""
+    prefix = PREFIX[k]
+    r.add(f"{prefix}/namespaces/{_NS}/{k}",
+          GET=lambda c, a, q, b: _list_or_watch(
+              k, LIST_KIND[k], LIST_API_VERSION[k], c, a["ns"], q,
+              lambda: _checked_ns(c, a["ns"], lambda: c.list_objects(k, a["ns"], _q(q, "labelSelector")))),
+          POST=lambda c, a, q, b: (201, c.create(k, a["ns"], _body(b))))
+    r.add(f"{prefix}/namespaces/{_NS}/{k}/{_NAME}",
+          GET=lambda c, a, q, b: (200, c.get(k, a["ns"], a["name"])),
+          DELETE=lambda c, a, q, b: (200, c.delete(k, a["ns"], a["name"])))
+    r.add(f"{prefix}/{k}",
+          GET=lambda c, a, q, b: _list_or_watch(
+              k, LIST_KIND[k], LIST_API_VERSION[k], c, None, q,
+              lambda: c.list_objects(k, None, _q(q, "labelSelector"))))
 
 
 class _Text(str):
@@ -242,8 +247,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         except (AttributeError, TypeError, ValueError, KeyError) as exc:
             # A body of the wrong shape (a string where an object belongs): a real server fails
             # to decode it; answer a Status instead of dropping the connection.
-            err = ApiError(400, f"the request body could not be decoded: {type(exc).__name__}: {exc}")
-            code, payload = err.code, err.status()
+            refused = ApiError(400, f"the request body could not be decoded: {type(exc).__name__}: {exc}")
+            code, payload = refused.code, refused.status()
         if isinstance(payload, WatchStream):
             self._stream(payload)
         else:

@@ -117,9 +117,13 @@ class Kube:
 
     def version_info(self) -> dict[str, Any]:
         """GET /version as sent, with fields the client's model drops (the lab's `emulated`)."""
-        response = self.call(self.version_api.get_code, _preload_content=False)
-        data = json.loads(response.data or b"{}")
+        data = json.loads(self.call_raw(self.version_api.get_code) or b"{}")
         return data if isinstance(data, dict) else {}
+
+    def call_raw(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> bytes:
+        """`call` without the client's models (`_preload_content=False`): the body as sent."""
+        response = self.call(fn, *args, _preload_content=False, **kwargs)
+        return bytes(response.data or b"")
 
     def call(
         self,

@@ -143,7 +143,7 @@ def validate_kubeconfig(text: str, check_reachable: bool = True) -> dict[str, An
         api = _client_from_dict(data, REACHABILITY_TIMEOUT)
         try:
             # Raw JSON: the client's strict models reject a /version answer missing fields.
-            response = k8s.VersionApi(api).get_code(
+            response: Any = k8s.VersionApi(api).get_code(  # urllib3's response, not a model
                 _request_timeout=REACHABILITY_TIMEOUT, _preload_content=False
             )
         except ApiException as exc:

@@ -540,7 +540,7 @@ class TestContext:
     def node_ip(self, node: str) -> str:
         """The address upstream's NodePort checks use: ExternalIP, else InternalIP."""
         obj = self.kube.call(self.kube.core.read_node, node)
-        addresses = {a.type: a.address for a in (obj.status.addresses or [])}
+        addresses = {a.type: a.address for a in ((obj.status.addresses if obj.status else None) or [])}
         ip = addresses.get("ExternalIP") or addresses.get("InternalIP")
         if not ip:
             raise TestError(f"node {node} reports no ExternalIP or InternalIP")
@@ -571,7 +571,7 @@ class TestContext:
         for subset in (endpoints.subsets if endpoints else None) or []:
             ports = sorted(f"{p.port}/{p.protocol}" for p in subset.ports or [])
             for address in subset.addresses or []:
-                ref = address.target_ref.name if address.target_ref else address.ip
+                ref = (address.target_ref.name if address.target_ref else None) or address.ip
                 out["Endpoints"].setdefault(ref, []).extend(ports)
         if self.run.no_endpoint_slices:
             return out
@@ -592,7 +592,7 @@ class TestContext:
             for endpoint in item.endpoints or []:
                 if endpoint.conditions and endpoint.conditions.ready is False:
                     continue
-                ref = endpoint.target_ref.name if endpoint.target_ref else ",".join(
+                ref = (endpoint.target_ref.name if endpoint.target_ref else None) or ",".join(
                     endpoint.addresses or [])
                 out["EndpointSlice"].setdefault(ref, []).extend(ports)
         return out

@@ -178,7 +178,7 @@ def _fingerprint_cluster(run: RunContext) -> None:
     fingerprint["emulated"] = version.get("emulated") is True
     nodes = kube.call(kube.core.list_node).items or []
     fingerprint["node_count"] = len(nodes)
-    fingerprint["node_names"] = [n.metadata.name for n in nodes]
+    fingerprint["node_names"] = [n.metadata.name for n in nodes if n.metadata and n.metadata.name]
     run.nodes = _battery_nodes(nodes)
     fingerprint["battery_nodes"] = list(run.nodes)
     if not run.nodes:
@@ -189,6 +189,8 @@ def _battery_nodes(nodes: list[k8s.V1Node]) -> list[str]:
     """Schedulable Linux nodes, workers before control-plane nodes, at most MAX_NODES."""
     usable = []
     for node in nodes:
+        if node.metadata is None or not node.metadata.name:
+            continue  # the API always names a node; the client's model may not
         labels = node.metadata.labels or {}
         if node.spec is not None and node.spec.unschedulable:
             continue
@@ -298,8 +300,8 @@ def _detect_cni(run: RunContext) -> None:
     """The CNI from its DaemonSet; a mismatch with the registered plugin is recorded."""
     fingerprint, kube = run.report.fingerprint, run.kube
     try:
-        response = kube.call(kube.apps.list_daemon_set_for_all_namespaces, _preload_content=False)
-        items = json.loads(response.data or b"{}").get("items") or []
+        body = kube.call_raw(kube.apps.list_daemon_set_for_all_namespaces)
+        items = json.loads(body or b"{}").get("items") or []
     except (ApiException, KubeError, ValueError) as exc:
         message = api_error_message(exc) if isinstance(exc, ApiException) else str(exc)
         fingerprint["cni_detection_error"] = f"DaemonSets not listed: {message}"
@@ -452,9 +454,10 @@ def sweep_namespaces(
     )
     deleted: list[str] = []
     for namespace in listing.items or []:
-        name = namespace.metadata.name
-        labels = namespace.metadata.labels or {}
-        if not name.startswith(prefix) or labels.get(RUN_ID_LABEL) in live:
+        meta = namespace.metadata
+        name = meta.name if meta else None
+        labels = (meta.labels if meta else None) or {}
+        if not name or not name.startswith(prefix) or labels.get(RUN_ID_LABEL) in live:
             continue
         if namespace.status is not None and namespace.status.phase == "Terminating":
             continue

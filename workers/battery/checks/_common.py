@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from workers.battery import pods
 from workers.battery.base import TestFailed
@@ -59,7 +60,7 @@ def require(result: ConnectResult, expect_ok: bool, reason: str) -> None:
         raise TestFailed(reason)
 
 
-def start_endpoint_pods(ctx: TestContext, labels: dict[str, str]) -> list[object]:
+def start_endpoint_pods(ctx: TestContext, labels: dict[str, str]) -> list[Any]:
     """One netexec endpoint pod per battery node (upstream: one per node, at most 10), all
     created before any is awaited; the running pods are returned."""
     names = []

@@ -32,7 +32,7 @@ class DeclareSctpPorts(BatteryTest):
         # into "feature gate off" by the runner for every test alike).
         ctx.run.feature_gate = "on"
         read = ctx.kube.call(ctx.kube.core.read_namespaced_service, SERVICE, ctx.namespace)
-        _expect_sctp("Service", [p.protocol for p in read.spec.ports or []])
+        _expect_sctp("Service", [p.protocol for p in (read.spec.ports if read.spec else None) or []])
         ctx.note(f"service {SERVICE}: ClusterIP {service.spec.cluster_ip}, port {SCTP_PORT}/SCTP")
         _endpoints_step(ctx, {}, "before the pod exists")
 
@@ -54,7 +54,8 @@ class DeclareSctpPorts(BatteryTest):
         )
         _expect_sctp(
             "NetworkPolicy",
-            [p.protocol for rule in policy.spec.ingress or [] for p in rule.ports or []],
+            [p.protocol for rule in (policy.spec.ingress if policy.spec else None) or []
+             for p in rule.ports or []],
         )
         ctx.note("network policy sctp-declare: ingress port 5060/SCTP round-tripped")
 
@@ -80,6 +81,6 @@ def _endpoints_step(ctx: TestContext, expected: dict[str, list[str]], when: str)
             )
 
 
-def _expect_sctp(kind: str, protocols: list[str]) -> None:
+def _expect_sctp(kind: str, protocols: list[str | None]) -> None:
     if "SCTP" not in protocols:
         raise TestFailed(f"the {kind} did not round-trip protocol SCTP (read back {protocols})")
