@@ -266,25 +266,25 @@ def resolve(cluster: Cluster, client_ns: str, host: str, port: int,
                                         pick=pick)
         for node in cluster.nodes:
             if node.host_ip == host:
-                for svc_key, svc in cluster.objects["services"].items():
+                for key, svc in cluster.objects["services"].items():
                     if any(p.get("nodePort") == port and p.get("protocol", "TCP") == protocol
                            for p in svc["spec"].get("ports") or []):
-                        return _through_service(cluster, svc_key, port, protocol, "via_node_port",
+                        return _through_service(cluster, key, port, protocol, "via_node_port",
                                                 node_port=True, pick=pick)
                 return REFUSED
         # Nobody owns this address: packets go nowhere.
         return TIMEOUT
-    key = _service_by_name(cluster, client_ns, host)
-    if key is None:
+    named = _service_by_name(cluster, client_ns, host)
+    if named is None:
         return DNS
-    svc = cluster.objects["services"][key]
+    svc = cluster.objects["services"][named]
     if svc["spec"].get("clusterIP") == "None":
         # A headless name resolves straight to the ready pods' IPs.
-        ready = [pod for pod, ok in cluster.service_backends(key) if ok]
+        ready = [pod for pod, ok in cluster.service_backends(named) if ok]
         if not ready:
             return DNS
         return "pod_to_pod", ready[0], port
-    return _through_service(cluster, key, port, protocol, "via_service", pick=pick)
+    return _through_service(cluster, named, port, protocol, "via_service", pick=pick)
 
 
 def _service_by_name(cluster: Cluster, client_ns: str, host: str) -> PodKey | None:
