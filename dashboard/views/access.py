@@ -10,6 +10,7 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -17,6 +18,12 @@ from django.shortcuts import render
 from dashboard.roles import is_maintainer, vendor_ids
 
 View = Callable[..., HttpResponse]
+
+
+class AuthenticatedRequest(HttpRequest):
+    """The request a view behind one of these decorators receives: its user has logged in."""
+
+    user: User
 
 
 def forbidden(request: HttpRequest, why: str) -> HttpResponse:

@@ -41,7 +41,7 @@ def decorate(evaluation: dict[str, Any], baseline: dict[str, str] | None) -> Non
             c["symbol"] = SYMBOLS[c["status"]]
             c["status_label"] = LABELS[c["status"]]
             was = (baseline or {}).get(c["key"])
-            c["changed"] = LABELS.get(was) if baseline is not None and was != c["status"] else None
+            c["changed"] = LABELS.get(was) if was is not None and was != c["status"] else None
 
 
 def _own_copy(evaluation: dict[str, Any]) -> dict[str, Any]:

@@ -61,12 +61,12 @@ def _cluster_runs() -> set[int]:
     """Per cluster, the newest finished run covering the basic and the connectivity tests: one
     "LIMIT 1" step each on the (cluster, state, battery, -created) index."""
     finished = Run.objects.filter(cluster=OuterRef("pk"), state=Run.State.FINISHED).order_by("-created")
-    annotations = {
-        "basic_run": Subquery(finished.filter(battery__in=[Battery.BASIC, Battery.ALL]).values("id")[:1]),
-        "conn_run": Subquery(finished.filter(battery__in=[Battery.CONNECTIVITY, Battery.ALL]).values("id")[:1]),
-    }
+    newest = Cluster.objects.annotate(
+        basic_run=Subquery(finished.filter(battery__in=[Battery.BASIC, Battery.ALL]).values("id")[:1]),
+        conn_run=Subquery(finished.filter(battery__in=[Battery.CONNECTIVITY, Battery.ALL]).values("id")[:1]),
+    )
     ids: set[int] = set()
-    for basic_run, conn_run in Cluster.objects.annotate(**annotations).values_list("basic_run", "conn_run"):
+    for basic_run, conn_run in newest.values_list("basic_run", "conn_run"):
         ids.update(i for i in (basic_run, conn_run) if i)
     return ids
 
@@ -199,7 +199,7 @@ def build_matrix() -> dict[str, Any]:
         groups.setdefault((s.plugin_id, s.proxier), []).append(s)
     rows = []
     for p in plugins:
-        modes = [m for m in Proxier.values if (p["id"], m) in groups]
+        modes: list[str | None] = [m for m in Proxier.values if (p["id"], m) in groups]
         for mode in modes or [None]:
             group = groups.get((p["id"], mode), []) if mode else []
             cells = []

@@ -30,7 +30,7 @@ def register(request: HttpRequest) -> HttpResponse:
         text = request.POST.get("kubeconfig_text", "")
         upload = request.FILES.get("kubeconfig")
         if upload is not None:
-            if upload.size > MAX_UPLOAD:
+            if (upload.size or 0) > MAX_UPLOAD:
                 context.update(error="kubeconfig: the file is larger than 256 KB", field="kubeconfig")
                 return render(request, "clusters/register.html", context, status=400)
             try:

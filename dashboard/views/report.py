@@ -18,7 +18,8 @@ ICON = {"met": "✅", "unmet": "❌", "at_risk": "⚠️", "stale": "⌛"}
 
 
 def _evidence_facts(evaluation: dict[str, Any]) -> tuple[dict[int, Any], dict[int, Any]]:
-    run_ids, sub_ids = set(), set()
+    run_ids: set[int] = set()
+    sub_ids: set[int] = set()
     for t in evaluation["transitions"]:
         for c in t["criteria"]:
             for e in c["evidence"]:

@@ -14,7 +14,7 @@ from dashboard import readiness
 from dashboard.catalog import TRANSITIONS
 from dashboard.models import AuditEvent, SignOff, Submission
 
-from .access import maintainer_required
+from .access import AuthenticatedRequest, maintainer_required
 from .report import markdown_report
 
 AUDIT_SHOWN = 100
@@ -43,9 +43,9 @@ def review_page(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @maintainer_required
-def sign_off(request: HttpRequest) -> HttpResponse:
+def sign_off(request: AuthenticatedRequest) -> HttpResponse:
     comment = request.POST.get("comment", "").strip()
-    from_stage, to_stage = request.POST.get("from_stage"), request.POST.get("to_stage")
+    from_stage, to_stage = request.POST.get("from_stage", ""), request.POST.get("to_stage", "")
     evaluation = readiness.evaluate()
     nxt = next_transition(evaluation["stage"])
     if nxt is None or (from_stage, to_stage) != (nxt["from"], nxt["to"]):

@@ -52,7 +52,7 @@ class ChannelForm(forms.Form):
     secret = forms.CharField(max_length=200, required=False, help_text="Webhooks: HMAC-SHA256 key for X-Signature")
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         target = data.get("target", "")
         if data.get("kind") == NotificationChannel.Kind.WEBHOOK:
             try:

@@ -94,7 +94,7 @@ def submission_review(request: HttpRequest, sub_id: int) -> HttpResponse:
         messages.error(request, exc.message)
         return redirect(sub.get_absolute_url())
     messages.success(request, f"Submission {sub.id} {sub.get_status_display()}.")
-    return redirect(request.POST.get("next") if request.POST.get("next") == "/review/" else sub.get_absolute_url())
+    return redirect("/review/" if request.POST.get("next") == "/review/" else sub.get_absolute_url())
 
 
 @vendor_required
@@ -117,7 +117,7 @@ def submission_new(request: HttpRequest) -> HttpResponse:
                 vendor=vendor, allowed_plugin_ids={p.id for p in plugins}, plugin=values["plugin"],
                 plugin_version=values["plugin_version"], kubernetes_version=values["kubernetes_version"],
                 proxier=values["proxier"], cluster=values["cluster"], fileobj=upload,
-                filename=upload.name if upload else "", uploaded_by=request.user.get_username(),
+                filename=(upload.name or "") if upload else "", uploaded_by=request.user.get_username(),
             )
         except SubmissionError as exc:
             status, error = exc.status, exc.message
