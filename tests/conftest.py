@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import uuid
+from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -95,5 +96,5 @@ def api(db) -> Client:
     return Client()
 
 
-def auth(token: str) -> dict[str, str]:
+def auth(token: str) -> dict[str, Any]:  # Any: spread into Client.get/post(**extra)
     return {"HTTP_AUTHORIZATION": f"Token {token}"}

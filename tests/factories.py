@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -38,7 +39,7 @@ def cluster(name: str | None = None, *, plugin_slug: str = "calico", proxier: st
     )
 
 
-def run(c: Cluster, outcomes: dict[str, str] | None = None, *, battery: str = "all",
+def run(c: Cluster, outcomes: Mapping[str, str] | None = None, *, battery: str = "all",
         finished: datetime | None = None, days_ago: float = 1, state: str = Run.State.FINISHED,
         trigger: str = Run.Trigger.MANUAL, schedule: Schedule | None = None,
         detected: str | None = "same", module_before: dict[str, bool | None] | None = None,

@@ -53,12 +53,13 @@ _config: pytest.Config | None = None
 def _say(text: str) -> None:
     # Pytest captures file descriptor 1 while fixtures run, so even sys.__stdout__ would not
     # reach the CI log: suspend the capture and write through the terminal reporter.
-    if _config is None:
-        sys.__stdout__.write(text + "\n")
-        sys.__stdout__.flush()
+    capture = _config.pluginmanager.get_plugin("capturemanager") if _config else None
+    reporter = _config.pluginmanager.get_plugin("terminalreporter") if _config else None
+    if capture is None or reporter is None:
+        if sys.__stdout__ is not None:
+            sys.__stdout__.write(text + "\n")
+            sys.__stdout__.flush()
         return
-    capture = _config.pluginmanager.get_plugin("capturemanager")
-    reporter = _config.pluginmanager.get_plugin("terminalreporter")
     with capture.global_and_fixture_disabled():
         reporter.write_line(text)
 

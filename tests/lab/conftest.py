@@ -47,26 +47,29 @@ class FakeClock:
 
 @dataclass
 class Kube:
-    """The typed APIs of one lab cluster, as the battery would build them."""
+    """The APIs of one lab cluster, as the battery builds them.
+
+    Typed Any on purpose: the client's models make every field optional, and a test reads
+    what the lab answered (a missing field fails the test where it is read)."""
 
     lab: LabServer
     name: str
     api_client: client.ApiClient
 
     @property
-    def core(self) -> client.CoreV1Api:
+    def core(self) -> Any:
         return client.CoreV1Api(self.api_client)
 
     @property
-    def net(self) -> client.NetworkingV1Api:
+    def net(self) -> Any:
         return client.NetworkingV1Api(self.api_client)
 
     @property
-    def discovery(self) -> client.DiscoveryV1Api:
+    def discovery(self) -> Any:
         return client.DiscoveryV1Api(self.api_client)
 
     @property
-    def version(self) -> client.VersionApi:
+    def version(self) -> Any:
         return client.VersionApi(self.api_client)
 
     @property
@@ -120,7 +123,7 @@ def container(args: list[str], *, env: dict[str, str] | None = None,
 
 
 def pod(kube: Kube, ns: str, name: str, args: list[str], *, labels: dict[str, str] | None = None,
-        node: str | None = None, restart: str = "Never", **kw: Any) -> client.V1Pod:
+        node: str | None = None, restart: str = "Never", **kw: Any) -> Any:
     body = client.V1Pod(
         metadata=client.V1ObjectMeta(name=name, labels=labels),
         spec=client.V1PodSpec(restart_policy=restart, node_name=node, containers=[container(args, **kw)]),
@@ -128,7 +131,7 @@ def pod(kube: Kube, ns: str, name: str, args: list[str], *, labels: dict[str, st
     return kube.core.create_namespaced_pod(ns, body)
 
 
-def sctp_server(kube: Kube, ns: str, name: str, port: int = 5060, **kw: Any) -> client.V1Pod:
+def sctp_server(kube: Kube, ns: str, name: str, port: int = 5060, **kw: Any) -> Any:
     return pod(kube, ns, name, ["porter"], env={f"SERVE_SCTP_PORT_{port}": "foo"},
                ports=[(port, "SCTP")], labels=kw.pop("labels", {"app": name}), **kw)
 
@@ -143,7 +146,7 @@ def run_client(kube: Kube, ns: str, name: str, target: str, protocol: str = "sct
 
 def service(kube: Kube, ns: str, name: str, selector: dict[str, str], port: int = 5060,
             protocol: str = "SCTP", svc_type: str = "ClusterIP", target_port: Any = None,
-            cluster_ip: str | None = None) -> client.V1Service:
+            cluster_ip: str | None = None) -> Any:
     return kube.core.create_namespaced_service(ns, client.V1Service(
         metadata=client.V1ObjectMeta(name=name, labels={"svc": name}),
         spec=client.V1ServiceSpec(type=svc_type, selector=selector, cluster_ip=cluster_ip,

@@ -15,6 +15,7 @@ from tests.lab.conftest import FakeClock, Kube, namespace, pod, profile, sctp_se
 
 
 def status_of(err: ApiException) -> dict[str, Any]:
+    assert err.body is not None, "an API error without a body"
     return json.loads(err.body)
 
 

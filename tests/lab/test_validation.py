@@ -43,6 +43,7 @@ PORT_RANGE = "must be between 1 and 65535, inclusive"
 def refusal(call: Any, *args: Any) -> tuple[int, dict[str, Any]]:
     with pytest.raises(ApiException) as caught:
         call(*args)
+    assert caught.value.body is not None, "an API error without a body"
     return caught.value.status, json.loads(caught.value.body)
 
 

@@ -144,6 +144,7 @@ def test_a_list_at_a_future_version_times_out_as_the_watch_cache_does(kube: Kube
     current = int(kube.core.list_namespace().metadata.resource_version)
     with pytest.raises(ApiException) as caught:
         kube.core.list_namespace(resource_version=str(current + 1000))
+    assert caught.value.body is not None, "an API error without a body"
     body = json.loads(caught.value.body)
     assert caught.value.status == 504 and body["reason"] == "Timeout"
     assert body["message"] == f"Timeout: Too large resource version: {current + 1000}, current: {current}"

@@ -15,7 +15,7 @@ LOGIN = "login"
 ROLES = ["anonymous", "vendor", "other_vendor", "maintainer", "admin"]
 
 # action -> (method, url template, expected per role in ROLES order)
-ACTIONS = {
+ACTIONS: dict[str, tuple[str, str, list[int | str]]] = {
     "browse readiness": ("get", "/", [200, 200, 200, 200, 200]),
     "browse matrix": ("get", "/matrix/", [200, 200, 200, 200, 200]),
     "browse a cluster": ("get", "/clusters/calico-a/", [200, 200, 200, 200, 200]),

@@ -100,6 +100,7 @@ def test_the_list_filters_by_plugin_and_status_and_marks_the_vendors_own(client:
 def test_query_counts_do_not_grow_with_history(client: Client) -> None:
     grow_submissions(3)
     sub = Submission.objects.first()
+    assert sub is not None
     before = (queries(client, "/submissions/"), queries(client, f"/submissions/{sub.id}/"))
     grow_submissions(80)
     assert (queries(client, "/submissions/"), queries(client, f"/submissions/{sub.id}/")) == before == (3, 1)

@@ -72,10 +72,11 @@ def upload(token: str, payload: bytes | str, *, filename: str = "junit_01.xml", 
         content_type, length = _body(path, form, filename, payload)
         del payload
         with open(path, "rb") as body:
-            environ = RequestFactory()._base_environ(
+            # The environ the test client would build (public API: a request's environ).
+            environ = RequestFactory().request(
                 PATH_INFO="/api/v1/submissions/", REQUEST_METHOD="POST", CONTENT_TYPE=content_type,
                 CONTENT_LENGTH=str(length), HTTP_AUTHORIZATION=f"Token {token}", **{"wsgi.input": body},
-            )
+            ).environ
             handler = ClientHandler(enforce_csrf_checks=False)
             gc.collect()
             if trace:
@@ -90,6 +91,7 @@ def upload(token: str, payload: bytes | str, *, filename: str = "junit_01.xml", 
             finally:
                 if trace:
                     tracemalloc.stop()
+        assert isinstance(response, HttpResponse), response
         return Measured(response, peak, seconds)
     finally:
         os.unlink(path)
