@@ -59,7 +59,10 @@ def test_the_profile_can_set_its_own_token(make_kube: Any) -> None:
 def test_namespaces_list_by_label_selector(kube: Kube) -> None:
     namespace(kube, "a", {"team": "x", "tier": "1"})
     namespace(kube, "b", {"team": "y"})
-    names = lambda sel: sorted(n.metadata.name for n in kube.core.list_namespace(label_selector=sel).items)  # noqa: E731
+
+    def names(sel: str) -> list[str]:
+        return sorted(n.metadata.name for n in kube.core.list_namespace(label_selector=sel).items)
+
     assert names("team=x") == ["a"]
     assert names("team!=x,team") == ["b"]
     assert names("team in (x,y)") == ["a", "b"]
