@@ -254,4 +254,4 @@ NOTIFY_BACKOFF_MAX_SECONDS = env_int("NOTIFY_BACKOFF_MAX_SECONDS", 1800)
 NOTIFY_TIMEOUT_SECONDS = env_int("NOTIFY_TIMEOUT_SECONDS", 10)
 
 CELERY_BEAT_SCHEDULE["refresh-readiness"] = {"task": "workers.tasks.refresh_readiness", "schedule": 60.0}
-CELERY_BEAT_SCHEDULE["check-schedules"] = {"task": "dashboard.notify.check_schedules", "schedule": 60.0}
+CELERY_BEAT_SCHEDULE["check-schedules"] = {"task": "workers.tasks.check_schedules", "schedule": 60.0}

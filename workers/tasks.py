@@ -11,6 +11,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils.timezone import now
 
+from dashboard import notify
 from dashboard.models import Cluster, Run, Schedule
 
 from . import runner
@@ -106,6 +107,18 @@ def run_schedule(schedule_id: int) -> int | None:
             return None
         run = request_run(schedule.cluster, schedule.battery, trigger=Run.Trigger.PERIODIC, schedule=schedule)
     return run.id
+
+
+@app.task(bind=True, acks_late=True, max_retries=None)
+def deliver_notification(self, log_id: int) -> str:  # type: ignore[no-untyped-def]
+    """One notification delivery, retried with backoff (dashboard.notify.deliver)."""
+    return notify.deliver(log_id, self.retry)
+
+
+@app.task
+def check_schedules() -> int:
+    """Beat, every minute: schedule states and their notifications (dashboard.notify)."""
+    return notify.check_schedules()
 
 
 @app.task
