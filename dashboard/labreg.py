@@ -63,5 +63,5 @@ def kickoff(clusters: list[Cluster], battery: str = "all") -> list[Run]:
     if not Schedule.objects.exists():
         target = next((c for c in clusters if c.name == "calico-iptables"), clusters[0] if clusters else None)
         if target is not None:
-            create_schedule(target, battery="basic", interval_minutes=5, grace_minutes=5, user="lab --kickoff")
+            create_schedule(target, battery="basic", interval_minutes=5, grace_minutes=5, user="system (lab --kickoff)")
     return runs
