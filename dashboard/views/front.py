@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+from django.views.decorators.cache import cache_control
+from django.views.decorators.http import require_GET
 from django.shortcuts import render
 
 from dashboard import readiness
@@ -50,3 +53,13 @@ def index(request: HttpRequest) -> HttpResponse:
     decorate(evaluation, statuses_of(last.snapshot) if last else None)
     return render(request, "front/readiness.html", {"readiness": evaluation, "stage": evaluation["stage"],
                                                      "track": stage_track(evaluation), "last_signoff": last})
+
+
+FAVICON = settings.BASE_DIR / "dashboard" / "static" / "favicon.svg"
+
+
+@require_GET
+@cache_control(public=True, max_age=86400)
+def favicon(request: HttpRequest) -> HttpResponse:
+    """/favicon.ico, which browsers ask for whatever the page links: the SVG icon, not a 404."""
+    return HttpResponse(FAVICON.read_bytes(), content_type="image/svg+xml")

@@ -12,8 +12,7 @@ from typing import Any, Callable
 
 from django import forms
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
+from django.contrib.auth.views import redirect_to_login
 from django.core.validators import URLValidator, validate_email
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -24,13 +23,17 @@ from dashboard.catalog import Battery
 from dashboard.models import AuditEvent, Cluster, NotificationChannel, NotificationLog, Schedule
 from dashboard.roles import is_maintainer
 
+from .access import forbidden
+
 
 def maintainer_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Anonymous visitors log in; others get the styled 403 page (a refusal, not an exception)."""
     @wraps(view)
-    @login_required
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not request.user.is_authenticated:
+            return redirect_to_login(request.get_full_path())
         if not is_maintainer(request.user):
-            raise PermissionDenied("Only maintainers manage schedules.")
+            return forbidden(request, "Only maintainers manage schedules.")
         return view(request, *args, **kwargs)
 
     return wrapper

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import clusters, matrix, plugins, review, runs, submissions
+from . import audit, clusters, matrix, plugins, review, runs, submissions
 
 urlpatterns = [
     path("matrix/", matrix.matrix, name="matrix"),
@@ -24,4 +24,5 @@ urlpatterns = [
     path("review/signoff/", review.sign_off, name="signoff"),
     path("review/signoffs/<uuid:uuid>/", review.signoff_detail, name="signoff-detail"),
     path("review/report.md", review.report_md, name="report"),
+    path("audit/", audit.audit_list, name="audit"),
 ]
