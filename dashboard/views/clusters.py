@@ -18,7 +18,9 @@ from dashboard.models import Cluster, Run, TestResult
 from dashboard.roles import can_manage_cluster
 from dashboard.runs import RunRequestError, request_run
 
-from .access import forbidden, login_required
+from dashboard import trust
+
+from .access import forbidden, login_required, maintainer_required
 from .history import WINDOW, grid
 from .fingerprint import facts
 from .outcomes import SHORT, cell
@@ -89,8 +91,9 @@ def _labelled(results: list[Any]) -> list[dict[str, Any]]:
 
 
 def cluster_detail(request: HttpRequest, name: str) -> HttpResponse:
-    c = get_object_or_404(Cluster.objects.select_related("plugin", "owner")
-                          .only(*CLUSTER_FIELDS, "plugin__slug", "plugin__name", "owner__name"), name=name)
+    c = get_object_or_404(Cluster.objects.select_related("plugin", "owner", "approved_by")
+                          .only(*CLUSTER_FIELDS, "plugin__slug", "plugin__name", "owner__name", "approved_by",
+                                "approved_by__username"), name=name)
     runs = list(Run.objects.filter(cluster=c).select_related("requested_by").defer("error")
                 .order_by("-created")[:WINDOW])
     results = {
@@ -108,7 +111,7 @@ def cluster_detail(request: HttpRequest, name: str) -> HttpResponse:
         "freshness": freshness(finished[0].finished if finished else None, schedules),
         "last_finished": finished[0] if finished else None,
         "can_manage": can_manage_cluster(request.user, c), "batteries": Battery.choices,
-        "window": WINDOW,
+        "window": WINDOW, "conflict": trust.periodic_conflict(c) if schedules else None,
     })
 
 
@@ -130,3 +133,34 @@ def run_now(request: HttpRequest, name: str) -> HttpResponse:
                       battery=run.battery)
     messages.success(request, f"Run {run.id} ({run.battery}) queued on {c.name}.")
     return redirect(run.get_absolute_url())
+
+
+# --- Maintainers' trust decisions (dashboard/trust.py): approval and basic-only -------------------
+
+
+@require_POST
+@maintainer_required
+def approve(request: HttpRequest, name: str) -> HttpResponse:
+    c = get_object_or_404(Cluster.objects.select_related("plugin").only(*CLUSTER_FIELDS, "plugin__slug"), name=name)
+    try:
+        if request.POST.get("action") == "revoke":
+            trust.revoke_approval(c, request.user, request.POST.get("reason", ""))
+            messages.success(request, f"Approval of {c.name} withdrawn: its runs no longer count.")
+        else:
+            trust.approve_cluster(c, request.user)
+            messages.success(request, f"Cluster {c.name} approved: its runs count as evidence "
+                             "(unless it is emulated).")
+    except trust.TrustError as exc:
+        messages.error(request, exc.message)
+    return redirect(c.get_absolute_url())
+
+
+@require_POST
+@maintainer_required
+def basic_only(request: HttpRequest, name: str) -> HttpResponse:
+    c = get_object_or_404(Cluster.objects.only(*CLUSTER_FIELDS), name=name)
+    value = request.POST.get("basic_only") == "true"
+    trust.set_basic_only(c, value, request.user)
+    messages.success(request, f"Cluster {c.name} is basic-only: connectivity runs are refused." if value
+                     else f"Cluster {c.name} accepts connectivity runs again.")
+    return redirect(c.get_absolute_url())

@@ -19,6 +19,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from dashboard import schedules as ops
+from dashboard import trust
 from dashboard.catalog import Battery
 from dashboard.models import AuditEvent, Cluster, NotificationChannel, NotificationLog, Schedule
 from dashboard.roles import is_maintainer
@@ -73,8 +74,12 @@ def _list(request: HttpRequest, cluster: Cluster | None) -> HttpResponse:
     qs = Schedule.objects.filter(cluster=cluster) if cluster else Schedule.objects.all()
     rows = ops.statuses(qs)
     form = ScheduleForm(initial={"cluster": cluster.name} if cluster else None)
+    # One warning per cluster whose periodic basic job is spoilt by connectivity runs (trust.py).
+    clusters = {row.schedule.cluster_id: row.schedule.cluster for row in rows}
+    conflicts = [{"cluster": c.name, "text": text} for c in clusters.values()
+                 if (text := trust.periodic_conflict(c))]
     return render(request, "schedules/list.html", {
-        "rows": rows, "form": form, "cluster": cluster,
+        "rows": rows, "form": form, "cluster": cluster, "conflicts": conflicts,
         "channels": NotificationChannel.objects.all(),
     })
 
