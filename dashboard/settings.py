@@ -198,6 +198,7 @@ if not DEBUG:
         "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
     }
 SESSION_COOKIE_HTTPONLY = True
+CSRF_FAILURE_VIEW = "dashboard.views.access.csrf_failure"  # the styled 403 page, like every refusal
 CSRF_TRUSTED_ORIGINS = [o for o in env("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 
