@@ -67,13 +67,14 @@ class Command(BaseCommand):
         def start(name: str, argv: list[str]) -> None:
             procs[name] = (argv, subprocess.Popen(argv, env=env, cwd=settings.BASE_DIR))
 
+        # The web first: the first page should not wait for the lab and the workers to boot.
+        if not opts["no_web"]:
+            start("web", [py, manage, "runserver", WEB, "--noreload"])
         start("lab", [py, manage, "lab", "--profiles", str(settings.BASE_DIR / "lab" / "profiles"),
                       "--port", str(LAB_PORT), "--register", "--kickoff"])
         celery = [py, "-m", "celery", "-A", "workers"]
         start("worker", celery + ["worker", "-l", "warning", "--concurrency", "4", "-n", "demo@%h"])
         start("beat", celery + ["beat", "-l", "warning", "-s", str(settings.VAR_DIR / "celerybeat-schedule")])
-        if not opts["no_web"]:
-            start("web", [py, manage, "runserver", WEB, "--noreload"])
         self.stdout.write(self.style.SUCCESS(f"\nSCTP readiness dashboard: http://{WEB}/  ({broker})"))
         self.stdout.write("Log in as maintainer / maintainer-demo, calico-vendor / calico-demo, "
                           "cilium-vendor / cilium-demo; the Django admin (/admin/) as admin / admin-demo. "
