@@ -28,8 +28,8 @@ STAGE_NAMES = {Stage.ALPHA: "alpha", Stage.BETA: "beta", Stage.STABLE: "stable (
 def _unmet_summary(transition: dict[str, Any]) -> str:
     bad = [c for c in transition["criteria"] if c["status"] != "met"]
     if not bad:
-        return "every criterion is met: ready for a maintainer's sign-off"
-    return f"not ready: {len(bad)} of {len(transition['criteria'])} criteria not met"
+        return "every criterion is met: a maintainer may sign it off"
+    return f"{len(bad)} of {len(transition['criteria'])} criteria not met"
 
 
 def stage_track(evaluation: dict[str, Any], releases: dict[str, SignOff]) -> list[dict[str, Any]]:
