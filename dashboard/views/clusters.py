@@ -13,16 +13,15 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.timezone import now
 from django.views.decorators.http import require_POST
 
+from dashboard import trust
 from dashboard.catalog import ALL_KEYS, BASIC_KEYS, Battery
 from dashboard.models import Cluster, Run, TestResult
 from dashboard.roles import can_manage_cluster
 from dashboard.runs import RunRequestError, request_run
 
-from dashboard import trust
-
 from .access import forbidden, login_required, maintainer_required
-from .history import WINDOW, grid
 from .fingerprint import facts
+from .history import WINDOW, grid
 from .outcomes import SHORT, cell
 
 # Never load the secret, even into memory, on pages.

@@ -13,7 +13,7 @@ from dashboard.clusters import ClusterError, register_cluster
 from dashboard.models import Plugin, Vendor
 from dashboard.roles import is_maintainer, vendor_ids
 
-from .access import login_required, forbidden
+from .access import forbidden, login_required
 
 MAX_UPLOAD = 256 * 1024
 
