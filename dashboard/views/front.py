@@ -65,9 +65,6 @@ def decorate(evaluation: dict[str, Any], baseline: dict[str, str] | None) -> Non
             c["status_label"] = LABELS.get(c["status"], c["status"])
             was = (baseline or {}).get(c["key"])
             c["changed"] = LABELS.get(was) if baseline is not None and was != c["status"] else None
-            for e in c.get("evidence") or []:
-                # The evidence policy's fields (counts, why, emulated) when the engine gives them.
-                e["counted_state"] = {True: "counted", False: "not counted"}.get(e.get("counts"), "")
 
 
 def glance(evaluation: dict[str, Any], releases: dict[str, SignOff]) -> dict[str, Any]:
@@ -90,8 +87,14 @@ def glance(evaluation: dict[str, Any], releases: dict[str, SignOff]) -> dict[str
     return out
 
 
+def _own_copy(evaluation: dict[str, Any]) -> dict[str, Any]:
+    """The published evaluation is shared by this process's requests: copy what decorate() writes."""
+    return {**evaluation, "transitions": [
+        {**t, "criteria": [dict(c) for c in t["criteria"]]} for t in evaluation["transitions"]]}
+
+
 def index(request: HttpRequest) -> HttpResponse:
-    evaluation = readiness.cached_evaluate()
+    evaluation = _own_copy(readiness.published())
     signoffs = list(SignOff.objects.select_related("maintainer").defer("snapshot").order_by("-created"))
     last = signoffs[0] if signoffs else None
     releases: dict[str, SignOff] = {}

@@ -16,6 +16,7 @@ urlpatterns = [
     path("plugins/<slug:slug>/netpol-exemption/", plugins.netpol_exemption, name="plugin-netpol-exemption"),
     path("runs/<int:run_id>/", runs.run_detail, name="run"),
     path("runs/<int:run_id>/progress/", runs.run_progress, name="run-progress"),
+    path("runs/<int:run_id>/junit.xml", runs.run_junit, name="run-junit"),
     path("plugins/<slug:slug>/", plugins.plugin_detail, name="plugin"),
     path("badge/<slug:slug>.svg", plugins.badge, name="badge"),
     path("submissions/", submissions.submission_list, name="submissions"),
