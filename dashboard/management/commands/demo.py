@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 from django.conf import settings
@@ -75,6 +76,8 @@ class Command(BaseCommand):
         celery = [py, "-m", "celery", "-A", "workers"]
         start("worker", celery + ["worker", "-l", "warning", "--concurrency", "4", "-n", "demo@%h"])
         start("beat", celery + ["beat", "-l", "warning", "-s", str(settings.VAR_DIR / "celerybeat-schedule")])
+        # Two vendor submissions made from the lab's own runs once they finish (emulated: never counted).
+        threading.Thread(target=self.seed_submissions, name="demo-seed", daemon=True).start()
         self.stdout.write(self.style.SUCCESS(f"\nSCTP readiness dashboard: http://{WEB}/  ({broker})"))
         self.stdout.write("Log in as maintainer / maintainer-demo, calico-vendor / calico-demo, "
                           "cilium-vendor / cilium-demo; the Django admin (/admin/) as admin / admin-demo. "
@@ -122,6 +125,21 @@ class Command(BaseCommand):
         host = WEB.rsplit(":", 1)[0].strip("[]")
         if "ALLOWED_HOSTS" not in env:
             env["ALLOWED_HOSTS"] = "*" if host in ("0.0.0.0", "::", "") else f"{host},127.0.0.1,localhost"
+
+    def seed_submissions(self) -> None:
+        from django.db import connection
+
+        from dashboard.demo_seed import seed_submissions
+
+        try:
+            made = seed_submissions()
+            if made:
+                self.stdout.write(f"demo: {len(made)} vendor submissions made from the lab's runs "
+                                  f"({', '.join(f'/submissions/{s.id}/' for s in made)})")
+        except Exception as exc:  # the demo goes on without them
+            self.stderr.write(f"demo: could not seed vendor submissions: {exc}")
+        finally:
+            connection.close()
 
     def ensure_users(self) -> None:
         from dashboard.models import Plugin, Vendor
