@@ -113,3 +113,15 @@ def test_a_raised_permission_denied_is_styled_and_logged_without_traceback(rf) -
     assert RefusalWithoutTraceback().filter(record) and record.exc_info is None
     body = Client().get("/no/such/page/")
     assert body.status_code == 404 and b'data-status="404"' in body.content
+
+
+def test_a_raised_permission_denied_renders_the_styled_page(rf) -> None:  # type: ignore[no-untyped-def]
+    from django.contrib.auth.models import AnonymousUser
+    from django.core.exceptions import PermissionDenied
+    from django.views.defaults import permission_denied
+
+    request = rf.get("/somewhere/")
+    request.user = AnonymousUser()
+    response = permission_denied(request, PermissionDenied("Only maintainers may look here."))
+    assert response.status_code == 403
+    assert b'data-status="403"' in response.content and b"Only maintainers may look here." in response.content
