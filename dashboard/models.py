@@ -383,7 +383,10 @@ class AuditEvent(models.Model):
 
     @classmethod
     def record(cls, actor: object, action: str, target: object = "", **detail: object) -> AuditEvent:
-        return cls.objects.create(actor=str(actor)[:150], action=action, target=str(target)[:200], detail=detail)
+        """Appends to the hash chain (dashboard/audit.py); safe against concurrent writers."""
+        from .audit import append
+
+        return append(cls, str(actor)[:150], action, str(target)[:200], detail, now())
 
 
 class ClusterLease(models.Model):

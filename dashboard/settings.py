@@ -181,16 +181,19 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"refusals": {"()": "dashboard.logfilters.RefusalWithoutTraceback"}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
-    "loggers": {"kubernetes": {"level": "WARNING"}, "urllib3": {"level": "WARNING"}},
+    "loggers": {"kubernetes": {"level": "WARNING"}, "urllib3": {"level": "WARNING"},
+                "django.request": {"filters": ["refusals"]}},
 }
 
 # --- Production ------------------------------------------------------------------------------
 if not DEBUG:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
-    SESSION_COOKIE_SECURE = True
-    CSRF_COOKIE_SECURE = True
+    # SECURE_COOKIES=false only for plain-HTTP local serving (`make demo`): browsers drop secure
+    # cookies over http, and the log-in would never stick.
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", True)
     SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
@@ -201,6 +204,7 @@ if not DEBUG:
         "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
     }
 SESSION_COOKIE_HTTPONLY = True
+CSRF_FAILURE_VIEW = "dashboard.views.access.csrf_failure"  # the styled 403 page, like every refusal
 CSRF_TRUSTED_ORIGINS = [o for o in env("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 

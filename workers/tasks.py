@@ -158,8 +158,9 @@ def sweep_all_clusters() -> int:
 
 @app.task
 def ping(value: str) -> str:
-    """A round trip for health checks and tests: the worker writes nothing, answers the value."""
-    from dashboard.models import AuditEvent
+    """A round trip for health checks and tests: the worker logs the value and answers it.
 
-    AuditEvent.record("worker", "ping", value)
+    A health check is a machine action: it writes nothing to the audit trail (which records
+    what people decided), so the trail does not fill with pings."""
+    log.info("ping %s", value)
     return value
