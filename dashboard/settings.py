@@ -167,6 +167,17 @@ RUN_HEARTBEAT_SECONDS = env_int("RUN_HEARTBEAT_SECONDS", 10)
 RUN_HEARTBEAT_TIMEOUT = env_int("RUN_HEARTBEAT_TIMEOUT", 60)
 RUN_LEASE_SECONDS = env_int("RUN_LEASE_SECONDS", 60)
 AGNHOST_IMAGE = env("AGNHOST_IMAGE", "registry.k8s.io/e2e-test-images/agnhost:2.53")
+# Comma-separated CIDRs cluster servers may use although they are loopback, private, link-local…
+# (workers/netguard.py). Empty: only public addresses. `make demo` and the tests allow 127.0.0.0/8.
+CLUSTER_ALLOWED_NETWORKS = env("CLUSTER_ALLOWED_NETWORKS", "")
+try:
+    import ipaddress as _ipaddress
+
+    [_ipaddress.ip_network(_n.strip(), strict=False) for _n in CLUSTER_ALLOWED_NETWORKS.split(",") if _n.strip()]
+except ValueError as _exc:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(f"CLUSTER_ALLOWED_NETWORKS must be comma-separated CIDRs: {_exc}") from None
 
 LOGGING = {
     "version": 1,
