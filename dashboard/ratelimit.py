@@ -135,6 +135,18 @@ class ApiRateLimitMiddleware:
         return None
 
 
+def registration_wait(request: HttpRequest, identity: str) -> float:
+    """Counts one cluster registration attempt (page or API): 0 when allowed, else seconds to wait.
+
+    Each attempt makes the dashboard resolve and contact a server someone named, so attempts
+    count per account (`identity`: a user name or token) and per client address, whether they
+    succeed or not.
+    """
+    limit = Limit.parse(settings.CLUSTER_REGISTER_RATE_LIMIT)
+    return max(Limiter("register-user", limit).hit(identity),
+               Limiter("register-ip", limit).hit(client_ip(request)))
+
+
 def login_limiter() -> Limiter:
     return Limiter("login", Limit.parse(settings.LOGIN_RATE_LIMIT))
 

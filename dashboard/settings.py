@@ -235,6 +235,8 @@ else:
 API_RATE_LIMIT_TOKEN = env("API_RATE_LIMIT_TOKEN", "120/60")
 API_RATE_LIMIT_IP = env("API_RATE_LIMIT_IP", "300/60")
 LOGIN_RATE_LIMIT = env("LOGIN_RATE_LIMIT", "10/900")
+# Cluster registrations (page and API), per account and per address: each one contacts a server.
+CLUSTER_REGISTER_RATE_LIMIT = env("CLUSTER_REGISTER_RATE_LIMIT", "10/3600")
 # The client address: REMOTE_ADDR, or the last hop of this header when a trusted proxy sets it.
 RATE_LIMIT_IP_HEADER = env("RATE_LIMIT_IP_HEADER", "")
 MIDDLEWARE.insert(

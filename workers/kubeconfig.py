@@ -177,6 +177,8 @@ def _ask_version(data: dict[str, Any], server: str) -> dict[str, Any]:
     finally:
         watchdog.cancel()
         api.close()
+    if pin.aborted:  # cut off by the deadline, whatever the client made of the rest
+        raise KubeconfigError(f"server {server} {NOT_A_KUBERNETES_SERVER} within {REACHABILITY_DEADLINE:.0f} s")
     if status != 200:
         try:  # the standard phrase, not the server's own (which is the server's text)
             phrase = f" {HTTPStatus(status).phrase}"
