@@ -97,6 +97,8 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
 LANGUAGE_CODE = "en-us"
@@ -235,6 +237,11 @@ else:
 API_RATE_LIMIT_TOKEN = env("API_RATE_LIMIT_TOKEN", "120/60")
 API_RATE_LIMIT_IP = env("API_RATE_LIMIT_IP", "300/60")
 LOGIN_RATE_LIMIT = env("LOGIN_RATE_LIMIT", "10/900")
+# The same lockout (dashboard.ratelimit.LockoutModelBackend) also counts failures per user name
+# from any address and per address across user names; /login/ and /admin/login/ share it.
+LOGIN_RATE_LIMIT_USER = env("LOGIN_RATE_LIMIT_USER", "50/900")
+LOGIN_RATE_LIMIT_IP = env("LOGIN_RATE_LIMIT_IP", "30/900")
+AUTHENTICATION_BACKENDS = ["dashboard.ratelimit.LockoutModelBackend"]
 # Cluster registrations (page and API), per account and per address: each one contacts a server.
 CLUSTER_REGISTER_RATE_LIMIT = env("CLUSTER_REGISTER_RATE_LIMIT", "10/3600")
 # The client address: REMOTE_ADDR, or the last hop of this header when a trusted proxy sets it.
