@@ -53,6 +53,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Bodies judged by Content-Length and the sender before CSRF or a view reads them.
+    "dashboard.bodyguard.BodyGuardMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -163,6 +165,8 @@ READINESS_PERIODIC_RUNS = env_int("READINESS_PERIODIC_RUNS", 3)
 # The public page and API share one evaluation this long at most (0: evaluate every request).
 READINESS_CACHE_SECONDS = env_int("READINESS_CACHE_SECONDS", 30)
 SUBMISSION_MAX_BYTES = env_int("SUBMISSION_MAX_BYTES", 50 * 1024 * 1024)
+# Any other request body (forms, kubeconfigs, JSON): larger is refused from Content-Length, unread.
+REQUEST_MAX_BYTES = env_int("REQUEST_MAX_BYTES", 2 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 RUN_HEARTBEAT_SECONDS = env_int("RUN_HEARTBEAT_SECONDS", 10)
