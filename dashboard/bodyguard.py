@@ -61,7 +61,11 @@ def refusal(request: HttpRequest, *, authenticated: Callable[[], bool]) -> Refus
     if length > limit:
         return Refusal(413, f"the request body ({length} bytes) is larger than the {limit} bytes allowed here")
     if length and request.path.startswith(API_PREFIX) and not authenticated():
-        return Refusal(401, "missing or invalid token: send the header 'Authorization: Token <token>'")
+        from dashboard.api.auth import bearer
+
+        if bearer(request) is None:  # the API's own words (dashboard.api.auth)
+            return Refusal(401, "missing token: send the header 'Authorization: Token <token>'")
+        return Refusal(401, "invalid or revoked token")
     if length > ANONYMOUS_FORM_BYTES and not request.path.startswith(API_PREFIX) and not authenticated():
         return Refusal(401, "log in before uploading")
     return None

@@ -115,11 +115,15 @@ def sweep_cluster(cluster_id: int) -> list[str]:
     from workers.kubeconfig import api_client_from_kubeconfig
 
     cluster = Cluster.objects.filter(pk=cluster_id).first()
-    if cluster is None or not cluster.kubeconfig:
+    if cluster is None or not cluster.__dict__.get("kubeconfig"):
         return []
     live = {str(i) for i in Run.objects.filter(cluster=cluster, state__in=[Run.State.QUEUED, Run.State.RUNNING])
             .values_list("id", flat=True)}
-    api_client = api_client_from_kubeconfig(cluster.kubeconfig)
+    try:
+        text = runner.kubeconfig_of(cluster)
+    except runner.CredentialsUnreadable:
+        return []
+    api_client = api_client_from_kubeconfig(text)
     try:
         return sweep_namespaces(api_client, live)
     finally:

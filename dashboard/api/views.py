@@ -137,7 +137,7 @@ def _create_submission(request: HttpRequest) -> JsonResponse:
             cluster=request.POST.get("cluster"),
             fileobj=upload,
             filename=upload.name if upload else "",
-            uploaded_by=f"{token.vendor.name} (token {token.hint}…)",
+            uploaded_by=f"{token.vendor.name} (token {token.hint})",
         )
     except SubmissionError as exc:
         return error(exc.status, exc.message, **exc.extra)

@@ -24,7 +24,7 @@ from .outcomes import cell
 
 # Never load the secret, even into memory, on pages.
 CLUSTER_FIELDS = ("id", "name", "owner", "plugin", "plugin_version", "kubernetes_version", "proxier",
-                  "node_access", "load_balancer", "kubenet", "lab", "enabled", "created")
+                  "node_access", "load_balancer", "kubenet", "lab", "enabled", "credentials_error", "created")
 
 
 def freshness(last_finished: Any, schedules: list[Any]) -> dict[str, str]:
