@@ -172,6 +172,8 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 RUN_HEARTBEAT_SECONDS = env_int("RUN_HEARTBEAT_SECONDS", 10)
 RUN_HEARTBEAT_TIMEOUT = env_int("RUN_HEARTBEAT_TIMEOUT", 60)
 RUN_LEASE_SECONDS = env_int("RUN_LEASE_SECONDS", 60)
+# Requested (not periodic) runs an owner may have waiting at once (dashboard/runs.py).
+RUNS_QUEUED_PER_OWNER = env_int("RUNS_QUEUED_PER_OWNER", 5)
 AGNHOST_IMAGE = env("AGNHOST_IMAGE", "registry.k8s.io/e2e-test-images/agnhost:2.53")
 # Comma-separated CIDRs cluster servers may use although they are loopback, private, link-local…
 # (workers/netguard.py). Empty: only public addresses. `make demo` and the tests allow 127.0.0.0/8.

@@ -109,6 +109,9 @@ def run_now(request: HttpRequest, name: str) -> HttpResponse:
     except RunRequestError as exc:
         messages.error(request, exc.message)
         return redirect(c.get_absolute_url())
+    if getattr(run, "deduplicated", False):
+        messages.info(request, f"Run {run.id} ({run.battery}) is already queued on {c.name}.")
+        return redirect(run.get_absolute_url())
     from dashboard.models import AuditEvent
 
     AuditEvent.record(request.user.get_username(), "run.request", f"run {run.id}", cluster=c.name,

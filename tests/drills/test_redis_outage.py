@@ -39,10 +39,10 @@ def web_still_serves(client: Client) -> None:
         assert took < QUICK, f"{path} took {took:.1f} s with Redis down"
 
 
-def requests_during_the_outage(client: Client, token: str, cluster: str, count: int) -> list[int]:
+def requests_during_the_outage(client: Client, token: str, cluster: str, batteries: tuple[str, ...]) -> list[int]:
     ids = []
-    for _ in range(count):
-        run_id, took = timed(lambda: request_run(client, token, cluster, "basic"))
+    for battery in batteries:  # one per battery: a second request of a queued battery is that run
+        run_id, took = timed(lambda b=battery: request_run(client, token, cluster, b))
         assert took < QUICK, f"a run request took {took:.1f} s with Redis down"
         ids.append(run_id)
     for run in Run.objects.filter(pk__in=ids):
@@ -78,11 +78,11 @@ def test_while_redis_is_stopped_the_web_serves_and_run_requests_wait_in_the_data
 
                 redis_server.stop()
                 web_still_serves(client)
-                ids = requests_during_the_outage(client, token, "drill-redis", 2)
+                ids = requests_during_the_outage(client, token, "drill-redis", ("basic", "connectivity"))
 
                 # A task delivered just before Redis went: the lease cannot be taken, the attempt
                 # ends cleanly and the run goes back to the dispatcher (no crash loop, no claim).
-                delivered = create_run(clusters["drill-redis"], "basic", dispatch_on_commit=False)
+                delivered = create_run(clusters["drill-redis"], "all", dispatch_on_commit=False)
                 Run.objects.filter(pk=delivered.pk).update(dispatched=delivered.created)
                 assert execute_run(delivered.pk) == "lease-unavailable"
                 delivered.refresh_from_db()
@@ -106,7 +106,7 @@ def test_while_redis_hangs_the_api_still_answers_quickly_and_nothing_is_lost(set
                 redis_server.freeze()
                 try:
                     web_still_serves(client)
-                    ids = requests_during_the_outage(client, token, "drill-redis-hang", 1)
+                    ids = requests_during_the_outage(client, token, "drill-redis-hang", ("basic",))
                 finally:
                     redis_server.thaw()
                 dispatched_once_redis_is_back(ids, worker["log"])
