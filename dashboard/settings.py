@@ -157,6 +157,13 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = "UTC"
 CELERY_TASK_DEFAULT_QUEUE = env("CELERY_QUEUE", "celery")
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+# Every task ends: the soft limit raises inside it (a run then ends in error and frees its lease),
+# the hard one kills the pool process. Tasks that take longer set their own (execute_run,
+# sweep_cluster: workers/tasks.py); these are the defaults for all the others.
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 120)
+CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 180)
+# The longest a battery run may take on a worker (a real cluster's connectivity battery: minutes).
+RUN_TIME_LIMIT_SECONDS = env_int("RUN_TIME_LIMIT_SECONDS", 2 * 3600)
 
 # --- The product -----------------------------------------------------------------------------
 FIELD_ENCRYPTION_KEY = env("FIELD_ENCRYPTION_KEY", "")

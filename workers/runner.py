@@ -117,6 +117,8 @@ def execute(run_id: int, *, worker: str = "", task_id: str = "") -> str:
     except Exception as exc:
         log.exception("run %s failed", run_id)
         state, error = Run.State.ERROR, f"{type(exc).__name__}: {exc}"
+        if type(exc).__name__ == "SoftTimeLimitExceeded":  # Celery's soft limit (no Celery import here)
+            state, error = Run.State.ERROR, "the run took longer than the worker's time limit (RUN_TIME_LIMIT_SECONDS)"
     finally:
         beat.stop.set()
         beat.join(timeout=10)
