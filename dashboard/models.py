@@ -230,6 +230,8 @@ class Run(EvidenceMixin):
     # proxier mode detected on the cluster ("" when it could not be determined).
     emulated = models.BooleanField(default=False)
     proxier_detected = models.CharField(max_length=20, blank=True)
+    # The Kubernetes minor the evidence is of (the server's /version when the run saw it).
+    kubernetes_minor = models.PositiveSmallIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created"]
@@ -316,6 +318,7 @@ class Submission(EvidenceMixin):
     run_at = models.DateTimeField(null=True, blank=True)
     run_at_source = models.CharField(max_length=10, blank=True, help_text="file | upload")
     emulated = models.BooleanField(default=False, help_text="The file says it comes from an emulated cluster")
+    kubernetes_minor = models.PositiveSmallIntegerField(null=True, blank=True)
     created = models.DateTimeField(default=now)
     reviewed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True, related_name="+"
@@ -416,6 +419,25 @@ class ReadinessSnapshot(models.Model):
 
     def __str__(self) -> str:
         return f"readiness at {self.created:%Y-%m-%d %H:%M}"
+
+
+class PublishedReadiness(models.Model):
+    """The readiness evaluation the public page, API and badges serve (one row, pk=1).
+
+    Every change to evidence bumps `version` (a single UPDATE, in the writer's transaction);
+    readers serve `data` while `computed_version` matches and it is younger than
+    READINESS_MAX_AGE_SECONDS, and otherwise recompute it. A beat task recomputes it every
+    minute (time alone turns evidence stale and schedules late) and a task does so after commits.
+    """
+
+    version = models.PositiveBigIntegerField(default=0)
+    computed_version = models.BigIntegerField(default=-1)
+    computed = models.DateTimeField(null=True, blank=True)
+    data = models.JSONField(default=dict)
+    badges = models.JSONField(default=dict, help_text="plugin slug -> {status, message, why}")
+
+    def __str__(self) -> str:
+        return f"readiness published at {self.computed}"
 
 
 # --- Operations: schedule health and notifications (dashboard/schedules.py, dashboard/notify.py) ---

@@ -19,8 +19,9 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils.timezone import now
 
-from .catalog import Battery
+from .catalog import Battery, kubernetes_minor
 from .models import Cluster, Run, Schedule
+from .trust import refuse_run
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,9 @@ def request_run(
         raise RunRequestError(400, f"unknown battery {battery!r}: expected one of {', '.join(Battery.values)}")
     if not cluster.enabled:
         raise RunRequestError(409, f"cluster {cluster.name} is disabled")
+    refusal = refuse_run(cluster, battery)
+    if refusal:
+        raise RunRequestError(409, refusal)
     with transaction.atomic():
         if trigger != Run.Trigger.PERIODIC:
             # Serializes requests on this cluster, so two at once cannot both queue the battery.
@@ -94,6 +98,8 @@ def _create(cluster: Cluster, battery: str, *, trigger: str, user: Any, schedule
         plugin_id=cluster.plugin_id,
         plugin_version=cluster.plugin_version,
         kubernetes_version=cluster.kubernetes_version,
+        kubernetes_minor=kubernetes_minor(cluster.kubernetes_version),
+        emulated=cluster.emulated or cluster.lab,
         proxier=cluster.proxier,
         battery=battery,
         trigger=trigger,

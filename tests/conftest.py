@@ -26,6 +26,15 @@ def lab_networks_allowed(settings):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(autouse=True)
+def own_redis_prefix(settings, monkeypatch):  # type: ignore[no-untyped-def]
+    """One Redis key prefix per test, for this process and the workers it starts: test runs
+    share Redis with each other (and cluster ids repeat after flushes), leases must not meet."""
+    prefix = f"test-{uuid.uuid4().hex[:12]}"
+    settings.REDIS_PREFIX = prefix
+    monkeypatch.setenv("REDIS_PREFIX", prefix)
+
+
+@pytest.fixture(autouse=True)
 def fresh_cache_namespace(settings):  # type: ignore[no-untyped-def]
     """Each test counts rate limits in a cache namespace of its own (Redis outlives tests; never
     cache.clear() there: the cache shares its Redis database with the broker)."""
@@ -34,6 +43,8 @@ def fresh_cache_namespace(settings):  # type: ignore[no-untyped-def]
     settings.CACHES = caches
     # Many log-ins per test: the default PBKDF2 would cost a third of a second each.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    # No refresh tasks sent to a shared broker nobody consumes in tests; readers recompute.
+    settings.READINESS_REFRESH_ON_COMMIT = False
 
 
 @pytest.fixture(autouse=True)

@@ -31,6 +31,9 @@ def cluster(c: Cluster, last_run: Run | None = None) -> dict[str, Any]:
         "load_balancer": c.load_balancer,
         "kubenet": c.kubenet,
         "lab": c.lab,
+        "emulated": c.emulated or c.lab,
+        "approved": c.approved,
+        "basic_only": c.basic_only,
         "enabled": c.enabled,
         # False when the stored kubeconfig could not be decrypted (register the cluster again).
         "credentials_ok": c.credentials_ok,
@@ -61,6 +64,8 @@ def run(r: Run, results: list | None = None) -> dict[str, Any]:
         "plugin_version": r.plugin_version,
         "kubernetes_version": r.kubernetes_version,
         "proxier": r.proxier,
+        "proxier_detected": r.proxier_detected or None,
+        "emulated": r.emulated,
         "battery": r.battery,
         "trigger": r.trigger,
         "state": r.state,
