@@ -218,12 +218,16 @@ def _get_version(api: k8s.ApiClient, timeout: float) -> tuple[int, bytes]:
         raw.release_conn() if raw.status == 200 else raw.close()
 
 
-def checked_server(server: str, timeout: float = REACHABILITY_TIMEOUT) -> Pin:
-    """The server resolved once and allowed (workers.netguard), or KubeconfigError saying why."""
+def checked_server(server: str, timeout: float = REACHABILITY_TIMEOUT, *, name_it: bool = True) -> Pin:
+    """The server resolved once and allowed (workers.netguard), or KubeconfigError saying why.
+
+    `name_it` False leaves the URL out of the message (run errors are public on the run page).
+    """
     try:
         return check_server(server, timeout=timeout)
     except ServerNotAllowed as exc:
-        raise KubeconfigError(f"server {server} is not allowed: {exc}") from None
+        raise KubeconfigError(f"{f'server {server}' if name_it else 'the cluster server'} is not allowed: {exc}") \
+            from None
 
 
 def _client_from_dict(data: dict[str, Any], request_timeout: float, pin: Pin) -> k8s.ApiClient:
@@ -275,4 +279,4 @@ def api_client_from_kubeconfig(
     """
     data = parse_kubeconfig(text)
     summary = _check_structure(data)
-    return _client_from_dict(data, request_timeout, checked_server(summary["server"]))
+    return _client_from_dict(data, request_timeout, checked_server(summary["server"], name_it=False))

@@ -279,6 +279,7 @@ def test_at_run_time_the_server_is_checked_again_and_refused(vendor_token, setti
         assert server.hits == []
     run = Run.objects.get(pk=run.pk)
     assert run.state == Run.State.ERROR and "not allowed" in run.error and "loopback" in run.error
+    assert str(server.port) not in run.error  # the run page is public: the server is not named
 
 
 def test_registration_is_rate_limited_on_the_api_and_the_page(client, vendor_token, vendor_user, settings):
