@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import threading
+from datetime import datetime
 from typing import Any
+
+from django.core.serializers.json import DjangoJSONEncoder
 
 from django.conf import settings
 from django.db.models import F
@@ -50,32 +55,76 @@ def evaluate(ctx: Context | None = None) -> dict[str, Any]:
     }
 
 
-def published() -> dict[str, Any]:
-    """The evaluation the public page and API serve: the stored one while no evidence changed
-    since and it is younger than READINESS_MAX_AGE_SECONDS (one query), else recomputed here."""
+# This process's copy of the published evaluation, keyed by when it was computed: a request
+# then costs one small query (is it still current?) instead of decoding the stored JSON again.
+_memo: dict[str, Any] = {}
+_memo_lock = threading.Lock()
+
+
+def _current() -> tuple[datetime | None, bool]:
+    """(when the published evaluation was computed, whether it is still current)."""
     from dashboard.models import PublishedReadiness
 
-    row = PublishedReadiness.objects.filter(pk=1).only("version", "computed_version", "computed", "data").first()
-    if row is not None and row.computed_version == row.version and row.computed is not None:
-        if (tz_now() - row.computed).total_seconds() < settings.READINESS_MAX_AGE_SECONDS:
-            return row.data
+    row = PublishedReadiness.objects.filter(pk=1).values_list("version", "computed_version", "computed").first()
+    if row is None or row[2] is None:
+        return None, False
+    version, computed_version, computed = row
+    fresh = computed_version == version and (tz_now() - computed).total_seconds() < settings.READINESS_MAX_AGE_SECONDS
+    return computed, fresh
+
+
+def _load(computed: datetime) -> dict[str, Any]:
+    with _memo_lock:
+        if _memo.get("computed") == computed:
+            return _memo
+    from dashboard.models import PublishedReadiness
+
+    row = PublishedReadiness.objects.filter(pk=1).values_list("data", "badges", "computed").first()
+    entry = {"computed": row[2], "data": row[0], "badges": row[1], "json": None} if row else {}
+    with _memo_lock:
+        _memo.clear()
+        _memo.update(entry)
+        return dict(_memo)
+
+
+def published() -> dict[str, Any]:
+    """The evaluation the public page and API serve: the stored one while no evidence changed
+    since and it is younger than READINESS_MAX_AGE_SECONDS, else recomputed here. Callers must
+    not modify it (copy.deepcopy it first): it is shared by the requests of this process."""
+    computed, fresh = _current()
+    if fresh and computed is not None:
+        return _load(computed)["data"]
     return publish()
 
 
 cached_evaluate = published  # the name the views used before the evaluation was stored
 
 
+def published_json() -> bytes:
+    """The published evaluation as the API's JSON body, encoded once per publication."""
+    computed, fresh = _current()
+    if not (fresh and computed is not None):
+        publish()
+        computed, _ = _current()
+    entry = _load(computed) if computed is not None else {}
+    if not entry:
+        return json.dumps(evaluate(), cls=DjangoJSONEncoder).encode()
+    if entry.get("json") is None:
+        body = json.dumps(entry["data"], cls=DjangoJSONEncoder).encode()
+        with _memo_lock:
+            if _memo.get("computed") == computed:
+                _memo["json"] = body
+        return body
+    return entry["json"]
+
+
 def published_badge(slug: str) -> dict[str, Any] | None:
     """A plugin's badge status as last published ({status, message, why}), None if unknown."""
-    from dashboard.models import PublishedReadiness
-
-    row = PublishedReadiness.objects.filter(pk=1).only("version", "computed_version", "computed", "badges").first()
-    fresh = (row is not None and row.computed_version == row.version and row.computed is not None
-             and (tz_now() - row.computed).total_seconds() < settings.READINESS_MAX_AGE_SECONDS)
-    if not fresh:
+    computed, fresh = _current()
+    if not (fresh and computed is not None):
         publish()
-        row = PublishedReadiness.objects.filter(pk=1).only("badges").first()
-    return (row.badges if row else {}).get(slug)
+        computed, _ = _current()
+    return (_load(computed).get("badges") or {}).get(slug) if computed is not None else None
 
 
 def publish(evaluation: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -86,9 +135,16 @@ def publish(evaluation: dict[str, Any] | None = None) -> dict[str, Any]:
     version = row.version  # read first: a change during the evaluation leaves it stale, not lost
     evaluation = evaluation if evaluation is not None else evaluate()
     badges = _badges()
+    computed = tz_now()
     PublishedReadiness.objects.filter(pk=1).update(
-        data=evaluation, badges=badges, computed_version=version, computed=tz_now()
+        data=evaluation, badges=badges, computed_version=version, computed=computed
     )
+    # What this process will serve next, as it comes back from the database (JSON-normalised).
+    stored = PublishedReadiness.objects.filter(pk=1).values_list("data", "computed").first()
+    if stored is not None:
+        with _memo_lock:
+            _memo.clear()
+            _memo.update({"computed": stored[1], "data": stored[0], "badges": badges, "json": None})
     return evaluation
 
 
