@@ -217,7 +217,7 @@ def _pinned_connection(base: type[HTTPConnection], pin: Pin) -> type[HTTPConnect
                     (str(pin.address), self.port), self.timeout,
                     source_address=self.source_address, socket_options=self.socket_options,
                 )
-            except socket.timeout as exc:
+            except TimeoutError as exc:
                 raise ConnectTimeoutError(self, "connect timed out") from exc
             except OSError as exc:
                 raise NewConnectionError(self, f"failed to connect: {exc}") from exc

@@ -5,7 +5,6 @@ kubeconfig errors name a line, never its text; audit entries hold no URL credent
 from __future__ import annotations
 
 import pytest
-import yaml
 from cryptography.fernet import Fernet
 from django.db import connection
 from django.test import Client

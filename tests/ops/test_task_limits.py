@@ -46,12 +46,12 @@ class Retried(Exception):
 
 @pytest.mark.django_db(transaction=True)
 def test_a_run_on_a_busy_cluster_retries_later_each_time_and_is_not_re_dispatched(monkeypatch):
-    from workers import runner
-    from workers.tasks import dispatch_pending, execute_run
-
     from datetime import timedelta
 
     from django.utils.timezone import now
+
+    from workers import runner
+    from workers.tasks import dispatch_pending, execute_run
 
     c = factories.cluster("busy-one", kubeconfig=KUBECONFIG)
     # Requested 20 min ago, first sent 11 min ago: the dispatcher would take it for lost.
