@@ -25,6 +25,17 @@ TOKEN = "ssrf-test-token"
 VERSION = b'{"major":"1","minor":"31","gitVersion":"v1.31.2"}'
 
 
+@pytest.fixture(autouse=True)
+def inside_one_window():  # type: ignore[no-untyped-def]
+    """The limits count in fixed windows: start well inside one, so no test straddles two."""
+    import datetime
+
+    import time_machine
+
+    with time_machine.travel(datetime.datetime(2026, 12, 1, 12, 1, 40, tzinfo=datetime.timezone.utc), tick=True):
+        yield
+
+
 class Scripted:
     """A TCP server on 127.0.0.1 answering every connection with `script(conn)`; counts them."""
 

@@ -10,6 +10,17 @@ from django.test import Client
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(autouse=True)
+def inside_one_window():  # type: ignore[no-untyped-def]
+    """The limits count in fixed windows: start well inside one, so no test straddles two."""
+    import datetime
+
+    import time_machine
+
+    with time_machine.travel(datetime.datetime(2026, 12, 1, 12, 1, 40, tzinfo=datetime.timezone.utc), tick=True):
+        yield
+
+
 @pytest.fixture
 def boss(db):  # type: ignore[no-untyped-def]
     return get_user_model().objects.create_superuser("boss", "boss@example.invalid", "boss-right-password")
