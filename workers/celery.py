@@ -6,7 +6,11 @@ import os
 
 from celery import Celery
 
+from .broker import install as install_redis_transport
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+# A failed acknowledgement during a Redis hang must not silence the worker (workers/broker.py).
+install_redis_transport()
 
 app = Celery("workers")
 app.config_from_object("django.conf:settings", namespace="CELERY")

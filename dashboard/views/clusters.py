@@ -26,8 +26,8 @@ from .outcomes import SHORT, cell
 
 # Never load the secret, even into memory, on pages.
 CLUSTER_FIELDS = ("id", "name", "owner", "plugin", "plugin_version", "kubernetes_version", "proxier",
-                  "node_access", "load_balancer", "kubenet", "lab", "enabled", "created", "approved", "approved_at",
-                  "basic_only", "emulated")
+                  "node_access", "load_balancer", "kubenet", "lab", "enabled", "credentials_error", "created",
+                  "approved", "approved_at", "basic_only", "emulated")
 
 
 def freshness(last_finished: Any, schedules: list[Any]) -> dict[str, str]:
@@ -126,6 +126,9 @@ def run_now(request: HttpRequest, name: str) -> HttpResponse:
     except RunRequestError as exc:
         messages.error(request, exc.message)
         return redirect(c.get_absolute_url())
+    if getattr(run, "deduplicated", False):
+        messages.info(request, f"Run {run.id} ({run.battery}) is already queued on {c.name}.")
+        return redirect(run.get_absolute_url())
     from dashboard.models import AuditEvent
 
     AuditEvent.record(request.user.get_username(), "run.request", f"run {run.id}", cluster=c.name,

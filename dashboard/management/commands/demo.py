@@ -48,6 +48,12 @@ class Command(BaseCommand):
 
     def handle(self, *args, **opts):  # type: ignore[no-untyped-def]
         env = os.environ.copy()
+        # The lab listens on the loopback, where cluster servers are otherwise refused
+        # (workers/netguard.py): the demo allows exactly that, for every process it starts.
+        allowed = [n for n in (env.get("CLUSTER_ALLOWED_NETWORKS") or "").split(",") if n.strip()]
+        if "127.0.0.0/8" not in allowed:
+            allowed.append("127.0.0.0/8")
+        env["CLUSTER_ALLOWED_NETWORKS"] = settings.CLUSTER_ALLOWED_NETWORKS = ",".join(allowed)
         embedded = settings.EMBEDDED_BROKER
         if not embedded and not redis_reachable(settings.CELERY_BROKER_URL):
             embedded = True
