@@ -77,7 +77,9 @@ def _authenticated(request: HttpRequest) -> bool:
         from dashboard.models import ApiToken
 
         token = bearer(request)
-        return bool(token) and ApiToken.authenticate(token) is not None
+        if not token:
+            return False
+        return ApiToken.authenticate(token) is not None
     user = getattr(request, "user", None)
     return bool(user is not None and user.is_authenticated)
 

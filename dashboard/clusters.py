@@ -75,13 +75,13 @@ def register_cluster(
     except KubeconfigError as exc:
         raise ClusterError(400, f"kubeconfig: {exc}", "kubeconfig") from exc
     detected = (summary.get("kubernetes_version") or "").lstrip("v")
-    fields: dict[str, Any] = dict(
-        plugin=plugin, plugin_version=plugin_version,
-        kubernetes_version=kubernetes_version.lstrip("v") or detected,
-        proxier=proxier, node_access=_bool(data.get("node_access", "true")),
-        load_balancer=_bool(data.get("load_balancer", "false")), kubenet=_bool(data.get("kubenet", "false")),
-        agnhost_image=image, kubeconfig=kubeconfig, credentials_error="",
-    )
+    fields: dict[str, Any] = {
+        "plugin": plugin, "plugin_version": plugin_version,
+        "kubernetes_version": kubernetes_version.lstrip("v") or detected,
+        "proxier": proxier, "node_access": _bool(data.get("node_access", "true")),
+        "load_balancer": _bool(data.get("load_balancer", "false")), "kubenet": _bool(data.get("kubenet", "false")),
+        "agnhost_image": image, "kubeconfig": kubeconfig, "credentials_error": "",
+    }
     if summary.get("emulated"):
         fields["emulated"] = True  # once an emulator, always flagged: re-registering never clears it
     by_maintainer = allowed_plugin_ids is None

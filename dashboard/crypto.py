@@ -87,14 +87,14 @@ class DecryptOnAccess(DeferredAttribute):
     gets ImproperlyConfigured saying why.
     """
 
-    def __get__(self, instance, cls=None):  # type: ignore[no-untyped-def]
+    def __get__(self, instance, cls=None):
         value = super().__get__(instance, cls)
         if isinstance(value, Sealed):
             value = decrypt(value.token)
             instance.__dict__[self.field.attname] = value
         return value
 
-    def __set__(self, instance, value):  # type: ignore[no-untyped-def]
+    def __set__(self, instance, value):
         # A data descriptor, so reads come here rather than straight from instance.__dict__.
         instance.__dict__[self.field.attname] = value
 
@@ -104,23 +104,23 @@ class EncryptedTextField(models.TextField):
 
     descriptor_class = DecryptOnAccess
 
-    def from_db_value(self, value, expression, connection):  # type: ignore[no-untyped-def]
+    def from_db_value(self, value, expression, connection):
         if value is None or value == "":
             return value
         return Sealed(value)
 
-    def pre_save(self, model_instance, add):  # type: ignore[no-untyped-def]
+    def pre_save(self, model_instance, add):
         # Saving other fields must not decrypt (nor fail on) a secret nobody read.
         return model_instance.__dict__.get(self.attname)
 
-    def get_prep_value(self, value):  # type: ignore[no-untyped-def]
+    def get_prep_value(self, value):
         if value is None or value == "":
             return value
         if isinstance(value, Sealed):
             return value.token  # unchanged since loaded: stored as it was
         return encrypt(str(value))
 
-    def to_python(self, value):  # type: ignore[no-untyped-def]
+    def to_python(self, value):
         return value if isinstance(value, Sealed) else super().to_python(value)
 
 
@@ -131,7 +131,7 @@ class SealedSecrets(models.Model):
     class Meta:
         abstract = True
 
-    def refresh_from_db(self, using=None, fields=None, from_queryset=None):  # type: ignore[no-untyped-def]
+    def refresh_from_db(self, using=None, fields=None, from_queryset=None):
         if fields is None:
             sealed = {f.attname for f in self._meta.concrete_fields if isinstance(f, EncryptedTextField)}
             fields = [f.attname for f in self._meta.concrete_fields if f.attname not in sealed]

@@ -10,7 +10,14 @@ from django.db import models
 from django.utils.timezone import now
 
 from .catalog import Battery, Outcome, Proxier, Stage
-from .crypto import EncryptedTextField, SealedSecrets, new_token, strip_url_credentials, token_digest, token_hint
+from .crypto import (
+    EncryptedTextField,
+    SealedSecrets,
+    new_token,
+    strip_url_credentials,
+    token_digest,
+    token_hint,
+)
 from .evidence import EvidenceFlags
 
 

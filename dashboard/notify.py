@@ -16,12 +16,14 @@ Semantics, at most once per event and channel:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
 import logging
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -34,9 +36,9 @@ from django.utils.timezone import now
 
 from workers.celery import send
 
-DELIVER_TASK = "workers.tasks.deliver_notification"
-
 from .models import NotificationChannel, NotificationLog
+
+DELIVER_TASK = "workers.tasks.deliver_notification"
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +66,7 @@ def emit(event_key: str, event: str, payload: dict[str, Any]) -> list[int]:
             log.info("notification %s for %s already exists; not sending it twice", event_key, channel)
             continue
         created.append(entry.pk)
-        transaction.on_commit(lambda pk=entry.pk: enqueue(pk))
+        transaction.on_commit(functools.partial(enqueue, entry.pk))
     return created
 
 
@@ -160,7 +162,8 @@ def send_email(channel: NotificationChannel, payload: dict[str, Any]) -> None:
         raise DeliveryError(f"the e-mail could not be sent: {exc}") from exc
 
 
-SENDERS = {NotificationChannel.Kind.WEBHOOK: send_webhook, NotificationChannel.Kind.EMAIL: send_email}
+SENDERS: dict[str, Callable[[NotificationChannel, dict[str, Any]], None]] = {
+    NotificationChannel.Kind.WEBHOOK: send_webhook, NotificationChannel.Kind.EMAIL: send_email}
 
 
 def attempt(log_id: int) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 import uuid
 from typing import Any
 
@@ -21,7 +22,7 @@ os.environ.setdefault("CLUSTER_ALLOWED_NETWORKS", LAB_NETWORKS)
 
 
 @pytest.fixture(autouse=True)
-def lab_networks_allowed(settings):  # type: ignore[no-untyped-def]
+def lab_networks_allowed(settings):
     settings.CLUSTER_ALLOWED_NETWORKS = LAB_NETWORKS
 
 

@@ -131,7 +131,7 @@ def refusal(address: IPAddress, networks: list[IPNetwork]) -> str | None:
 
 def _getaddrinfo(host: str, port: int) -> list[str]:
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
-    return list(dict.fromkeys(info[4][0] for info in infos))
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
 def resolve(host: str, port: int, timeout: float = RESOLVE_TIMEOUT) -> list[IPAddress]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from datetime import timedelta
 
@@ -35,7 +36,7 @@ def busy_countdown(retries: int) -> float:
 @app.task(bind=True, acks_late=True, max_retries=None,
           soft_time_limit=settings.RUN_TIME_LIMIT_SECONDS,
           time_limit=settings.RUN_TIME_LIMIT_SECONDS + RUN_HARD_LIMIT_MARGIN)
-def execute_run(self, run_id: int) -> str:  # type: ignore[no-untyped-def]
+def execute_run(self, run_id: int) -> str:
     try:
         outcome = runner.execute(run_id, worker=self.request.hostname or "", task_id=self.request.id or "")
     except LeaseUnavailable as exc:
@@ -75,7 +76,7 @@ def reap_stale_runs() -> list[int]:
             reaped.append(run_id)
             release_dead_lease(cluster_id, run_id)
             runner.finish_reaped(run_id)
-            transaction.on_commit(lambda c=cluster_id: sweep_cluster.delay(c))
+            transaction.on_commit(functools.partial(sweep_cluster.delay, cluster_id))
     return reaped
 
 
@@ -122,7 +123,7 @@ def run_schedule(schedule_id: int) -> int | None:
 
 
 @app.task(bind=True, acks_late=True, max_retries=None)
-def deliver_notification(self, log_id: int) -> str:  # type: ignore[no-untyped-def]
+def deliver_notification(self, log_id: int) -> str:
     """One notification delivery, retried with backoff (dashboard.notify.deliver)."""
     return notify.deliver(log_id, self.retry)
 

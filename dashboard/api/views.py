@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 
+from django.conf import settings
 from django.db.models import OuterRef, Subquery
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-
-from django.conf import settings
 
 from dashboard import readiness
 from dashboard.clusters import KUBECONFIG_MAX_BYTES, ClusterError, register_cluster

@@ -73,12 +73,12 @@ def _cluster_runs() -> set[int]:
     """Per cluster, the newest finished run covering the basic and the connectivity tests: one
     "LIMIT 1" step each on the (cluster, state, battery, -created) index."""
     finished = Run.objects.filter(cluster=OuterRef("pk"), state=Run.State.FINISHED).order_by("-created")
-    annotations = {
-        "basic_run": Subquery(finished.filter(battery__in=[Battery.BASIC, Battery.ALL]).values("id")[:1]),
-        "conn_run": Subquery(finished.filter(battery__in=[Battery.CONNECTIVITY, Battery.ALL]).values("id")[:1]),
-    }
+    newest = Cluster.objects.annotate(
+        basic_run=Subquery(finished.filter(battery__in=[Battery.BASIC, Battery.ALL]).values("id")[:1]),
+        conn_run=Subquery(finished.filter(battery__in=[Battery.CONNECTIVITY, Battery.ALL]).values("id")[:1]),
+    )
     ids: set[int] = set()
-    for basic_run, conn_run in Cluster.objects.annotate(**annotations).values_list("basic_run", "conn_run"):
+    for basic_run, conn_run in newest.values_list("basic_run", "conn_run"):
         ids.update(i for i in (basic_run, conn_run) if i)
     return ids
 
@@ -90,7 +90,7 @@ def _plugin_sources() -> tuple[set[int], set[int]]:
     column test that its planner cannot match to the (plugin, state|status, has_connectivity,
     -finished|-created) indexes, and would sort the plugin's whole history instead.
     """
-    def newest(model, order: str, **filters):  # type: ignore[no-untyped-def]
+    def newest(model, order: str, **filters):
         qs = model.objects.filter(plugin=OuterRef("pk"), has_connectivity__in=[True], **filters)
         return Subquery(qs.order_by(order).values("id")[:1])
 

@@ -29,7 +29,7 @@ PUBLIC_PAGES = ["/", "/matrix/", "/clusters/", "/api/v1/clusters/", "/api/v1/rea
 
 
 @pytest.fixture
-def lost_key_cluster(settings):  # type: ignore[no-untyped-def]
+def lost_key_cluster(settings):
     """A cluster whose kubeconfig was encrypted under a key the server no longer has."""
     settings.FIELD_ENCRYPTION_KEY = Fernet.generate_key().decode()
     lost = factories.cluster("lost-key", kubeconfig=KUBECONFIG)
@@ -44,8 +44,7 @@ def test_public_pages_never_decrypt_credentials(monkeypatch):
     calls: list[str] = []
     monkeypatch.setattr(crypto, "decrypt", lambda token: calls.append(token) or "")
     client = Client()
-    for path in PUBLIC_PAGES + [f"/clusters/{c.name}/", f"/runs/{run.id}/", f"/api/v1/runs/{run.id}/",
-                                "/plugins/calico/", "/badge/calico.svg"]:
+    for path in [*PUBLIC_PAGES, f"/clusters/{c.name}/", f"/runs/{run.id}/", f"/api/v1/runs/{run.id}/", "/plugins/calico/", "/badge/calico.svg"]:
         resp = client.get(path)
         assert resp.status_code == 200, (path, resp.status_code)
         assert SECRET not in resp.content.decode()
@@ -56,7 +55,7 @@ def test_public_pages_never_decrypt_credentials(monkeypatch):
 def test_an_undecryptable_row_breaks_no_page_and_is_marked_on_its_cluster(lost_key_cluster, maintainer_token):
     other = factories.cluster("fine", kubeconfig=KUBECONFIG)
     client = Client()
-    for path in PUBLIC_PAGES + ["/clusters/lost-key/", "/clusters/fine/"]:
+    for path in [*PUBLIC_PAGES, "/clusters/lost-key/", "/clusters/fine/"]:
         assert client.get(path).status_code == 200, path
     # The cluster is saved (approval, edits) without touching its secret.
     lost_key_cluster.refresh_from_db()

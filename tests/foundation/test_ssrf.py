@@ -26,20 +26,20 @@ VERSION = b'{"major":"1","minor":"31","gitVersion":"v1.31.2"}'
 
 
 @pytest.fixture(autouse=True)
-def inside_one_window():  # type: ignore[no-untyped-def]
+def inside_one_window():
     """The limits count in fixed windows: start well inside one, so no test straddles two."""
     import datetime
 
     import time_machine
 
-    with time_machine.travel(datetime.datetime(2026, 12, 1, 12, 1, 40, tzinfo=datetime.timezone.utc), tick=True):
+    with time_machine.travel(datetime.datetime(2026, 12, 1, 12, 1, 40, tzinfo=datetime.UTC), tick=True):
         yield
 
 
 class Scripted:
     """A TCP server on 127.0.0.1 answering every connection with `script(conn)`; counts them."""
 
-    def __init__(self, script) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, script) -> None:
         self.script = script
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
@@ -74,7 +74,7 @@ class Scripted:
 
 
 @contextmanager
-def scripted(script) -> Iterator[Scripted]:  # type: ignore[no-untyped-def]
+def scripted(script) -> Iterator[Scripted]:
     server = Scripted(script)
     try:
         yield server
@@ -100,13 +100,13 @@ def kubeconfig(server: str) -> str:
     })
 
 
-def register(client, token: str, server: str, name: str = "calico-prod"):  # type: ignore[no-untyped-def]
+def register(client, token: str, server: str, name: str = "calico-prod"):
     return client.post("/api/v1/clusters/", {
         "name": name, "plugin": "calico", "proxier": "iptables", "kubeconfig": kubeconfig(server),
     }, **auth(token))
 
 
-def refused_and_nothing_stored(resp, status: int = 400) -> str:  # type: ignore[no-untyped-def]
+def refused_and_nothing_stored(resp, status: int = 400) -> str:
     assert resp.status_code == status, resp.content
     assert not Cluster.objects.exists()
     assert not AuditEvent.objects.filter(action__startswith="cluster.").exists()
@@ -332,7 +332,7 @@ def tls_version_server(hostname: str) -> Iterator[tuple[int, str]]:
 
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hostname)])
-    today = datetime.datetime.now(datetime.timezone.utc)
+    today = datetime.datetime.now(datetime.UTC)
     cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
             .serial_number(x509.random_serial_number()).not_valid_before(today - datetime.timedelta(days=1))
             .not_valid_after(today + datetime.timedelta(days=1))
@@ -350,7 +350,7 @@ def tls_version_server(hostname: str) -> Iterator[tuple[int, str]]:
             self.end_headers()
             self.wfile.write(VERSION)
 
-        def log_message(self, *args) -> None:  # type: ignore[no-untyped-def]
+        def log_message(self, *args) -> None:
             pass
 
     with tempfile.NamedTemporaryFile("wb", suffix=".pem") as bundle:

@@ -3,6 +3,8 @@ and per address; Django's password validators on every form that sets a password
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
@@ -11,22 +13,22 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def inside_one_window():  # type: ignore[no-untyped-def]
+def inside_one_window():
     """The limits count in fixed windows: start well inside one, so no test straddles two."""
     import datetime
 
     import time_machine
 
-    with time_machine.travel(datetime.datetime(2026, 12, 1, 12, 1, 40, tzinfo=datetime.timezone.utc), tick=True):
+    with time_machine.travel(datetime.datetime(2026, 12, 1, 12, 1, 40, tzinfo=datetime.UTC), tick=True):
         yield
 
 
 @pytest.fixture
-def boss(db):  # type: ignore[no-untyped-def]
+def boss(db):
     return get_user_model().objects.create_superuser("boss", "boss@example.invalid", "boss-right-password")
 
 
-def post(path: str, username: str, password: str, ip: str = "10.2.2.2", client: Client | None = None):  # type: ignore[no-untyped-def]
+def post(path: str, username: str, password: str, ip: str = "10.2.2.2", client: Client | None = None):
     client = client or Client()
     return client, client.post(path, {"username": username, "password": password, "next": "/admin/"},
                                REMOTE_ADDR=ip)
@@ -79,8 +81,12 @@ def test_a_locked_out_password_is_never_checked(boss, monkeypatch) -> None:
         post("/login/", "boss", "wrong")
     checked = []
     original = get_user_model().check_password
-    monkeypatch.setattr(get_user_model(), "check_password",
-                        lambda self, raw: checked.append(raw) or original(self, raw))
+
+    def checking(self: Any, raw: str) -> bool:
+        checked.append(raw)
+        return original(self, raw)
+
+    monkeypatch.setattr(get_user_model(), "check_password", checking)
     post("/admin/login/", "boss", "boss-right-password")
     post("/login/", "boss", "boss-right-password")
     assert checked == []

@@ -13,11 +13,11 @@ from django.core import mail
 from django.utils.timezone import now
 
 from dashboard import notify
-from workers.tasks import deliver_notification
 from dashboard import schedules as ops
 from dashboard.models import NotificationChannel, NotificationLog, Run, Schedule, ScheduleHealth
 from dashboard.readiness.history import LISTENERS
 from tests import factories
+from workers.tasks import deliver_notification
 
 from .webhook_server import WebhookServer
 

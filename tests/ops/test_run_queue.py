@@ -13,13 +13,13 @@ from tests.conftest import auth
 pytestmark = pytest.mark.django_db
 
 
-def ask(client: Client, token: str, cluster: str, battery: str = "basic"):  # type: ignore[no-untyped-def]
+def ask(client: Client, token: str, cluster: str, battery: str = "basic"):
     return client.post(f"/api/v1/clusters/{cluster}/runs/", {"battery": battery}, content_type="application/json",
                        **auth(token))
 
 
 @pytest.fixture
-def calico(db):  # type: ignore[no-untyped-def]
+def calico(db):
     return factories.vendor("Calico vendor", ("calico",))
 
 

@@ -89,7 +89,7 @@ def test_a_run_cut_by_the_soft_time_limit_ends_in_error_and_frees_its_lease(monk
     from workers import runner
     from workers.lease import Lease
 
-    def too_long(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def too_long(*args, **kwargs):
         raise SoftTimeLimitExceeded()
 
     monkeypatch.setattr(workers.battery, "run_battery", too_long)

@@ -46,7 +46,7 @@ def test_the_check_notices_a_deleted_entry() -> None:
         _verify()
 
 
-def test_the_exit_status_is_non_zero_from_the_command_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_exit_status_is_non_zero_from_the_command_line(tmp_path) -> None:
     from django.core.management import execute_from_command_line
 
     e = AuditEvent.record("maria", "signoff", "alpha → beta")
@@ -66,7 +66,7 @@ def test_concurrent_records_never_share_a_predecessor() -> None:
         try:
             for i in range(10):
                 AuditEvent.record(f"writer-{n}", "test.concurrent", f"{n}-{i}")
-        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+        except BaseException as exc:
             errors.append(exc)
         finally:
             connection.close()
@@ -82,7 +82,7 @@ def test_concurrent_records_never_share_a_predecessor() -> None:
     assert "40 entries verified" in _verify()
 
 
-def test_the_audit_page_filters_and_pages_for_maintainers(client: Client, maintainer, vendor_user) -> None:  # type: ignore[no-untyped-def]
+def test_the_audit_page_filters_and_pages_for_maintainers(client: Client, maintainer, vendor_user) -> None:
     for i in range(60):
         AuditEvent.record("maria", "submission.verify", f"submission {i}")
     AuditEvent.record("victor", "cluster.register", "cluster calico-prod")
@@ -100,7 +100,7 @@ def test_the_audit_page_filters_and_pages_for_maintainers(client: Client, mainta
     assert "action=submission.verify&amp;page=2" in client.get("/audit/?action=submission.verify").content.decode()
 
 
-def test_the_admin_shows_records_read_only(client: Client, admin_user) -> None:  # type: ignore[no-untyped-def]
+def test_the_admin_shows_records_read_only(client: Client, admin_user) -> None:
     e = AuditEvent.record("maria", "signoff", "alpha → beta")
     client.force_login(admin_user)
     assert client.get(f"/admin/dashboard/auditevent/{e.pk}/change/").status_code == 200  # view only

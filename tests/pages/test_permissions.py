@@ -85,7 +85,7 @@ def test_every_form_on_the_pages_carries_a_csrf_token(client: Client, maintainer
         assert body.count('method="post"') == body.count('name="csrfmiddlewaretoken"') > 0, url
 
 
-def test_every_refusal_is_the_styled_page_and_logs_no_traceback(client: Client, vendor_user, caplog) -> None:  # type: ignore[no-untyped-def]
+def test_every_refusal_is_the_styled_page_and_logs_no_traceback(client: Client, vendor_user, caplog) -> None:
     client.force_login(vendor_user)
     for url in ("/schedules/", "/review/", "/audit/", "/schedules/channels/"):
         response = client.get(url)
@@ -97,7 +97,7 @@ def test_every_refusal_is_the_styled_page_and_logs_no_traceback(client: Client, 
     assert not [r for r in caplog.records if r.exc_info], "a refusal logged a traceback"
 
 
-def test_a_raised_permission_denied_is_styled_and_logged_without_traceback(rf) -> None:  # type: ignore[no-untyped-def]
+def test_a_raised_permission_denied_is_styled_and_logged_without_traceback(rf) -> None:
     import logging
 
     from django.core.exceptions import PermissionDenied
@@ -115,7 +115,7 @@ def test_a_raised_permission_denied_is_styled_and_logged_without_traceback(rf) -
     assert body.status_code == 404 and b'data-status="404"' in body.content
 
 
-def test_a_raised_permission_denied_renders_the_styled_page(rf) -> None:  # type: ignore[no-untyped-def]
+def test_a_raised_permission_denied_renders_the_styled_page(rf) -> None:
     from django.contrib.auth.models import AnonymousUser
     from django.core.exceptions import PermissionDenied
     from django.views.defaults import permission_denied

@@ -32,7 +32,7 @@ def test_the_page_opens_on_the_current_stage_and_the_next_decision(client: Clien
     assert 'class="edge later">later<' in body and 'data-stage="stable" data-state="later"' in body
 
 
-def test_after_ga_the_page_watches_the_ga_criteria(client: Client, maintainer) -> None:  # type: ignore[no-untyped-def]
+def test_after_ga_the_page_watches_the_ga_criteria(client: Client, maintainer) -> None:
     for frm, to, release in (("alpha", "beta", "1.19"), ("beta", "stable", "1.20")):
         SignOff.objects.create(from_stage=frm, to_stage=to, maintainer=maintainer, comment="ok",
                                kubernetes_release=release, snapshot=readiness.evaluate())

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def policy(resp) -> dict[str, list[str]]:  # type: ignore[no-untyped-def]
+def policy(resp) -> dict[str, list[str]]:
     header = resp["Content-Security-Policy"]
     return {d.split()[0]: d.split()[1:] for d in header.split(";") if d.strip()}
 

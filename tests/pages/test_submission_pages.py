@@ -15,13 +15,13 @@ from .junit import sctp_junit
 pytestmark = pytest.mark.django_db
 
 
-def _upload(client: Client, data: bytes, **fields: str):  # type: ignore[no-untyped-def]
+def _upload(client: Client, data: bytes, **fields: str):
     form = {"plugin": "calico", "plugin_version": "3.28.0", "kubernetes_version": "1.30.1", "proxier": "iptables",
             "cluster": "", **fields, "file": SimpleUploadedFile("junit_01.xml", data, "application/xml")}
     return client.post("/submissions/new/", form)
 
 
-def test_a_vendor_uploads_a_junit_file_and_lands_on_its_report(client: Client, vendor_user) -> None:  # type: ignore[no-untyped-def]
+def test_a_vendor_uploads_a_junit_file_and_lands_on_its_report(client: Client, vendor_user) -> None:
     client.force_login(vendor_user)
     assert 'value="calico" selected' in client.get("/submissions/new/").content.decode()
     response = _upload(client, sctp_junit())
@@ -38,7 +38,7 @@ def test_a_vendor_uploads_a_junit_file_and_lands_on_its_report(client: Client, v
     assert download.status_code == 200 and download.content == sctp_junit()
 
 
-def test_the_same_file_twice_is_refused_with_a_link_to_the_first(client: Client, vendor_user) -> None:  # type: ignore[no-untyped-def]
+def test_the_same_file_twice_is_refused_with_a_link_to_the_first(client: Client, vendor_user) -> None:
     client.force_login(vendor_user)
     _upload(client, sctp_junit())
     again = _upload(client, sctp_junit())
@@ -46,7 +46,7 @@ def test_the_same_file_twice_is_refused_with_a_link_to_the_first(client: Client,
     assert again.status_code == 409 and f'<a href="/submissions/{first.id}/">open submission {first.id}</a>' in again.content.decode()
 
 
-def test_a_bad_field_re_renders_the_form_with_the_reason(client: Client, vendor_user) -> None:  # type: ignore[no-untyped-def]
+def test_a_bad_field_re_renders_the_form_with_the_reason(client: Client, vendor_user) -> None:
     client.force_login(vendor_user)
     response = _upload(client, sctp_junit(), kubernetes_version="latest")
     assert response.status_code == 400 and "is not a version like 1.31.2" in response.content.decode()
@@ -54,13 +54,13 @@ def test_a_bad_field_re_renders_the_form_with_the_reason(client: Client, vendor_
     assert not Submission.objects.exists()
 
 
-def test_a_vendor_cannot_upload_for_another_vendors_plugin(client: Client, vendor_user) -> None:  # type: ignore[no-untyped-def]
+def test_a_vendor_cannot_upload_for_another_vendors_plugin(client: Client, vendor_user) -> None:
     client.force_login(vendor_user)
     assert _upload(client, sctp_junit(), plugin="cilium").status_code == 403
     assert not Submission.objects.exists()
 
 
-def test_a_maintainer_verifies_and_the_audit_log_says_so(client: Client, maintainer) -> None:  # type: ignore[no-untyped-def]
+def test_a_maintainer_verifies_and_the_audit_log_says_so(client: Client, maintainer) -> None:
     sub = factories.submission("calico", status="pending_review")
     client.force_login(maintainer)
     response = client.post(f"/submissions/{sub.id}/review/", {"action": "verify", "reason": "looks right"})
@@ -70,7 +70,7 @@ def test_a_maintainer_verifies_and_the_audit_log_says_so(client: Client, maintai
     assert AuditEvent.objects.filter(action="submission.verify", actor="maria", target=f"submission {sub.id}").exists()
 
 
-def test_a_rejection_needs_a_reason(client: Client, maintainer) -> None:  # type: ignore[no-untyped-def]
+def test_a_rejection_needs_a_reason(client: Client, maintainer) -> None:
     sub = factories.submission("calico", status="pending_review")
     client.force_login(maintainer)
     body = client.post(f"/submissions/{sub.id}/review/", {"action": "reject"}, follow=True).content.decode()
@@ -79,7 +79,7 @@ def test_a_rejection_needs_a_reason(client: Client, maintainer) -> None:  # type
     assert sub.status == "pending_review"
 
 
-def test_a_maintainer_downloads_the_original_file(client: Client, maintainer) -> None:  # type: ignore[no-untyped-def]
+def test_a_maintainer_downloads_the_original_file(client: Client, maintainer) -> None:
     sub = factories.submission("calico")
     client.force_login(maintainer)
     response = client.get(f"/submissions/{sub.id}/download/")
@@ -87,7 +87,7 @@ def test_a_maintainer_downloads_the_original_file(client: Client, maintainer) ->
     assert response["Content-Disposition"].startswith("attachment")
 
 
-def test_another_vendor_may_not_download_the_file(client: Client, other_vendor_user) -> None:  # type: ignore[no-untyped-def]
+def test_another_vendor_may_not_download_the_file(client: Client, other_vendor_user) -> None:
     sub = factories.submission("calico")
     client.force_login(other_vendor_user)
     response = client.get(f"/submissions/{sub.id}/download/")
@@ -95,7 +95,7 @@ def test_another_vendor_may_not_download_the_file(client: Client, other_vendor_u
     assert "Download the original file" not in client.get(f"/submissions/{sub.id}/").content.decode()
 
 
-def test_a_rejected_submission_says_it_never_counts(client: Client, maintainer) -> None:  # type: ignore[no-untyped-def]
+def test_a_rejected_submission_says_it_never_counts(client: Client, maintainer) -> None:
     sub = factories.submission("calico", status="rejected")
     body = client.get(f"/submissions/{sub.id}/").content.decode()
     assert "never counts towards the criteria" in body and "once a maintainer verifies it" not in body
@@ -106,7 +106,7 @@ def test_anonymous_visitors_learn_how_vendors_submit(client: Client) -> None:
     assert "How vendors submit" in body and 'href="/api/v1/docs/"' in body and 'href="/submissions/new/"' in body
 
 
-def test_the_list_filters_by_plugin_and_status_and_marks_the_vendors_own(client: Client, vendor_user) -> None:  # type: ignore[no-untyped-def]
+def test_the_list_filters_by_plugin_and_status_and_marks_the_vendors_own(client: Client, vendor_user) -> None:
     mine = factories.submission("calico", status="pending_review")
     Submission.objects.filter(pk=mine.pk).update(vendor=vendor_user.vendors.get())
     verified = factories.submission("cilium")
@@ -121,6 +121,7 @@ def test_the_list_filters_by_plugin_and_status_and_marks_the_vendors_own(client:
 def test_query_counts_do_not_grow_with_history(client: Client) -> None:
     grow_submissions(3)
     sub = Submission.objects.first()
+    assert sub is not None
     before = (queries(client, "/submissions/"), queries(client, f"/submissions/{sub.id}/"))
     grow_submissions(80)
     assert (queries(client, "/submissions/"), queries(client, f"/submissions/{sub.id}/")) == before == (3, 1)

@@ -12,7 +12,7 @@ from tests import factories
 pytestmark = pytest.mark.django_db
 
 
-def test_a_maintainer_approves_a_cluster_and_the_page_says_it_counts(client: Client, maintainer) -> None:  # type: ignore[no-untyped-def]
+def test_a_maintainer_approves_a_cluster_and_the_page_says_it_counts(client: Client, maintainer) -> None:
     factories.cluster("calico-prod", approved=False)
     client.force_login(maintainer)
     body = client.get("/clusters/calico-prod/").content.decode()
@@ -35,7 +35,7 @@ def test_an_emulated_cluster_says_its_runs_never_count(client: Client) -> None:
     assert "emulated</small>" in client.get("/clusters/").content.decode()
 
 
-def test_basic_only_toggles_and_the_conflict_warning_shows_until_then(client: Client, maintainer) -> None:  # type: ignore[no-untyped-def]
+def test_basic_only_toggles_and_the_conflict_warning_shows_until_then(client: Client, maintainer) -> None:
     c = factories.cluster("calico-a", approved=True)
     factories.schedule(c, battery="basic")
     factories.run(c, battery="connectivity")
@@ -51,7 +51,7 @@ def test_basic_only_toggles_and_the_conflict_warning_shows_until_then(client: Cl
     assert not Cluster.objects.get(pk=c.pk).basic_only
 
 
-def test_a_netpol_exemption_needs_a_reason_and_is_shown(client: Client, maintainer) -> None:  # type: ignore[no-untyped-def]
+def test_a_netpol_exemption_needs_a_reason_and_is_shown(client: Client, maintainer) -> None:
     p = factories.plugin("flannel", netpol=False)
     client.force_login(maintainer)
     assert "NetworkPolicy exemption" in client.get("/plugins/flannel/").content.decode()
@@ -68,7 +68,7 @@ def test_a_netpol_exemption_needs_a_reason_and_is_shown(client: Client, maintain
 @pytest.mark.parametrize("url, data", [("/clusters/calico-a/approve/", {}),
                                        ("/clusters/calico-a/basic-only/", {"basic_only": "true"}),
                                        ("/plugins/calico/netpol-exemption/", {"reason": "mine"})])
-def test_vendors_may_not_make_trust_decisions(client: Client, vendor_user, url, data) -> None:  # type: ignore[no-untyped-def]
+def test_vendors_may_not_make_trust_decisions(client: Client, vendor_user, url, data) -> None:
     factories.cluster("calico-a", owner=vendor_user.vendors.get(), approved=False)
     client.force_login(vendor_user)
     response = client.post(url, data)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import socket
 import time
+from typing import Any
 
 import pytest
 from django.test import Client
@@ -31,17 +32,18 @@ class CountingStream(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
+    def readinto(self, buffer) -> int:
         n = min(len(buffer), self.size - self.read_bytes)
         buffer[:n] = b"x" * n
         self.read_bytes += n
         return n
 
 
-def post_unread(client: Client, path: str, size: int, **headers):  # type: ignore[no-untyped-def]
+def post_unread(client: Client, path: str, size: int, **headers):
     body = CountingStream(size)
+    extra: dict[str, Any] = {"wsgi.input": body, **headers}
     resp = client.generic("POST", path, b"", content_type=f"multipart/form-data; boundary={BOUNDARY}",
-                          CONTENT_LENGTH=str(size), **{"wsgi.input": body}, **headers)
+                          CONTENT_LENGTH=str(size), **extra)
     return resp, body
 
 

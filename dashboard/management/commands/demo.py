@@ -42,11 +42,11 @@ def redis_reachable(url: str) -> bool:
 class Command(BaseCommand):
     help = "Run the whole product locally against the lab's emulated clusters."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         parser.add_argument("--no-web", action="store_true")
         parser.add_argument("--setup-only", action="store_true", help="set up, start nothing")
 
-    def handle(self, *args, **opts):  # type: ignore[no-untyped-def]
+    def handle(self, *args, **opts):
         env = os.environ.copy()
         # The lab listens on the loopback, where cluster servers are otherwise refused
         # (workers/netguard.py): the demo allows exactly that, for every process it starts.
@@ -80,8 +80,8 @@ class Command(BaseCommand):
         start("lab", [py, manage, "lab", "--profiles", str(settings.BASE_DIR / "lab" / "profiles"),
                       "--port", str(LAB_PORT), "--register", "--kickoff"])
         celery = [py, "-m", "celery", "-A", "workers"]
-        start("worker", celery + ["worker", "-l", "warning", "--concurrency", "4", "-n", "demo@%h"])
-        start("beat", celery + ["beat", "-l", "warning", "-s", str(settings.VAR_DIR / "celerybeat-schedule")])
+        start("worker", [*celery, "worker", "-l", "warning", "--concurrency", "4", "-n", "demo@%h"])
+        start("beat", [*celery, "beat", "-l", "warning", "-s", str(settings.VAR_DIR / "celerybeat-schedule")])
         # Two vendor submissions made from the lab's own runs once they finish (emulated: never counted).
         threading.Thread(target=self.seed_submissions, name="demo-seed", daemon=True).start()
         self.stdout.write(self.style.SUCCESS(f"\nSCTP readiness dashboard: http://{WEB}/  ({broker})"))
@@ -90,7 +90,7 @@ class Command(BaseCommand):
                           "Ctrl-C stops everything.\n")
         stop = False
 
-        def on_signal(signum, frame):  # type: ignore[no-untyped-def]
+        def on_signal(signum, frame):
             nonlocal stop
             stop = True
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand
 from django.db import connection, transaction
-
-from django.core.exceptions import ImproperlyConfigured
 
 from dashboard.crypto import is_decryptable, rotate
 
@@ -14,7 +13,7 @@ class Command(BaseCommand):
     help = "After putting a new key first in FIELD_ENCRYPTION_KEY, re-encrypt the stored secrets with it."
 
     @transaction.atomic
-    def handle(self, *args, **opts):  # type: ignore[no-untyped-def]
+    def handle(self, *args, **opts):
         from workers.runner import CREDENTIALS_UNREADABLE
 
         count, unreadable = 0, []

@@ -11,7 +11,7 @@ from dashboard.models import AuditEvent
 class Command(BaseCommand):
     help = "Check the audit trail's hash chain; exit non-zero at the first broken entry."
 
-    def handle(self, *args, **opts):  # type: ignore[no-untyped-def]
+    def handle(self, *args, **opts):
         entries = AuditEvent.objects.order_by("id").only(
             "id", "actor", "action", "target", "detail", "created", "prev_hash", "hash").iterator(chunk_size=2000)
         report = verify(entries)
