@@ -26,6 +26,23 @@ def fresh_cache_namespace(settings):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(autouse=True)
+def api_answers_match_the_schema(monkeypatch):  # type: ignore[no-untyped-def]
+    """Every answer of /api/v1/ a test gets through Django's test client is validated against
+    the schema generated from the code (tests/apischema.py): the operation, the status and the
+    body. A test that expects a refusal still gets a schema-conforming refusal."""
+    from tests import apischema
+
+    original = Client.request
+
+    def request(self, **kwargs):  # type: ignore[no-untyped-def]
+        response = original(self, **kwargs)
+        apischema.check_response(response)
+        return response
+
+    monkeypatch.setattr(Client, "request", request)
+
+
+@pytest.fixture(autouse=True)
 def seeded_catalog_after_flush(request):  # type: ignore[no-untyped-def]
     """Transactional tests flush the database, seed migration included: seed it again."""
     marker = request.node.get_closest_marker("django_db")

@@ -64,9 +64,9 @@ def test_the_list_filters_by_plugin_and_status_newest_first(client, vendor_token
     a = post(client, vendor_token, connectivity_junit(salt="a")).json()["id"]
     c = post(client, vendor_token, connectivity_junit(salt="c")).json()["id"]
     post(client, other_vendor_token, connectivity_junit(salt="b"), plugin="cilium")
-    ids = [s["id"] for s in client.get("/api/v1/submissions/?plugin=calico").json()]
+    ids = [s["id"] for s in client.get("/api/v1/submissions/?plugin=calico").json()["results"]]
     assert ids == [c, a]
-    assert client.get("/api/v1/submissions/?status=verified").json() == []
+    assert client.get("/api/v1/submissions/?status=verified").json()["results"] == []
     assert client.get("/api/v1/submissions/?status=bogus").status_code == 400
 
 
