@@ -252,6 +252,7 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "KEP-614 graduation criteria, battery runs and vendor evidence.",
     "VERSION": "1",
     "SCHEMA_PATH_PREFIX": "/api/v1",
+    "SERVE_INCLUDE_SCHEMA": False,  # GET schema/ and docs/ are the schema, not operations in it
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

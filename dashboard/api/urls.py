@@ -1,4 +1,6 @@
-from django.urls import path
+from django.http import HttpRequest, JsonResponse
+from django.urls import path, re_path
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.renderers import OpenApiJsonRenderer, OpenApiYamlRenderer
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
@@ -9,6 +11,12 @@ class SchemaView(SpectacularAPIView):
     """The OpenAPI 3 schema generated from the views; JSON unless YAML is asked for."""
 
     renderer_classes = [OpenApiJsonRenderer, OpenApiYamlRenderer]
+
+
+@csrf_exempt
+def not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
+    """Anything else under /api/v1/ (an unknown path, a name no cluster can have): JSON too."""
+    return JsonResponse({"error": "not found"}, status=404)
 
 
 urlpatterns = [
@@ -27,4 +35,5 @@ urlpatterns = [
     path("submissions/<int:pk>/verify/", views.SubmissionVerifySlashView.as_view(), name="api-submission-verify"),
     path("submissions/<int:pk>/reject", views.SubmissionRejectView.as_view()),
     path("submissions/<int:pk>/reject/", views.SubmissionRejectSlashView.as_view(), name="api-submission-reject"),
+    re_path(r"^(?P<rest>.*)$", not_found),
 ]
