@@ -1,11 +1,15 @@
-"""Celery tasks: thin wrappers that take primary keys and call plain code."""
+"""Celery tasks: thin wrappers that take primary keys and call plain code.
+
+Each task's body is a plain function next to it (`execute_or_wait`, `reap_stale`,
+`dispatch_lost`, `start_scheduled`, `sweep`), called in-process by the tests with time-machine
+(tests/workers/test_task_bodies.py); the task adds only what Celery owns (retries, names).
+"""
 
 from __future__ import annotations
 
 import logging
 from datetime import timedelta
 
-from celery.exceptions import MaxRetriesExceededError
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
@@ -23,10 +27,13 @@ BUSY_RETRY_SECONDS = 5
 BUSY_MAX_RETRIES = 720  # an hour of waiting for the cluster's lease
 
 
-@app.task(bind=True, acks_late=True, max_retries=BUSY_MAX_RETRIES)
-def execute_run(self, run_id: int) -> str:  # type: ignore[no-untyped-def]
+def execute_or_wait(run_id: int, *, worker: str = "", task_id: str = "", retries: int = 0) -> str:
+    """Runs the run; BUSY when its cluster's lease is held and it should be tried again later.
+
+    After BUSY_MAX_RETRIES tries (an hour) the run ends in error instead of waiting forever.
+    """
     try:
-        outcome = runner.execute(run_id, worker=self.request.hostname or "", task_id=self.request.id or "")
+        outcome = runner.execute(run_id, worker=worker, task_id=task_id)
     except LeaseUnavailable as exc:
         # Redis went away between delivering the task and the lease: the run was not claimed.
         # Forget the dispatch so dispatch_pending sends it again once Redis is back (no retry
@@ -34,19 +41,30 @@ def execute_run(self, run_id: int) -> str:  # type: ignore[no-untyped-def]
         log.warning("run %s stays queued: %s", run_id, exc)
         Run.objects.filter(pk=run_id, state=Run.State.QUEUED).update(dispatched=None)
         return "lease-unavailable"
+    if outcome == runner.BUSY and retries >= BUSY_MAX_RETRIES:
+        Run.objects.filter(pk=run_id, state=Run.State.QUEUED).update(
+            state=Run.State.ERROR, finished=now(),
+            error="the cluster stayed busy with another run for an hour",
+        )
+        return "gave-up"
+    return outcome
+
+
+@app.task(bind=True, acks_late=True, max_retries=BUSY_MAX_RETRIES)
+def execute_run(self, run_id: int) -> str:  # type: ignore[no-untyped-def]
+    outcome = execute_or_wait(run_id, worker=self.request.hostname or "", task_id=self.request.id or "",
+                              retries=self.request.retries or 0)
     if outcome == runner.BUSY:
-        try:
-            raise self.retry(countdown=BUSY_RETRY_SECONDS)
-        except MaxRetriesExceededError:
-            Run.objects.filter(pk=run_id, state=Run.State.QUEUED).update(
-                state=Run.State.ERROR, finished=now(),
-                error="the cluster stayed busy with another run for an hour",
-            )
+        raise self.retry(countdown=BUSY_RETRY_SECONDS)
     return outcome
 
 
 @app.task
 def reap_stale_runs() -> list[int]:
+    return reap_stale()
+
+
+def reap_stale() -> list[int]:
     """Ends runs whose worker died: no heartbeat within RUN_HEARTBEAT_TIMEOUT."""
     cutoff = now() - timedelta(seconds=settings.RUN_HEARTBEAT_TIMEOUT)
     stale = list(
@@ -75,6 +93,10 @@ def release_dead_lease(cluster_id: int, run_id: int) -> None:
 
 @app.task
 def dispatch_pending() -> int:
+    return dispatch_lost()
+
+
+def dispatch_lost() -> int:
     """Sends queued runs the broker never got (it was down) or lost (it restarted)."""
     from dashboard.runs import dispatch
 
@@ -90,6 +112,10 @@ def dispatch_pending() -> int:
 
 @app.task
 def run_schedule(schedule_id: int) -> int | None:
+    return start_scheduled(schedule_id)
+
+
+def start_scheduled(schedule_id: int) -> int | None:
     """Beat's entry point for a periodic battery; safe when two beats fire at once."""
     from dashboard.runs import request_run
 
@@ -110,6 +136,10 @@ def run_schedule(schedule_id: int) -> int | None:
 
 @app.task
 def sweep_cluster(cluster_id: int) -> list[str]:
+    return sweep(cluster_id)
+
+
+def sweep(cluster_id: int) -> list[str]:
     """Deletes namespaces left behind by runs that are no longer alive."""
     from workers.battery import sweep_namespaces
     from workers.kubeconfig import api_client_from_kubeconfig
