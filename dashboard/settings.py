@@ -170,6 +170,8 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 RUN_HEARTBEAT_SECONDS = env_int("RUN_HEARTBEAT_SECONDS", 10)
 RUN_HEARTBEAT_TIMEOUT = env_int("RUN_HEARTBEAT_TIMEOUT", 60)
 RUN_LEASE_SECONDS = env_int("RUN_LEASE_SECONDS", 60)
+# Redis keys of the per-cluster run leases start with this (tests use one of their own).
+LEASE_KEY_PREFIX = env("LEASE_KEY_PREFIX", "sctp-dashboard")
 AGNHOST_IMAGE = env("AGNHOST_IMAGE", "registry.k8s.io/e2e-test-images/agnhost:2.53")
 
 LOGGING = {

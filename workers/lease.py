@@ -27,7 +27,7 @@ def _redis():  # type: ignore[no-untyped-def]
 
 
 def _key(cluster_id: int) -> str:
-    return f"sctp-dashboard:cluster-lease:{cluster_id}"
+    return f"{settings.LEASE_KEY_PREFIX}:cluster-lease:{cluster_id}"
 
 
 class LeaseUnavailable(Exception):

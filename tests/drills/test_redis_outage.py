@@ -21,7 +21,7 @@ from tests.e2e import maintainer_token, request_run, wait_for
 
 from .support import pointed_at, private_redis
 
-pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.e2e, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
 
 QUICK = 10.0  # seconds: an answer slower than this is a hang to an operator
 

@@ -9,7 +9,7 @@ import pytest
 from dashboard.models import AuditEvent
 from tests.worker import celery_worker
 
-pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.e2e, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
 
 
 def test_a_task_sent_by_primary_key_runs_in_a_real_worker_and_writes_to_the_database():
