@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 import uuid
 
 import pytest
@@ -15,6 +16,15 @@ from tests import factories
 
 
 @pytest.fixture(autouse=True)
+def own_redis_prefix(settings, monkeypatch):  # type: ignore[no-untyped-def]
+    """One Redis key prefix per test, for this process and the workers it starts: test runs
+    share Redis with each other (and cluster ids repeat after flushes), leases must not meet."""
+    prefix = f"test-{uuid.uuid4().hex[:12]}"
+    settings.REDIS_PREFIX = prefix
+    monkeypatch.setenv("REDIS_PREFIX", prefix)
+
+
+@pytest.fixture(autouse=True)
 def fresh_cache_namespace(settings):  # type: ignore[no-untyped-def]
     """Each test counts rate limits in a cache namespace of its own (Redis outlives tests; never
     cache.clear() there: the cache shares its Redis database with the broker)."""
@@ -22,13 +32,15 @@ def fresh_cache_namespace(settings):  # type: ignore[no-untyped-def]
     caches = copy.deepcopy(settings.CACHES)
     caches["default"]["KEY_PREFIX"] = prefix
     settings.CACHES = caches
-    settings.LEASE_KEY_PREFIX = prefix  # cluster ids repeat across test databases; keys must not
     # Many log-ins per test: the default PBKDF2 would cost a third of a second each.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    # No refresh tasks sent to a shared broker nobody consumes in tests; readers recompute.
+    settings.READINESS_REFRESH_ON_COMMIT = False
     redis_cache = caches["default"]["BACKEND"].endswith("RedisCache") and caches["default"]["LOCATION"]
     yield
     if redis_cache:
         forget_keys(redis_cache, prefix)
+    forget_keys(settings.REDIS_URL, settings.REDIS_PREFIX)  # leases a killed worker left
 
 
 def forget_keys(url: str, prefix: str) -> None:

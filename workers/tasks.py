@@ -135,6 +135,15 @@ def start_scheduled(schedule_id: int) -> int | None:
 
 
 @app.task
+def refresh_readiness(reason: str = "every minute") -> bool:
+    """Recomputes and stores the published readiness evaluation (and records a snapshot when a
+    verdict changed): beat sends it every minute, commits that change evidence send it too."""
+    from dashboard.readiness.history import record_evaluation
+
+    return record_evaluation(reason=reason)
+
+
+@app.task
 def sweep_cluster(cluster_id: int) -> list[str]:
     return sweep(cluster_id)
 

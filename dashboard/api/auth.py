@@ -16,6 +16,7 @@ from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
 from dashboard.models import ApiToken
+from dashboard.roles import vendor_has_plugin
 
 MISSING = "missing token: send the header 'Authorization: Token <token>'"
 INVALID = "invalid or revoked token"
@@ -85,11 +86,14 @@ class VendorOrMaintainerToken(TokenRole):
 
 
 class ClusterOwnerOrMaintainer(AnyToken):
-    """A cluster's owning vendor or a maintainer (object permission on a Cluster)."""
+    """A cluster's owning vendor (still the vendor of its plugin) or a maintainer (object
+    permission on a Cluster)."""
 
     def has_object_permission(self, request: Request, view: Any, obj: Any) -> bool:
         token = token_of(request)
-        if token.role == ApiToken.Role.MAINTAINER or (token.vendor_id and token.vendor_id == obj.owner_id):
+        if token.role == ApiToken.Role.MAINTAINER or (
+            token.vendor_id and token.vendor_id == obj.owner_id and vendor_has_plugin(token.vendor_id, obj.plugin_id)
+        ):
             return True
         self.message = f"only the owner of cluster {obj.name} or a maintainer may run its battery"
         return False

@@ -77,6 +77,7 @@ class ClusterSerializer(s.ModelSerializer):
     owner = s.CharField(source="owner.name", allow_null=True, read_only=True)
     plugin = s.CharField(source="plugin.slug", read_only=True)
     proxier = s.ChoiceField(choices=Proxier.choices, read_only=True)
+    emulated = s.SerializerMethodField()
     last_run = s.SerializerMethodField()
 
     class Meta:
@@ -85,6 +86,10 @@ class ClusterSerializer(s.ModelSerializer):
                   "node_access", "load_balancer", "kubenet", "lab", "enabled", "emulated", "approved",
                   "basic_only", "last_run"]
         read_only_fields = fields
+
+    @extend_schema_field(s.BooleanField(help_text="registered by the lab, or its /version says so: never counts"))
+    def get_emulated(self, c: Cluster) -> bool:
+        return bool(c.emulated or c.lab)
 
     @extend_schema_field(LastRunSerializer(allow_null=True))
     def get_last_run(self, c: Cluster) -> dict[str, Any] | None:
@@ -109,6 +114,11 @@ class ClusterRegistrationSerializer(s.Serializer):
 
 class RunRequestSerializer(s.Serializer):
     battery = s.ChoiceField(choices=Battery.choices, required=False, default=Battery.ALL)
+
+
+class ApprovedSerializer(s.Serializer):
+    name = s.CharField()
+    approved = s.BooleanField()
 
 
 class RunQueuedSerializer(s.Serializer):
@@ -141,6 +151,7 @@ class RunSerializer(s.ModelSerializer):
     finished = IsoDateTime()
     heartbeat = IsoDateTime()
     duration_seconds = s.SerializerMethodField()
+    proxier_detected = s.SerializerMethodField()
     fingerprint = s.DictField(read_only=True)
     qualifying = s.SerializerMethodField()
     results = s.SerializerMethodField()
@@ -163,6 +174,11 @@ class RunSerializer(s.ModelSerializer):
     @extend_schema_field(s.FloatField(allow_null=True))
     def get_duration_seconds(self, r: Run) -> float | None:
         return r.duration.total_seconds() if r.duration else None
+
+    @extend_schema_field(s.ChoiceField(choices=Proxier.choices, allow_null=True,
+                                       help_text="the mode seen on the cluster; null when it could not be told"))
+    def get_proxier_detected(self, r: Run) -> str | None:
+        return r.proxier_detected or None
 
     @extend_schema_field(s.BooleanField(allow_null=True, help_text="null for a run without connectivity tests"))
     def get_qualifying(self, r: Run) -> bool | None:

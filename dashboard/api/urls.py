@@ -28,6 +28,8 @@ urlpatterns = [
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("clusters/", views.ClustersView.as_view(), name="api-clusters"),
     path("clusters/<slug:name>/runs/", views.ClusterRunsView.as_view(), name="api-cluster-runs"),
+    path("clusters/<slug:name>/approve", views.ClusterApproveView.as_view()),
+    path("clusters/<slug:name>/approve/", views.ClusterApproveSlashView.as_view(), name="api-cluster-approve"),
     path("runs/<int:pk>/", views.RunDetailView.as_view(), name="api-run"),
     path("submissions/", views.SubmissionsView.as_view(), name="api-submissions"),
     path("submissions/<int:pk>/", views.SubmissionDetailView.as_view(), name="api-submission"),
