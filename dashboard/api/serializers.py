@@ -225,52 +225,56 @@ class ReviewSerializer(s.Serializer):
 
 
 class SubmissionListItemSerializer(s.ModelSerializer):
-    """A submission in a list: everything but the per-test details (`results`, `report`)."""
+    """A submission in a list: no per-test details, no report, no warning texts (contract)."""
 
     url = s.CharField(source="get_absolute_url", read_only=True)
     plugin = s.CharField(source="plugin.slug", read_only=True)
     vendor = s.CharField(source="vendor.name", read_only=True)
-    detected_kubernetes_version = s.SerializerMethodField()
     cluster = s.SerializerMethodField()
     created = IsoDateTime()
-    run_at = IsoDateTime()
+    run_at = IsoDateTime(help_text="when the e2e run happened (from the file; else the upload)")
+    run_at_source = s.SerializerMethodField()
     counts = s.SerializerMethodField()
-    warnings = s.ListField(child=s.CharField(), read_only=True)
-    review = s.SerializerMethodField()
 
     class Meta:
         model = Submission
-        fields = ["id", "url", "status", "plugin", "vendor", "plugin_version", "kubernetes_version",
-                  "detected_kubernetes_version", "proxier", "cluster", "kind", "filename", "sha256", "size",
-                  "uploaded_by", "created", "run_at", "run_at_source", "emulated", "counts", "warnings",
-                  "qualifying", "qualifying_reason", "review"]
+        fields = ["id", "url", "status", "plugin", "vendor", "plugin_version", "kubernetes_version", "proxier",
+                  "cluster", "kind", "sha256", "size", "created", "run_at", "run_at_source", "emulated", "counts",
+                  "qualifying"]
         read_only_fields = fields
-
-    @extend_schema_field(s.CharField(allow_null=True))
-    def get_detected_kubernetes_version(self, sub: Submission) -> str | None:
-        return sub.detected_kubernetes_version or None
 
     @extend_schema_field(s.CharField(allow_null=True))
     def get_cluster(self, sub: Submission) -> str | None:
         return sub.cluster_name or None
 
+    @extend_schema_field(s.ChoiceField(choices=["file", "upload"], allow_null=True))
+    def get_run_at_source(self, sub: Submission) -> str | None:
+        return sub.run_at_source or None
+
     @extend_schema_field(CountsSerializer())
     def get_counts(self, sub: Submission) -> dict[str, int]:
         return {"passed": 0, "failed": 0, "skipped": 0, "not_run": 0, **(sub.counts or {})}
 
-    @extend_schema_field(ReviewSerializer())
-    def get_review(self, sub: Submission) -> dict[str, Any]:
-        by = sub.reviewed_by.get_username() if sub.reviewed_by_id and sub.reviewed_by else None
-        return {"by": by, "at": iso(sub.reviewed_at), "reason": sub.review_reason}
-
 
 class SubmissionSerializer(SubmissionListItemSerializer):
+    """One submission with its per-test results, warnings, review and validation report."""
+
+    detected_kubernetes_version = s.SerializerMethodField()
+    warnings = s.ListField(child=s.CharField(), read_only=True)
     results = s.SerializerMethodField()
-    report = s.DictField(read_only=True, help_text="the validation report")
+    review = s.SerializerMethodField()
+    report = s.SerializerMethodField()
 
     class Meta(SubmissionListItemSerializer.Meta):
-        fields = [*SubmissionListItemSerializer.Meta.fields, "results", "report"]
+        fields = ["id", "url", "status", "plugin", "vendor", "plugin_version", "kubernetes_version",
+                  "detected_kubernetes_version", "proxier", "cluster", "kind", "filename", "sha256", "size",
+                  "uploaded_by", "created", "run_at", "run_at_source", "emulated", "counts", "results", "warnings",
+                  "qualifying", "qualifying_reason", "review", "report"]
         read_only_fields = fields
+
+    @extend_schema_field(s.CharField(allow_null=True))
+    def get_detected_kubernetes_version(self, sub: Submission) -> str | None:
+        return sub.detected_kubernetes_version or None
 
     @extend_schema_field(s.DictField(child=SubmissionResultSerializer(), help_text="every catalog test"))
     def get_results(self, sub: Submission) -> dict[str, Any]:
@@ -280,6 +284,16 @@ class SubmissionSerializer(SubmissionListItemSerializer):
         for key in ALL_KEYS:
             results.setdefault(key, {"outcome": Outcome.NOT_RUN, "upstream_names": [], "reasons": []})
         return results
+
+    @extend_schema_field(ReviewSerializer())
+    def get_review(self, sub: Submission) -> dict[str, Any]:
+        by = sub.reviewed_by.get_username() if sub.reviewed_by_id and sub.reviewed_by else None
+        return {"by": by, "at": iso(sub.reviewed_at), "reason": sub.review_reason}
+
+    @extend_schema_field(s.DictField(help_text="the validation report"))
+    def get_report(self, sub: Submission) -> dict[str, Any]:
+        # Warnings are stored and shown once (above); older reports held a copy.
+        return {k: v for k, v in (sub.report or {}).items() if k != "warnings"}
 
 
 class SubmissionUploadSerializer(s.Serializer):
@@ -344,6 +358,10 @@ def run(r: Run, results: list | None = None) -> dict[str, Any]:
 
 def submission(sub: Submission) -> dict[str, Any]:
     return dict(SubmissionSerializer(sub).data)
+
+
+def submission_summary(sub: Submission) -> dict[str, Any]:
+    return dict(SubmissionListItemSerializer(sub).data)
 
 
 def cluster(c: Cluster, last_run: Run | None = None) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, generics
-from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.pagination import BasePagination
 from rest_framework.permissions import AllowAny, BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -193,11 +193,49 @@ class SubmissionFilter(django_filters.FilterSet):
         fields = ["plugin", "status"]
 
 
-class SubmissionPages(LimitOffsetPagination):
-    """The contract's `{"count","next","previous","results"}`, at most 100 a page."""
+class SubmissionPages(BasePagination):
+    """The contract's `{"count","next","previous","results"}`: `page` from 1, `page_size` at most
+    100 (`limit` is its older name); a page past the end is empty, not an error."""
 
-    default_limit = 100
-    max_limit = 100
+    max_page_size = 100
+
+    def paginate_queryset(self, queryset: Any, request: Request, view: Any = None) -> list[Any]:
+        params = request.query_params
+        try:
+            self.size = min(max(int(params.get("page_size") or params.get("limit") or 100), 1), self.max_page_size)
+            self.page = max(int(params.get("page", 1)), 1)
+        except ValueError as exc:
+            raise ApiError(400, "page and page_size must be numbers") from exc
+        self.request = request
+        self.total = queryset.count()
+        return list(queryset[(self.page - 1) * self.size : self.page * self.size])
+
+    def link(self, number: int) -> str | None:
+        if number < 1 or (number - 1) * self.size >= self.total:
+            return None
+        query = self.request.query_params.copy()
+        query["page"], query["page_size"] = str(number), str(self.size)
+        query.pop("limit", None)
+        return self.request.build_absolute_uri(f"{self.request.path}?{query.urlencode()}")
+
+    def get_paginated_response(self, data: Any) -> Response:
+        return Response({"count": self.total, "next": self.link(self.page + 1),
+                         "previous": self.link(self.page - 1), "results": data})
+
+    def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
+        link = {"type": "string", "nullable": True, "format": "uri"}
+        return {"type": "object", "required": ["count", "next", "previous", "results"],
+                "properties": {"count": {"type": "integer"}, "next": link, "previous": link, "results": schema}}
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        number = {"type": "integer", "minimum": 1}
+        return [
+            {"name": "page", "in": "query", "required": False, "schema": number, "description": "from 1"},
+            {"name": "page_size", "in": "query", "required": False,
+             "schema": {**number, "maximum": self.max_page_size}, "description": "at most 100 (default)"},
+            {"name": "limit", "in": "query", "required": False, "schema": {**number, "maximum": self.max_page_size},
+             "description": "the older name of page_size"},
+        ]
 
 
 class SubmissionsView(GetOpenPostNeeds, generics.ListAPIView):
@@ -207,12 +245,15 @@ class SubmissionsView(GetOpenPostNeeds, generics.ListAPIView):
     filterset_class = SubmissionFilter
 
     def get_queryset(self) -> QuerySet[Submission]:
-        return (Submission.objects.without_content().select_related("plugin", "vendor", "reviewed_by")
-                .order_by("-created", "-id"))
+        return (Submission.objects.without_content().defer("results", "report", "warnings")
+                .select_related("plugin", "vendor").order_by("-created", "-id"))
 
     @extend_schema(summary="Submissions, newest first (list items omit per-test details)",
                    responses={200: sz.SubmissionListItemSerializer(many=True), **errors(400)})
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        status = request.query_params.get("status")
+        if status and status not in Submission.Status.values:
+            raise ApiError(400, f"unknown status {status!r}: expected one of {', '.join(Submission.Status.values)}")
         return super().get(request, *args, **kwargs)
 
     @extend_schema(summary="Submit a result file (vendor token for that plugin)",

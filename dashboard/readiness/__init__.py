@@ -51,6 +51,8 @@ def evaluate(ctx: Context | None = None) -> dict[str, Any]:
         "stage": current_stage(),
         "evaluated_at": ctx.now.isoformat(),
         "fresh_days": ctx.fresh_days,
+        "min_kubernetes": f"1.{ctx.policy.minimum}",
+        "policy": policy_settings(),
         "transitions": transitions,
     }
 
@@ -73,6 +75,18 @@ def _current() -> tuple[datetime | None, bool]:
     return computed, fresh
 
 
+def policy_settings() -> dict[str, Any]:
+    """The settings an evaluation depends on: a stored one made under others is out of date."""
+    from dashboard.policy import min_minor
+
+    return {"fresh_days": settings.READINESS_FRESH_DAYS, "periodic_runs": settings.READINESS_PERIODIC_RUNS,
+            "min_kubernetes": f"1.{min_minor()}"}
+
+
+def _usable(entry: dict[str, Any]) -> bool:
+    return bool(entry) and (entry.get("data") or {}).get("policy") == policy_settings()
+
+
 def _load(computed: datetime) -> dict[str, Any]:
     with _memo_lock:
         if _memo.get("computed") == computed:
@@ -93,7 +107,9 @@ def published() -> dict[str, Any]:
     not modify it (copy.deepcopy it first): it is shared by the requests of this process."""
     computed, fresh = _current()
     if fresh and computed is not None:
-        return _load(computed)["data"]
+        entry = _load(computed)
+        if _usable(entry):
+            return entry["data"]
     return publish()
 
 
@@ -103,7 +119,7 @@ cached_evaluate = published  # the name the views used before the evaluation was
 def published_json() -> bytes:
     """The published evaluation as the API's JSON body, encoded once per publication."""
     computed, fresh = _current()
-    if not (fresh and computed is not None):
+    if not (fresh and computed is not None and _usable(_load(computed))):
         publish()
         computed, _ = _current()
     entry = _load(computed) if computed is not None else {}
@@ -121,7 +137,7 @@ def published_json() -> bytes:
 def published_badge(slug: str) -> dict[str, Any] | None:
     """A plugin's badge status as last published ({status, message, why}), None if unknown."""
     computed, fresh = _current()
-    if not (fresh and computed is not None):
+    if not (fresh and computed is not None and _usable(_load(computed))):
         publish()
         computed, _ = _current()
     return (_load(computed).get("badges") or {}).get(slug) if computed is not None else None

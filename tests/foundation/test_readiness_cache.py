@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -51,20 +53,30 @@ def test_zero_seconds_turns_it_off(client, settings):
 
 
 def test_the_beat_task_recomputes_what_time_alone_changed(client, settings):
+    import time_machine
     from django.utils.timezone import now
 
     from dashboard.models import PublishedReadiness
     from workers.tasks import refresh_readiness
 
-    f.run(f.cluster(proxier="iptables"), days_ago=89.99)
+    settings.READINESS_MAX_AGE_SECONDS = 10 * 24 * 3600  # readers would serve it for days
+    f.run(f.cluster(proxier="iptables"), days_ago=89.5)
     f.run(f.cluster(proxier="ipvs"), days_ago=1)
     assert status(client, "iptables-and-ipvs")[0] == "met"
-    settings.READINESS_FRESH_DAYS = 89  # as if a day went by: no evidence changed, the row is current
-    assert status(client, "iptables-and-ipvs") == ("met", 1)
-    refresh_readiness(reason="beat")
-    assert status(client, "iptables-and-ipvs") == ("stale", 1)
-    row = PublishedReadiness.objects.get()
-    assert row.computed_version == row.version and (now() - row.computed).total_seconds() < 60
+    with time_machine.travel(now() + timedelta(days=1)):  # no evidence changes; a day goes by
+        assert status(client, "iptables-and-ipvs") == ("met", 1)
+        refresh_readiness(reason="beat")
+        assert status(client, "iptables-and-ipvs") == ("stale", 1)
+        row = PublishedReadiness.objects.get()
+        assert row.computed_version == row.version and (now() - row.computed).total_seconds() < 60
+
+
+def test_a_changed_policy_setting_is_never_served_from_an_older_evaluation(client, settings):
+    f.run(f.cluster(proxier="iptables"), days_ago=10)
+    f.run(f.cluster(proxier="ipvs"), days_ago=1)
+    assert status(client, "iptables-and-ipvs")[0] == "met"
+    settings.READINESS_FRESH_DAYS = 5
+    assert status(client, "iptables-and-ipvs")[0] == "stale"
 
 
 def test_a_change_during_an_evaluation_leaves_it_out_of_date_not_lost(client):

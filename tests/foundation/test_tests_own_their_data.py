@@ -19,9 +19,9 @@ def test_no_test_or_benchmark_reads_a_path_outside_the_repository() -> None:
 
 
 def test_the_upstream_files_the_tests_use_carry_their_licence_note() -> None:
-    upstream = ROOT / "tests" / "fixtures" / "upstream"
-    note = (upstream / "README.md").read_text()
-    assert "Apache License 2.0" in note
+    upstream = ROOT / "tests" / "fixtures" / "e2e-junit"
+    note = (upstream / "NOTICE.md").read_text()
+    assert "Apache License, Version 2.0" in note
     for data in upstream.iterdir():
-        if data.name != "README.md":
-            assert data.name in note, f"{data.name} has no entry in {upstream / 'README.md'}"
+        if data.name != "NOTICE.md":
+            assert data.name in note, f"{data.name} has no entry in {upstream / 'NOTICE.md'}"
