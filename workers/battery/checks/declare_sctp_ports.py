@@ -14,15 +14,16 @@ from workers.battery import pods
 from workers.battery.base import BatteryTest, TestFailed
 from workers.battery.checks._common import SCTP_PORT
 from workers.battery.context import TestContext
+from workers.vocabulary import Battery, Key
 
 SERVICE = "sctp-endpoint-test"
 POD = "sctp-declare"
 
 
 class DeclareSctpPorts(BatteryTest):
-    key = "declare-sctp-ports"
+    key = Key.DECLARE_SCTP_PORTS
     title = "Pods, Services, and NetworkPolicies can declare SCTP ports"
-    battery = "basic"
+    battery = Battery.BASIC
 
     def run(self, ctx: TestContext) -> str:
         labels = {"app": "sctp-declare"}

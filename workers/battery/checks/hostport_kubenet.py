@@ -14,12 +14,13 @@ from workers.battery import nodeparse, pods
 from workers.battery.base import BatteryTest, TestFailed
 from workers.battery.checks._common import SCTP_PORT, poll_node_rules
 from workers.battery.context import TestContext
+from workers.vocabulary import Battery, Key
 
 
 class HostportKubenet(BatteryTest):
-    key = "hostport-kubenet"
+    key = Key.HOSTPORT_KUBENET
     title = "Pods can declare SCTP HostPorts when using kubenet"
-    battery = "basic"
+    battery = Battery.BASIC
     needs_node_access = True
 
     def run(self, ctx: TestContext) -> str:

@@ -21,6 +21,7 @@ from workers.battery import pods
 from workers.battery.base import BatteryTest, TestFailed
 from workers.battery.checks._common import no_network_policy_reason, why
 from workers.battery.context import RunContext, TestContext
+from workers.vocabulary import Battery, Key
 
 NS_LABEL = "sctp-dashboard/netpol-ns"  # kubernetes.io/metadata.name exists only from 1.21
 P80, P81 = 80, 81
@@ -73,9 +74,9 @@ SERVERS = {"x/a": (P80, P81), "x/b": (P80,), "y/a": (P80,)}
 
 
 class NetpolAllowDeny(BatteryTest):
-    key = "netpol-allow-deny"
+    key = Key.NETPOL_ALLOW_DENY
     title = "NetworkPolicy can be used to allow or deny traffic to SCTP ports"
-    battery = "connectivity"
+    battery = Battery.CONNECTIVITY
 
     def skip_reason(self, run: RunContext) -> str | None:
         if not run.spec.implements_network_policy:

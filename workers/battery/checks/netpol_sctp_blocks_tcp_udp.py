@@ -15,14 +15,15 @@ from workers.battery import pods
 from workers.battery.base import BatteryTest, TestFailed
 from workers.battery.checks._common import no_network_policy_reason, why
 from workers.battery.context import RunContext, TestContext
+from workers.vocabulary import Battery, Key
 
 PORT = 8081
 
 
 class NetpolSctpBlocksTcpUdp(BatteryTest):
-    key = "netpol-sctp-blocks-tcp-udp"
+    key = Key.NETPOL_SCTP_BLOCKS_TCP_UDP
     title = "A NetworkPolicy matching an SCTP port does not allow TCP or UDP traffic"
-    battery = "basic"
+    battery = Battery.BASIC
 
     def skip_reason(self, run: RunContext) -> str | None:
         if not run.spec.implements_network_policy:

@@ -9,12 +9,13 @@ from workers.battery import pods
 from workers.battery.base import BatteryTest, TestFailed, TestSkipped
 from workers.battery.checks._common import SCTP_PORT, why
 from workers.battery.context import RunContext, TestContext
+from workers.vocabulary import Battery, Key
 
 
 class PodToLoadBalancer(BatteryTest):
-    key = "pod-to-loadbalancer"
+    key = Key.POD_TO_LOADBALANCER
     title = "A pod can connect to another pod via SCTP via a Load Balancer"
-    battery = "connectivity"
+    battery = Battery.CONNECTIVITY
 
     def skip_reason(self, run: RunContext) -> str | None:
         if not run.spec.load_balancer:

@@ -14,12 +14,13 @@ from workers.battery.checks._common import (
     start_test_container,
 )
 from workers.battery.context import TestContext
+from workers.vocabulary import Battery, Key
 
 
 class PodToPod(BatteryTest):
-    key = "pod-to-pod"
+    key = Key.POD_TO_POD
     title = "A pod can connect directly to another pod via SCTP"
-    battery = "connectivity"
+    battery = Battery.CONNECTIVITY
 
     def run(self, ctx: TestContext) -> str:
         endpoints = start_endpoint_pods(ctx, {"app": "sctp-netserver"})

@@ -17,6 +17,7 @@ from workers.battery.checks._common import (
     start_test_container,
 )
 from workers.battery.context import TestContext
+from workers.vocabulary import Battery, Key
 
 # Upstream's Granular Checks use these for SCTP: cluster port 95, endpoint port 8082.
 SERVICE_PORT = CLUSTER_SCTP_PORT
@@ -30,9 +31,9 @@ CILIUM_NOTE = (
 
 
 class PodToService(BatteryTest):
-    key = "pod-to-service"
+    key = Key.POD_TO_SERVICE
     title = "A pod can connect to another pod via SCTP via a Service IP"
-    battery = "connectivity"
+    battery = Battery.CONNECTIVITY
 
     def run(self, ctx: TestContext) -> str:
         labels = {"app": "sctp-netserver"}

@@ -14,12 +14,13 @@ from workers.battery import nodeparse, pods
 from workers.battery.base import BatteryTest, TestFailed
 from workers.battery.checks._common import SCTP_PORT, poll_node_rules
 from workers.battery.context import RunContext, TestContext
+from workers.vocabulary import Battery, Key
 
 
 class ServiceIptablesRules(BatteryTest):
-    key = "service-iptables-rules"
+    key = Key.SERVICE_IPTABLES_RULES
     title = "Services can declare SCTP ServicePorts when using the iptables proxier"
-    battery = "basic"
+    battery = Battery.BASIC
     needs_node_access = True
 
     def skip_reason(self, run: RunContext) -> str | None:
