@@ -68,7 +68,7 @@ def test_the_reaper_ends_a_run_only_once_its_heartbeat_is_older_than_the_timeout
     cluster = f.cluster()
     run = running_run(cluster)
     TestResult.objects.create(run=run, test_key="declare-sctp-ports", outcome=Outcome.PASSED)
-    lease = Lease(cluster.id, holder=runner.lease_holder(run.id))
+    lease = Lease(cluster.id, ttl=600, holder=runner.lease_holder(run.id))  # outlives the worker
     assert lease.acquire()
     clock.shift(59)
     assert tasks.reap_stale() == []
@@ -158,6 +158,19 @@ def test_a_run_whose_cluster_is_busy_waits_and_gives_up_after_an_hour(broker, cl
     assert run.error == "the cluster stayed busy with another run for an hour"
     assert Lease.holder_of(cluster.id) == "run-elsewhere"
     assert tasks.BUSY_RETRY_SECONDS * tasks.BUSY_MAX_RETRIES == 3600
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_whose_cluster_cannot_be_reached_ends_in_error_says_why_and_frees_the_lease(broker) -> None:
+    cluster = f.cluster(kubeconfig="apiVersion: v1\nkind: Config\nclusters: []\n")
+    run = request_run(cluster, "basic", dispatch_on_commit=False)
+    result = tasks.execute_run.apply(args=[run.id])  # the task, eagerly in this process
+    assert result.get() == runner.DONE
+    run.refresh_from_db()
+    assert run.state == Run.State.ERROR and run.error and run.finished and run.started
+    assert set(run.results.values_list("outcome", flat=True)) == {Outcome.NOT_RUN}
+    assert Lease.holder_of(cluster.id) is None
+    assert tasks.execute_or_wait(run.id) == runner.GONE  # a redelivery runs nothing twice
 
 
 @pytest.mark.django_db(transaction=True)
