@@ -2,41 +2,46 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+SUM := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+# Two stamps: the demo installs only what it runs; the tests add the test extra on top.
+RUNTIME_STAMP := $(VENV)/.runtime-$(SUM)
+TEST_STAMP := $(VENV)/.test-$(SUM)
 
-.PHONY: demo test test-sqlite test-embedded test-fast bench install clean-demo lint
-
-$(STAMP): pyproject.toml
+$(RUNTIME_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet ".[test]"
-	rm -f $(VENV)/.installed-*
-	touch $(STAMP)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check .
+	rm -f $(VENV)/.runtime-* $(VENV)/.installed-*
+	touch $(RUNTIME_STAMP)
 
-install: $(STAMP)
+$(TEST_STAMP): $(RUNTIME_STAMP)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check ".[test]"
+	rm -f $(VENV)/.test-*
+	touch $(TEST_STAMP)
+
+install: $(TEST_STAMP)
 
 # Serves http://127.0.0.1:8000 with the lab's clusters registered and their first runs under way.
-demo: $(STAMP)
+demo: $(RUNTIME_STAMP)
 	$(PY) manage.py demo
 
 # The whole suite, as CI runs it (DATABASE_URL selects PostgreSQL; SQLite otherwise), with the
 # line coverage of dashboard/, workers/ and lab/ printed at the end (config: pyproject.toml).
-test: $(STAMP)
+test: $(TEST_STAMP)
 	rm -rf var/coverage && mkdir -p var/coverage
 	DJANGO_ALLOW_ASYNC_UNSAFE=true $(PY) -m pytest -q --cov --cov-report=term $(PYTEST_ARGS)
 
 # The embedded mode (`make demo` without Redis): every test that does not need a Redis server,
 # on the filesystem broker, database cache and database leases. REDIS_URL names a port where
 # nothing listens, so whatever would still reach for Redis fails loudly instead of passing.
-test-embedded: $(STAMP)
+test-embedded: $(TEST_STAMP)
 	DATABASE_URL= CACHE_URL= CELERY_BROKER_URL=filesystem:// REDIS_URL=redis://127.0.0.1:1/0 \
 	  DJANGO_ALLOW_ASYNC_UNSAFE=true $(PY) -m pytest -q -m "not redis and not browser and not guest" $(PYTEST_ARGS)
 
 # The database-facing tests again on the embedded SQLite, whatever DATABASE_URL says.
-test-sqlite: $(STAMP)
+test-sqlite: $(TEST_STAMP)
 	DATABASE_URL= DJANGO_ALLOW_ASYNC_UNSAFE=true $(PY) -m pytest -q -m "not browser and not guest" tests/foundation tests/battery tests/ops tests/submissions $(PYTEST_ARGS)
 
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	$(PY) bench/run.py
 
 clean-demo:

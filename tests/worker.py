@@ -82,6 +82,7 @@ def celery_worker(concurrency: int = 1, extra_env: dict[str, str] | None = None,
         # the test's own key prefixes: what the worker leaves in Redis is the test's to remove
         "CACHE_KEY_PREFIX": settings.CACHES["default"].get("KEY_PREFIX", ""),
         "FIELD_ENCRYPTION_KEY": settings.FIELD_ENCRYPTION_KEY,
+        "CLUSTER_ALLOWED_NETWORKS": settings.CLUSTER_ALLOWED_NETWORKS,
         "SECRET_KEY": settings.SECRET_KEY,
     })
     if embedded_dir is not None:

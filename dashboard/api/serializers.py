@@ -78,13 +78,15 @@ class ClusterSerializer(s.ModelSerializer):
     plugin = s.CharField(source="plugin.slug", read_only=True)
     proxier = s.ChoiceField(choices=Proxier.choices, read_only=True)
     emulated = s.SerializerMethodField()
+    credentials_ok = s.BooleanField(read_only=True,
+                                    help_text="false when the stored kubeconfig cannot be decrypted (register again)")
     last_run = s.SerializerMethodField()
 
     class Meta:
         model = Cluster
         fields = ["name", "url", "owner", "plugin", "plugin_version", "kubernetes_version", "proxier",
                   "node_access", "load_balancer", "kubenet", "lab", "enabled", "emulated", "approved",
-                  "basic_only", "last_run"]
+                  "basic_only", "credentials_ok", "last_run"]
         read_only_fields = fields
 
     @extend_schema_field(s.BooleanField(help_text="registered by the lab, or its /version says so: never counts"))

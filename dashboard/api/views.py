@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import django_filters
+from django.conf import settings
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -23,6 +24,7 @@ from rest_framework.views import APIView
 from dashboard import readiness
 from dashboard.clusters import KUBECONFIG_MAX_BYTES, ClusterError, register_cluster
 from dashboard.models import CatalogTest, Cluster, Run, Submission
+from dashboard.ratelimit import registration_wait
 from dashboard.runs import RunRequestError, request_run
 from dashboard.submissions import SubmissionError, create_submission, review
 from dashboard.trust import TrustError, approve_cluster
@@ -109,6 +111,11 @@ class ClustersView(GetOpenPostNeeds):
                    responses={201: sz.ClusterSerializer, **errors(400, 401, 403, 409, 429)})
     def post(self, request: Request) -> Response:
         token = token_of(request)
+        # Each attempt makes the dashboard contact a server someone named: counted per token and
+        # address whether it succeeds or not (dashboard.ratelimit, the pages' form counts there too).
+        wait = registration_wait(request._request, f"token:{token.pk}")
+        if wait:
+            raise TooManyRequests(wait, f"too many cluster registrations (limit {settings.CLUSTER_REGISTER_RATE_LIMIT} s)")
         upload = request.FILES.get("kubeconfig")
         try:
             text = upload.read(KUBECONFIG_MAX_BYTES + 1).decode("utf-8") if upload else request.POST.get("kubeconfig", "")
@@ -273,7 +280,7 @@ class SubmissionsView(GetOpenPostNeeds, generics.ListAPIView):
                 cluster=request.POST.get("cluster"),
                 fileobj=upload,
                 filename=upload.name if upload else "",
-                uploaded_by=f"{token.vendor.name} (token {token.hint}…)",
+                uploaded_by=f"{token.vendor.name} (token {token.hint})",
             )
         except SubmissionError as exc:
             raise ApiError(exc.status, exc.message, **exc.extra) from exc

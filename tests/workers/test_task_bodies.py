@@ -147,17 +147,24 @@ def test_a_run_whose_cluster_is_busy_waits_and_gives_up_after_an_hour(broker, cl
     run = request_run(cluster, "basic", dispatch_on_commit=False)
     holder = Lease(cluster.id, ttl=7200, holder="run-elsewhere")
     assert holder.acquire()
-    assert tasks.execute_or_wait(run.id, retries=0) == runner.BUSY
+    clock.shift(timedelta(minutes=59))
+    assert tasks.execute_or_wait(run.id) == runner.BUSY
     run.refresh_from_db()
     assert run.state == Run.State.QUEUED and run.started is None
-    assert tasks.execute_or_wait(run.id, retries=tasks.BUSY_MAX_RETRIES - 1) == runner.BUSY
-    # the task retries through Celery (eagerly here): the last retry gives up
-    tasks.execute_run.apply(args=[run.id], retries=tasks.BUSY_MAX_RETRIES - 1)
+    assert run.dispatched == now()  # in flight: the dispatcher must not send it a second time
+    clock.shift(timedelta(minutes=5))
+    assert tasks.dispatch_lost() == 0
+    clock.shift(timedelta(minutes=2))  # an hour and a minute after it was requested
+    tasks.execute_run.apply(args=[run.id])  # the task, eagerly: no retry, it gives up
     run.refresh_from_db()
     assert run.state == Run.State.ERROR and run.finished == now()
     assert run.error == "the cluster stayed busy with another run for an hour"
     assert Lease.holder_of(cluster.id) == "run-elsewhere"
-    assert tasks.BUSY_RETRY_SECONDS * tasks.BUSY_MAX_RETRIES == 3600
+
+
+def test_busy_retries_back_off_exponentially_to_two_minutes() -> None:
+    assert [tasks.busy_countdown(n) for n in range(7)] == [5, 10, 20, 40, 80, 120, 120]
+    assert tasks.busy_countdown(10_000) == 120
 
 
 @pytest.mark.django_db(transaction=True)
