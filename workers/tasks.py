@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 BUSY_RETRY_SECONDS = 5
 BUSY_RETRY_MAX_SECONDS = 120
 BUSY_MAX_WAIT = timedelta(hours=1)
+GAVE_UP = "gave-up"
 RUN_HARD_LIMIT_MARGIN = 300  # seconds between the soft limit (the run ends itself) and the kill
 
 
@@ -57,7 +58,7 @@ def execute_or_wait(run_id: int, *, worker: str = "", task_id: str = "") -> str:
         if created is not None and now() - created > BUSY_MAX_WAIT:
             waiting.update(state=Run.State.ERROR, finished=now(),
                            error="the cluster stayed busy with another run for an hour")
-            return "gave-up"
+            return GAVE_UP
         # Still in flight: dispatch_pending must not take it for lost and send it a second time.
         waiting.update(dispatched=now())
     return outcome
@@ -70,7 +71,7 @@ def execute_run(self, run_id: int) -> str:  # type: ignore[no-untyped-def]
     outcome = execute_or_wait(run_id, worker=self.request.hostname or "", task_id=self.request.id or "")
     if outcome == runner.BUSY:
         raise self.retry(countdown=busy_countdown(self.request.retries or 0))
-    return outcome
+    return runner.BUSY if outcome == GAVE_UP else outcome  # the run's error says it gave up
 
 
 @app.task

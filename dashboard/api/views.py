@@ -33,13 +33,19 @@ from . import serializers as sz
 from .auth import ClusterOwnerOrMaintainer, MaintainerToken, VendorOrMaintainerToken, VendorToken, token_of
 from .errors import ApiError, TooManyRequests
 
-ERROR_TEXT = {400: "unreadable or unsupported file or field", 401: "missing or bad token",
-              403: "not allowed for this token", 404: "not found", 409: "conflict", 413: "file too large",
+ERROR_TEXT = {400: "unreadable or unsupported file or field, or a Content-Length that is not a number",
+              401: "missing or bad token",
+              403: "not allowed for this token", 404: "not found", 409: "conflict", 413: "body larger than allowed (judged from Content-Length, unread)",
               422: "a readable file that is no evidence", 429: "too many requests (Retry-After)"}
 
 
 def errors(*codes: int) -> dict[int, OpenApiResponse]:
+    """The documented refusals of an operation; every POST may also meet the body guard (400, 413)."""
     return {code: OpenApiResponse(sz.ErrorSerializer, description=ERROR_TEXT[code]) for code in codes}
+
+
+def post_errors(*codes: int) -> dict[int, OpenApiResponse]:
+    return errors(*sorted({400, 413, *codes}))
 
 
 class ApiView(APIView):
@@ -108,7 +114,7 @@ class ClustersView(GetOpenPostNeeds):
 
     @extend_schema(summary="Register a cluster (vendor token for its plugin, or maintainer)",
                    request={"multipart/form-data": sz.ClusterRegistrationSerializer},
-                   responses={201: sz.ClusterSerializer, **errors(400, 401, 403, 409, 429)})
+                   responses={201: sz.ClusterSerializer, **post_errors(401, 403, 409, 429)})
     def post(self, request: Request) -> Response:
         token = token_of(request)
         # Each attempt makes the dashboard contact a server someone named: counted per token and
@@ -138,7 +144,7 @@ class ClusterRunsView(ApiView):
     permission_classes = [ClusterOwnerOrMaintainer]
 
     @extend_schema(summary="Request a battery run (owner or maintainer token)", request=sz.RunRequestSerializer,
-                   responses={202: sz.RunQueuedSerializer, **errors(400, 401, 403, 404, 409, 429)})
+                   responses={202: sz.RunQueuedSerializer, **post_errors(401, 403, 404, 409, 429)})
     def post(self, request: Request, name: str) -> Response:
         token = token_of(request)
         cluster = Cluster.objects.filter(name=name).first()
@@ -161,7 +167,7 @@ class ClusterApproveView(ApiView):
     permission_classes = [MaintainerToken]
 
     @extend_schema(summary="Approve a cluster: its runs count from now on (maintainer token; audited)",
-                   request=None, responses={200: sz.ApprovedSerializer, **errors(401, 403, 404, 409, 429)})
+                   request=None, responses={200: sz.ApprovedSerializer, **post_errors(401, 403, 404, 409, 429)})
     def post(self, request: Request, name: str) -> Response:
         token = token_of(request)
         cluster = Cluster.objects.select_related("plugin").filter(name=name).first()
@@ -265,7 +271,7 @@ class SubmissionsView(GetOpenPostNeeds, generics.ListAPIView):
 
     @extend_schema(summary="Submit a result file (vendor token for that plugin)",
                    request={"multipart/form-data": sz.SubmissionUploadSerializer},
-                   responses={201: sz.SubmissionSerializer, **errors(400, 401, 403, 409, 413, 422, 429)})
+                   responses={201: sz.SubmissionSerializer, **post_errors(401, 403, 409, 422, 429)})
     def post(self, request: Request) -> Response:
         token = token_of(request)
         upload = request.FILES.get("file")
@@ -319,7 +325,7 @@ class SubmissionReviewView(ApiView):
 
 
 REVIEW_SCHEMA = {"request": sz.ReviewRequestSerializer,
-                 "responses": {200: sz.SubmissionSerializer, **errors(400, 401, 403, 404, 429)}}
+                 "responses": {200: sz.SubmissionSerializer, **post_errors(401, 403, 404, 429)}}
 
 
 @extend_schema(summary="Verify a submission (maintainer token)", **REVIEW_SCHEMA)

@@ -155,7 +155,7 @@ def test_a_run_whose_cluster_is_busy_waits_and_gives_up_after_an_hour(broker, cl
     clock.shift(timedelta(minutes=5))
     assert tasks.dispatch_lost() == 0
     clock.shift(timedelta(minutes=2))  # an hour and a minute after it was requested
-    tasks.execute_run.apply(args=[run.id])  # the task, eagerly: no retry, it gives up
+    assert tasks.execute_or_wait(run.id) == tasks.GAVE_UP
     run.refresh_from_db()
     assert run.state == Run.State.ERROR and run.finished == now()
     assert run.error == "the cluster stayed busy with another run for an hour"
@@ -251,6 +251,6 @@ def test_a_sweep_of_a_cluster_without_credentials_or_gone_does_nothing(broker) -
     assert tasks.sweep_cluster(999_999) == []
 
 
-def test_the_ping_answers_its_value_and_is_audited(db) -> None:
+def test_the_ping_answers_its_value_and_writes_nothing(db) -> None:
     assert tasks.ping("hello") == "hello"
-    assert AuditEvent.objects.filter(actor="worker", action="ping", target="hello").exists()
+    assert not AuditEvent.objects.exists()  # health checks are no decisions: the trail stays clean
