@@ -88,3 +88,26 @@ def test_unknown_api_paths_answer_json(client) -> None:
     for method in ("get", "post"):
         response = getattr(Client(), method)("/api/v1/nothing-here/")
         assert response.status_code == 404 and response.json() == {"error": "not found"}
+
+
+def test_every_api_post_refuses_a_missing_or_bad_token_without_reading_the_body() -> None:
+    """The body guard leaves API 401s to the API: each POST operation must refuse unread."""
+    from tests.submissions.test_body_limits import post_unread
+
+    posts = [path for path, item in apischema.openapi()["paths"].items() if "post" in item]
+    assert len(posts) >= 6
+    for template in posts:
+        path = re.sub(r"\{[^}]+\}", "1", template)
+        for headers in ({}, {"HTTP_AUTHORIZATION": "Token sctp_not-a-real-token"}):
+            resp, body = post_unread(Client(), path, 1024 * 1024, **headers)  # within every body limit
+            assert resp.status_code == 401 and "token" in resp.json()["error"], (path, resp.content)
+            assert body.read_bytes == 0, path
+
+
+def test_token_guesses_with_a_body_are_throttled_by_address(settings) -> None:
+    from tests.submissions.test_body_limits import post_unread
+
+    settings.API_RATE_LIMIT_IP = "3/60"
+    codes = [post_unread(Client(), "/api/v1/submissions/", 1024, REMOTE_ADDR="10.5.0.1",
+                         HTTP_AUTHORIZATION=f"Token guess-{i}")[0].status_code for i in range(5)]
+    assert codes == [401, 401, 401, 429, 429]
