@@ -390,9 +390,12 @@ class AuditEvent(models.Model):
 
     @classmethod
     def record(cls, actor: object, action: str, target: object = "", **detail: object) -> AuditEvent:
-        # URL credentials (https://user:password@…) never reach the log.
+        """Appends to the hash chain (dashboard/audit.py); safe against concurrent writers.
+        URL credentials (https://user:password@…) never reach the log."""
+        from .audit import append
+
         target, detail = strip_url_credentials(str(target)), strip_url_credentials(detail)
-        return cls.objects.create(actor=str(actor)[:150], action=action, target=str(target)[:200], detail=detail)
+        return append(cls, str(actor)[:150], action, str(target)[:200], detail, now())
 
 
 class ClusterLease(models.Model):

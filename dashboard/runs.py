@@ -19,7 +19,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils.timezone import now
 
-from workers import app
+from workers.celery import send
 
 from .catalog import Battery, kubernetes_minor
 from .models import Cluster, Run, Schedule
@@ -116,7 +116,7 @@ def dispatch(run_id: int) -> bool:
     """Sends the run to the workers; False (and the run stays queued) when the broker is down."""
     try:
         # By name: the web process never imports the tasks (nor, through them, the battery).
-        result = app.send_task(EXECUTE_RUN, args=[run_id], retry=False)
+        result = send(EXECUTE_RUN, args=[run_id], retry=False)
     except Exception as exc:  # the broker is unreachable: the dispatcher retries later
         log.warning("run %s stays queued: broker unavailable (%s)", run_id, exc)
         return False

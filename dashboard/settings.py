@@ -209,16 +209,19 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"refusals": {"()": "dashboard.logfilters.RefusalWithoutTraceback"}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
-    "loggers": {"kubernetes": {"level": "WARNING"}, "urllib3": {"level": "WARNING"}},
+    "loggers": {"kubernetes": {"level": "WARNING"}, "urllib3": {"level": "WARNING"},
+                "django.request": {"filters": ["refusals"]}},
 }
 
 # --- Production ------------------------------------------------------------------------------
 if not DEBUG:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
-    SESSION_COOKIE_SECURE = True
-    CSRF_COOKIE_SECURE = True
+    # SECURE_COOKIES=false only for plain-HTTP local serving (`make demo`): browsers drop secure
+    # cookies over http, and the log-in would never stick.
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", True)
     SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
@@ -229,6 +232,7 @@ if not DEBUG:
         "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
     }
 SESSION_COOKIE_HTTPONLY = True
+CSRF_FAILURE_VIEW = "dashboard.views.access.csrf_failure"  # the styled 403 page, like every refusal
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
@@ -292,4 +296,4 @@ NOTIFY_BACKOFF_MAX_SECONDS = env_int("NOTIFY_BACKOFF_MAX_SECONDS", 1800)
 NOTIFY_TIMEOUT_SECONDS = env_int("NOTIFY_TIMEOUT_SECONDS", 10)
 
 CELERY_BEAT_SCHEDULE["refresh-readiness"] = {"task": "workers.tasks.refresh_readiness", "schedule": 60.0}
-CELERY_BEAT_SCHEDULE["check-schedules"] = {"task": "dashboard.notify.check_schedules", "schedule": 60.0}
+CELERY_BEAT_SCHEDULE["check-schedules"] = {"task": "workers.tasks.check_schedules", "schedule": 60.0}

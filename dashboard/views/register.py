@@ -7,6 +7,7 @@ import math
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
 from dashboard.catalog import Proxier
@@ -15,12 +16,13 @@ from dashboard.models import Plugin, Vendor
 from dashboard.ratelimit import registration_wait
 from dashboard.roles import is_maintainer, vendor_ids
 
-from .access import login_required, forbidden
+from .access import forbidden, login_required
 
 MAX_UPLOAD = 256 * 1024
 
 
 @require_http_methods(["GET", "POST"])
+@never_cache  # a refused form shows the pasted kubeconfig again: never keep it in a cache
 @login_required
 def register(request: HttpRequest) -> HttpResponse:
     maintainer = is_maintainer(request.user)
