@@ -121,7 +121,7 @@ def test_an_acknowledgement_lost_in_a_redis_hang_frees_its_prefetch_slot(transpo
     again. Here the hang covers the acknowledgement every time, with real kombu and Redis."""
     from kombu import Connection, Exchange, Queue
 
-    import workers  # noqa: F401  (installs workers.broker for redis:// URLs)
+    from workers import app  # noqa: F401  (loading the app installs workers.broker for redis:// URLs)
 
     queue = Queue("ack-drill", Exchange("ack-drill"), "ack-drill")
     with private_redis() as redis_server:
