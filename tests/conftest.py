@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import os
 import uuid
-from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -22,12 +21,12 @@ os.environ.setdefault("CLUSTER_ALLOWED_NETWORKS", LAB_NETWORKS)
 
 
 @pytest.fixture(autouse=True)
-def lab_networks_allowed(settings):
+def lab_networks_allowed(settings):  # type: ignore[no-untyped-def]
     settings.CLUSTER_ALLOWED_NETWORKS = LAB_NETWORKS
 
 
 @pytest.fixture(autouse=True)
-def own_redis_prefix(settings, monkeypatch):
+def own_redis_prefix(settings, monkeypatch):  # type: ignore[no-untyped-def]
     """One Redis key prefix per test, for this process and the workers it starts: test runs
     share Redis with each other (and cluster ids repeat after flushes), leases must not meet."""
     prefix = f"test-{uuid.uuid4().hex[:12]}"
@@ -36,20 +35,56 @@ def own_redis_prefix(settings, monkeypatch):
 
 
 @pytest.fixture(autouse=True)
-def fresh_cache_namespace(settings):
+def fresh_cache_namespace(settings):  # type: ignore[no-untyped-def]
     """Each test counts rate limits in a cache namespace of its own (Redis outlives tests; never
     cache.clear() there: the cache shares its Redis database with the broker)."""
+    prefix = f"test-{uuid.uuid4().hex}"
     caches = copy.deepcopy(settings.CACHES)
-    caches["default"]["KEY_PREFIX"] = f"test-{uuid.uuid4().hex}"
+    caches["default"]["KEY_PREFIX"] = prefix
     settings.CACHES = caches
     # Many log-ins per test: the default PBKDF2 would cost a third of a second each.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     # No refresh tasks sent to a shared broker nobody consumes in tests; readers recompute.
     settings.READINESS_REFRESH_ON_COMMIT = False
+    redis_cache = caches["default"]["BACKEND"].endswith("RedisCache") and caches["default"]["LOCATION"]
+    yield
+    if redis_cache:
+        forget_keys(redis_cache, prefix)
+    forget_keys(settings.REDIS_URL, settings.REDIS_PREFIX)  # leases a killed worker left
+
+
+def forget_keys(url: str, prefix: str) -> None:
+    """Deletes what the test (and the workers it started) left under its prefix: nothing stays."""
+    import redis
+
+    try:
+        client = redis.Redis.from_url(url, socket_connect_timeout=0.2, socket_timeout=0.5)
+        keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
+        if keys:
+            client.delete(*keys)
+    except redis.RedisError:
+        pass  # Redis is not there (or a test stopped it): then nothing was left in it either
 
 
 @pytest.fixture(autouse=True)
-def seeded_catalog_after_flush(request):
+def api_answers_match_the_schema(monkeypatch):  # type: ignore[no-untyped-def]
+    """Every answer of /api/v1/ a test gets through Django's test client is validated against
+    the schema generated from the code (tests/apischema.py): the operation, the status and the
+    body. A test that expects a refusal still gets a schema-conforming refusal."""
+    from tests import apischema
+
+    original = Client.request
+
+    def request(self, **kwargs):  # type: ignore[no-untyped-def]
+        response = original(self, **kwargs)
+        apischema.check_response(response)
+        return response
+
+    monkeypatch.setattr(Client, "request", request)
+
+
+@pytest.fixture(autouse=True)
+def seeded_catalog_after_flush(request):  # type: ignore[no-untyped-def]
     """Transactional tests flush the database, seed migration included: seed it again."""
     marker = request.node.get_closest_marker("django_db")
     transactional = marker is not None and (marker.kwargs.get("transaction") or (marker.args and marker.args[0]))
@@ -62,14 +97,14 @@ def seeded_catalog_after_flush(request):
 
 
 @pytest.fixture
-def maintainer(db):
+def maintainer(db):  # type: ignore[no-untyped-def]
     user = get_user_model().objects.create_user("maria", password="maria-password")
     user.groups.add(maintainers_group())
     return user
 
 
 @pytest.fixture
-def vendor_user(db):
+def vendor_user(db):  # type: ignore[no-untyped-def]
     user = get_user_model().objects.create_user("victor", password="victor-password")
     v = factories.vendor("Calico vendor", ("calico",))
     v.members.add(user)
@@ -77,7 +112,7 @@ def vendor_user(db):
 
 
 @pytest.fixture
-def other_vendor_user(db):
+def other_vendor_user(db):  # type: ignore[no-untyped-def]
     user = get_user_model().objects.create_user("olga", password="olga-password")
     v = factories.vendor("Cilium vendor", ("cilium",))
     v.members.add(user)
@@ -85,27 +120,35 @@ def other_vendor_user(db):
 
 
 @pytest.fixture
-def vendor_token(db) -> str:
+def vendor_token(db) -> str:  # type: ignore[no-untyped-def]
     _, token = ApiToken.issue(role=ApiToken.Role.VENDOR, vendor=factories.vendor("Calico vendor", ("calico",)))
     return token
 
 
 @pytest.fixture
-def other_vendor_token(db) -> str:
+def other_vendor_token(db) -> str:  # type: ignore[no-untyped-def]
     _, token = ApiToken.issue(role=ApiToken.Role.VENDOR, vendor=factories.vendor("Cilium vendor", ("cilium",)))
     return token
 
 
 @pytest.fixture
-def maintainer_token(maintainer) -> str:
+def maintainer_token(maintainer) -> str:  # type: ignore[no-untyped-def]
     _, token = ApiToken.issue(role=ApiToken.Role.MAINTAINER, user=maintainer)
     return token
 
 
 @pytest.fixture
-def api(db) -> Client:
+def api(db) -> Client:  # type: ignore[no-untyped-def]
     return Client()
 
 
-def auth(token: str) -> dict[str, Any]:  # Any: spread into Client.get/post(**extra)
+@pytest.fixture
+def memory_cache(settings):  # type: ignore[no-untyped-def]
+    """A process-local cache for tests that count queries: with the embedded mode's database
+    cache every cache read is a query too, with Redis none; a count must not depend on that."""
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+                                   "LOCATION": f"test-{uuid.uuid4().hex}"}}
+
+
+def auth(token: str) -> dict[str, str]:
     return {"HTTP_AUTHORIZATION": f"Token {token}"}
