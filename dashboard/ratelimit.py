@@ -25,8 +25,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import LoginView
-from django.core.exceptions import PermissionDenied
 from django.core.cache import caches
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 
 log = logging.getLogger(__name__)

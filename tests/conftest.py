@@ -21,12 +21,12 @@ os.environ.setdefault("CLUSTER_ALLOWED_NETWORKS", LAB_NETWORKS)
 
 
 @pytest.fixture(autouse=True)
-def lab_networks_allowed(settings):  # type: ignore[no-untyped-def]
+def lab_networks_allowed(settings):
     settings.CLUSTER_ALLOWED_NETWORKS = LAB_NETWORKS
 
 
 @pytest.fixture(autouse=True)
-def own_redis_prefix(settings, monkeypatch):  # type: ignore[no-untyped-def]
+def own_redis_prefix(settings, monkeypatch):
     """One Redis key prefix per test, for this process and the workers it starts: test runs
     share Redis with each other (and cluster ids repeat after flushes), leases must not meet."""
     prefix = f"test-{uuid.uuid4().hex[:12]}"
@@ -35,7 +35,7 @@ def own_redis_prefix(settings, monkeypatch):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(autouse=True)
-def fresh_cache_namespace(settings):  # type: ignore[no-untyped-def]
+def fresh_cache_namespace(settings):
     """Each test counts rate limits in a cache namespace of its own (Redis outlives tests; never
     cache.clear() there: the cache shares its Redis database with the broker)."""
     prefix = f"test-{uuid.uuid4().hex}"
@@ -67,7 +67,7 @@ def forget_keys(url: str, prefix: str) -> None:
 
 
 @pytest.fixture(autouse=True)
-def api_answers_match_the_schema(monkeypatch):  # type: ignore[no-untyped-def]
+def api_answers_match_the_schema(monkeypatch):
     """Every answer of /api/v1/ a test gets through Django's test client is validated against
     the schema generated from the code (tests/apischema.py): the operation, the status and the
     body. A test that expects a refusal still gets a schema-conforming refusal."""
@@ -75,7 +75,7 @@ def api_answers_match_the_schema(monkeypatch):  # type: ignore[no-untyped-def]
 
     original = Client.request
 
-    def request(self, **kwargs):  # type: ignore[no-untyped-def]
+    def request(self, **kwargs):
         response = original(self, **kwargs)
         apischema.check_response(response)
         return response
@@ -84,7 +84,7 @@ def api_answers_match_the_schema(monkeypatch):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(autouse=True)
-def seeded_catalog_after_flush(request):  # type: ignore[no-untyped-def]
+def seeded_catalog_after_flush(request):
     """Transactional tests flush the database, seed migration included: seed it again."""
     marker = request.node.get_closest_marker("django_db")
     transactional = marker is not None and (marker.kwargs.get("transaction") or (marker.args and marker.args[0]))
@@ -97,14 +97,14 @@ def seeded_catalog_after_flush(request):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def maintainer(db):  # type: ignore[no-untyped-def]
+def maintainer(db):
     user = get_user_model().objects.create_user("maria", password="maria-password")
     user.groups.add(maintainers_group())
     return user
 
 
 @pytest.fixture
-def vendor_user(db):  # type: ignore[no-untyped-def]
+def vendor_user(db):
     user = get_user_model().objects.create_user("victor", password="victor-password")
     v = factories.vendor("Calico vendor", ("calico",))
     v.members.add(user)
@@ -112,7 +112,7 @@ def vendor_user(db):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def other_vendor_user(db):  # type: ignore[no-untyped-def]
+def other_vendor_user(db):
     user = get_user_model().objects.create_user("olga", password="olga-password")
     v = factories.vendor("Cilium vendor", ("cilium",))
     v.members.add(user)
@@ -120,30 +120,30 @@ def other_vendor_user(db):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def vendor_token(db) -> str:  # type: ignore[no-untyped-def]
+def vendor_token(db) -> str:
     _, token = ApiToken.issue(role=ApiToken.Role.VENDOR, vendor=factories.vendor("Calico vendor", ("calico",)))
     return token
 
 
 @pytest.fixture
-def other_vendor_token(db) -> str:  # type: ignore[no-untyped-def]
+def other_vendor_token(db) -> str:
     _, token = ApiToken.issue(role=ApiToken.Role.VENDOR, vendor=factories.vendor("Cilium vendor", ("cilium",)))
     return token
 
 
 @pytest.fixture
-def maintainer_token(maintainer) -> str:  # type: ignore[no-untyped-def]
+def maintainer_token(maintainer) -> str:
     _, token = ApiToken.issue(role=ApiToken.Role.MAINTAINER, user=maintainer)
     return token
 
 
 @pytest.fixture
-def api(db) -> Client:  # type: ignore[no-untyped-def]
+def api(db) -> Client:
     return Client()
 
 
 @pytest.fixture
-def memory_cache(settings):  # type: ignore[no-untyped-def]
+def memory_cache(settings):
     """A process-local cache for tests that count queries: with the embedded mode's database
     cache every cache read is a query too, with Redis none; a count must not depend on that."""
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",

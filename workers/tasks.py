@@ -67,7 +67,7 @@ def execute_or_wait(run_id: int, *, worker: str = "", task_id: str = "") -> str:
 @app.task(bind=True, acks_late=True, max_retries=None,
           soft_time_limit=settings.RUN_TIME_LIMIT_SECONDS,
           time_limit=settings.RUN_TIME_LIMIT_SECONDS + RUN_HARD_LIMIT_MARGIN)
-def execute_run(self, run_id: int) -> str:  # type: ignore[no-untyped-def]
+def execute_run(self, run_id: int) -> str:
     outcome = execute_or_wait(run_id, worker=self.request.hostname or "", task_id=self.request.id or "")
     if outcome == runner.BUSY:
         raise self.retry(countdown=busy_countdown(self.request.retries or 0))
@@ -150,7 +150,7 @@ def start_scheduled(schedule_id: int) -> int | None:
 
 
 @app.task(bind=True, acks_late=True, max_retries=None)
-def deliver_notification(self, log_id: int) -> str:  # type: ignore[no-untyped-def]
+def deliver_notification(self, log_id: int) -> str:
     """One notification delivery, retried with backoff (dashboard.notify.deliver)."""
     return notify.deliver(log_id, self.retry)
 

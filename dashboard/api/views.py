@@ -13,7 +13,7 @@ import django_filters
 from django.conf import settings
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpResponse
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import exceptions, generics
 from rest_framework.pagination import BasePagination
 from rest_framework.permissions import AllowAny, BasePermission
@@ -30,7 +30,13 @@ from dashboard.submissions import SubmissionError, create_submission, review
 from dashboard.trust import TrustError, approve_cluster
 
 from . import serializers as sz
-from .auth import ClusterOwnerOrMaintainer, MaintainerToken, VendorOrMaintainerToken, VendorToken, token_of
+from .auth import (
+    ClusterOwnerOrMaintainer,
+    MaintainerToken,
+    VendorOrMaintainerToken,
+    VendorToken,
+    token_of,
+)
 from .errors import ApiError, TooManyRequests
 
 ERROR_TEXT = {400: "unreadable or unsupported file or field, or a Content-Length that is not a number",

@@ -31,7 +31,7 @@ ROLES = ["anonymous", "vendor", "maintainer"]
 
 
 @pytest.fixture
-def world(db, maintainer):  # type: ignore[no-untyped-def]
+def world(db, maintainer):
     """Something to find for ids and names the generator may hit, and a token per role."""
     vendor = factories.vendor("Calico vendor", ("calico",))
     cluster = factories.cluster("calico-a", plugin_slug="calico", owner=vendor)
@@ -45,7 +45,7 @@ def world(db, maintainer):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def in_test_transaction(settings):  # type: ignore[no-untyped-def]
+def in_test_transaction(settings):
     """Raw WSGI calls would close the test's connection at each request end, as a server does;
     Django's own test client turns that off the same way. Limits stay out of the way."""
     settings.API_RATE_LIMIT_TOKEN = settings.API_RATE_LIMIT_IP = "100000/60"
@@ -60,6 +60,6 @@ def in_test_transaction(settings):  # type: ignore[no-untyped-def]
 @schema.parametrize()
 @settings(max_examples=6, deadline=None, derandomize=True, phases=[Phase.explicit, Phase.generate],
           suppress_health_check=list(HealthCheck), database=None)
-def test_the_api_keeps_its_schema_for_every_role(case, role, world, in_test_transaction) -> None:  # type: ignore[no-untyped-def]
+def test_the_api_keeps_its_schema_for_every_role(case, role, world, in_test_transaction) -> None:
     headers = {"Authorization": f"Token {world[role]}"} if world[role] else {}
     case.call_and_validate(headers=headers, checks=CHECKS)

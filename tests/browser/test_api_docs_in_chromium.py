@@ -10,7 +10,7 @@ import pytest
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-def test_swagger_ui_renders_the_schema_under_a_strict_script_policy(page, live_server, shot) -> None:  # type: ignore[no-untyped-def]
+def test_swagger_ui_renders_the_schema_under_a_strict_script_policy(page, live_server, shot) -> None:
     problems: list[str] = []
     page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: problems.append(str(e)))

@@ -9,10 +9,9 @@ from django.db import connection
 
 from dashboard.models import Run
 from dashboard.schedules import create_schedule
+from tests.e2e import wait_for
 from tests.labtools import lab_clusters, profile
 from tests.worker import celery_worker
-
-from tests.e2e import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
 
@@ -31,7 +30,7 @@ def fire_at_once(schedule_id: int, beats: int = BEATS) -> list[int | None]:
         try:
             barrier.wait(timeout=10)
             answers.append(run_schedule(schedule_id))
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:  # reported below
             errors.append(exc)
         finally:
             connection.close()

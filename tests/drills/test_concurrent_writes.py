@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from django.db import connection
 from django.db.models import Count
@@ -9,10 +11,9 @@ from django.db.models import Count
 from dashboard.catalog import keys_of
 from dashboard.models import Run, TestResult
 from dashboard.runs import request_run
+from tests.e2e import wait_for
 from tests.labtools import lab_clusters, profile
 from tests.worker import celery_worker
-
-from tests.e2e import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
 
@@ -47,5 +48,5 @@ def test_two_workers_of_four_processes_lose_no_result_and_duplicate_no_run():
     # One cluster, one run at a time, even with eight processes competing for the leases.
     for cluster in clusters.values():
         spans = sorted((r.started, r.finished) for r in runs if r.cluster_id == cluster.pk)
-        for (_, end), (start, _) in zip(spans, spans[1:]):
+        for (_, end), (start, _) in itertools.pairwise(spans):
             assert end <= start, (cluster.name, spans)

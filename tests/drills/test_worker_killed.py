@@ -10,17 +10,16 @@ import pytest
 from django.test import Client
 
 from dashboard.models import Run
+from tests.e2e import maintainer_token, request_run, wait_for
 from tests.labtools import lab_clusters, profile
 from tests.worker import celery_worker
 from workers.battery.base import NAMESPACE_PREFIX
 from workers.lease import Lease
 
-from tests.e2e import maintainer_token, request_run, wait_for
-
 pytestmark = [pytest.mark.e2e, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
 
 
-def battery_namespaces(server, name: str) -> list[str]:  # type: ignore[no-untyped-def]
+def battery_namespaces(server, name: str) -> list[str]:
     cluster = server.cluster(name)
     with cluster.lock:
         return [ns for ns in cluster.namespaces if ns.startswith(NAMESPACE_PREFIX)]

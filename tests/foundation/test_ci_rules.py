@@ -18,7 +18,7 @@ def test_a_missing_dependency_skips_on_a_laptop_and_fails_under_ci(monkeypatch) 
     with pytest.raises(pytest.skip.Exception, match="no Chromium"):
         unavailable("no Chromium")
     monkeypatch.setenv("CI", "true")
-    with pytest.raises(pytest.fail.Exception, match="no Chromium .CI=true"):
+    with pytest.raises(pytest.fail.Exception, match=r"no Chromium .CI=true"):
         unavailable("no Chromium")
 
 

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(params=[pytest.param("redis", marks=pytest.mark.redis), "database"])
-def mode(request, settings):  # type: ignore[no-untyped-def]
+def mode(request, settings):
     settings.EMBEDDED_BROKER = request.param == "database"
     if request.param == "redis":
         redis_or_skip()

@@ -14,7 +14,7 @@ from workers import runner, sctp_host, tasks
 from workers.lease import Lease
 
 
-def wait_until(condition, seconds: float = 5.0) -> bool:  # type: ignore[no-untyped-def]
+def wait_until(condition, seconds: float = 5.0) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if condition():
@@ -24,7 +24,7 @@ def wait_until(condition, seconds: float = 5.0) -> bool:  # type: ignore[no-unty
 
 
 @pytest.fixture
-def beating(settings):  # type: ignore[no-untyped-def]
+def beating(settings):
     """A running run holding its cluster's database lease, and a fast heartbeat thread for it."""
     settings.EMBEDDED_BROKER = True
     settings.RUN_HEARTBEAT_SECONDS = 0.05
@@ -54,7 +54,7 @@ def test_the_heartbeat_marks_the_run_alive_and_notices_a_cancel(beating) -> None
 
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_notices_a_lost_lease(beating) -> None:
-    run, lease, beat = beating
+    run, _lease, beat = beating
     Lease(run.cluster_id).release()  # not the holder: nothing happens
     time.sleep(0.2)
     assert not beat.cancel.is_set()

@@ -9,7 +9,7 @@ they publish is read back from the broker's folder.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -26,11 +26,11 @@ from workers.lease import Lease
 
 pytestmark = pytest.mark.django_db
 
-T0 = datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 
 
 @pytest.fixture
-def broker(settings, tmp_path: Path):  # type: ignore[no-untyped-def]
+def broker(settings, tmp_path: Path):
     """Database leases and an embedded broker in tmp_path; yields a reader of what was sent."""
     settings.EMBEDDED_BROKER = True
     folders = {name: tmp_path / name for name in ("out", "processed", "control")}
@@ -50,12 +50,12 @@ def broker(settings, tmp_path: Path):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def clock(time_machine):  # type: ignore[no-untyped-def]
+def clock(time_machine):
     time_machine.move_to(T0, tick=False)
     return time_machine
 
 
-def running_run(cluster, battery: str = "basic") -> Run:  # type: ignore[no-untyped-def]
+def running_run(cluster, battery: str = "basic") -> Run:
     return Run.objects.create(cluster=cluster, plugin=cluster.plugin, proxier=cluster.proxier, battery=battery,
                               state=Run.State.RUNNING, created=now(), started=now(), heartbeat=now())
 
