@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import os
 import uuid
+from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -150,5 +151,5 @@ def memory_cache(settings):
                                    "LOCATION": f"test-{uuid.uuid4().hex}"}}
 
 
-def auth(token: str) -> dict[str, str]:
+def auth(token: str) -> dict[str, Any]:  # Any: spread into Client.get/post(**extra)
     return {"HTTP_AUTHORIZATION": f"Token {token}"}

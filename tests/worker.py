@@ -80,7 +80,7 @@ def celery_worker(concurrency: int = 1, extra_env: dict[str, str] | None = None,
         "RUN_HEARTBEAT_TIMEOUT": str(settings.RUN_HEARTBEAT_TIMEOUT),
         "RUN_LEASE_SECONDS": str(settings.RUN_LEASE_SECONDS),
         # the test's own key prefixes: what the worker leaves in Redis is the test's to remove
-        "CACHE_KEY_PREFIX": settings.CACHES["default"].get("KEY_PREFIX", ""),
+        "CACHE_KEY_PREFIX": str(settings.CACHES["default"].get("KEY_PREFIX", "")),
         "FIELD_ENCRYPTION_KEY": settings.FIELD_ENCRYPTION_KEY,
         "CLUSTER_ALLOWED_NETWORKS": settings.CLUSTER_ALLOWED_NETWORKS,
         "SECRET_KEY": settings.SECRET_KEY,

@@ -7,6 +7,7 @@ Each task's body is a plain function next to it (`execute_or_wait`, `reap_stale`
 
 from __future__ import annotations
 
+import functools
 import logging
 from datetime import timedelta
 
@@ -95,7 +96,7 @@ def reap_stale() -> list[int]:
             reaped.append(run_id)
             release_dead_lease(cluster_id, run_id)
             runner.finish_reaped(run_id)
-            transaction.on_commit(lambda c=cluster_id: sweep_cluster.delay(c))
+            transaction.on_commit(functools.partial(sweep_cluster.delay, cluster_id))
     return reaped
 
 

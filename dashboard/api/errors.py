@@ -20,6 +20,8 @@ class ApiError(exceptions.APIException):
 
 
 class TooManyRequests(exceptions.Throttled):
+    wait: int  # set by Throttled.__init__ (its stubs do not declare it)
+
     def __init__(self, wait: float, message: str) -> None:
         super().__init__(wait=math.ceil(max(1.0, wait)))
         self.message = message

@@ -39,8 +39,8 @@ class IsoDateTime(s.DateTimeField):
         kwargs.setdefault("allow_null", True)
         super().__init__(**kwargs)
 
-    def to_representation(self, value: Any) -> str | None:
-        return iso(value)
+    def to_representation(self, value: Any) -> str:
+        return str(value.isoformat())  # DRF renders a None itself, without calling this
 
 
 class ErrorSerializer(s.Serializer):
@@ -319,7 +319,8 @@ class EvidenceSerializer(s.Serializer):
     kind = s.ChoiceField(choices=EVIDENCE_KINDS)
     id = s.IntegerField()
     url = s.CharField()
-    label = s.CharField(required=False)
+    # DRF's metaclass moves declared fields out of the class: this does not replace Field.label.
+    label = s.CharField(required=False)  # type: ignore[assignment]
     counts = s.BooleanField(required=False, help_text="whether the evidence policy counts it")
     why = s.CharField(required=False, allow_blank=True, allow_null=True)
     emulated = s.BooleanField(required=False)

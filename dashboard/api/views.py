@@ -115,7 +115,7 @@ class ClustersView(GetOpenPostNeeds):
         rows = list(Cluster.objects.select_related("plugin", "owner").annotate(last_run_id=Subquery(newest)))
         runs = Run.objects.in_bulk([c.last_run_id for c in rows if c.last_run_id])
         for c in rows:
-            c.last_run = runs.get(c.last_run_id)
+            c.last_run = runs.get(c.last_run_id)  # type: ignore[attr-defined]  # read by get_last_run
         return Response(sz.ClusterSerializer(rows, many=True).data)
 
     @extend_schema(summary="Register a cluster (vendor token for its plugin, or maintainer)",
@@ -280,19 +280,22 @@ class SubmissionsView(GetOpenPostNeeds, generics.ListAPIView):
                    responses={201: sz.SubmissionSerializer, **post_errors(401, 403, 409, 422, 429)})
     def post(self, request: Request) -> Response:
         token = token_of(request)
+        vendor = token.vendor
+        if vendor is None:  # the permission class admits vendor tokens only
+            raise ApiError(403, "only a vendor token may submit results")
         upload = request.FILES.get("file")
         try:
             sub = create_submission(
-                vendor=token.vendor,
-                allowed_plugin_ids=set(token.vendor.plugins.values_list("id", flat=True)),
+                vendor=vendor,
+                allowed_plugin_ids=set(vendor.plugins.values_list("id", flat=True)),
                 plugin=request.POST.get("plugin"),
                 plugin_version=request.POST.get("plugin_version"),
                 kubernetes_version=request.POST.get("kubernetes_version"),
                 proxier=request.POST.get("proxier"),
                 cluster=request.POST.get("cluster"),
                 fileobj=upload,
-                filename=upload.name if upload else "",
-                uploaded_by=f"{token.vendor.name} (token {token.hint})",
+                filename=(upload.name or "") if upload else "",
+                uploaded_by=f"{vendor.name} (token {token.hint})",
             )
         except SubmissionError as exc:
             raise ApiError(exc.status, exc.message, **exc.extra) from exc
@@ -330,8 +333,8 @@ class SubmissionReviewView(ApiView):
         return Response(sz.SubmissionSerializer(sub).data)
 
 
-REVIEW_SCHEMA = {"request": sz.ReviewRequestSerializer,
-                 "responses": {200: sz.SubmissionSerializer, **post_errors(401, 403, 404, 429)}}
+REVIEW_SCHEMA: dict[str, Any] = {"request": sz.ReviewRequestSerializer,
+                                 "responses": {200: sz.SubmissionSerializer, **post_errors(401, 403, 404, 429)}}
 
 
 @extend_schema(summary="Verify a submission (maintainer token)", **REVIEW_SCHEMA)

@@ -62,7 +62,9 @@ def test_swagger_ui_is_served_from_local_static_files_without_inline_script(clie
     assert "<style" not in html and "http://" not in html and "https://" not in html  # no CDN
     for ref in re.findall(r'(?:src|href)="(/static/[^"]+)"', html):
         assert finders.find(ref.removeprefix("/static/")), ref  # shipped by drf-spectacular-sidecar
-    initializer = client.get(re.search(r'<script src="(/api/v1/docs/\?script=?)"', html).group(1))
+    script = re.search(r'<script src="(/api/v1/docs/\?script=?)"', html)
+    assert script is not None, html
+    initializer = client.get(script.group(1))
     assert initializer.status_code == 200 and "/api/v1/schema/" in initializer.content.decode()
 
 
