@@ -17,6 +17,7 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 
 from workers.battery import nodeparse, pods
+from workers.battery.permissions import denial_reason, missing_permission
 from workers.battery.base import (
     MANAGED_BY_LABEL,
     MANAGED_BY_VALUE,
@@ -129,11 +130,9 @@ class RunContext:
             "kind": "Namespace",
             "metadata": {"name": name, "labels": self.labels()},
         }
-        self.kube.call(
-            self.kube.core.create_namespace,
-            body,
-            adopt=lambda: self.kube.core.read_namespace(name),
-        )
+        # A retried create that meets 409 went through the first time; nothing is read back
+        # (the object is not used), so the role needs no `get namespaces`.
+        self.kube.call(self.kube.core.create_namespace, body, adopt=lambda: None)
         if name not in self.report.namespaces_created:
             self.report.namespaces_created.append(name)
         return name
@@ -149,7 +148,7 @@ class RunContext:
             if exc.status == 404:
                 self.deleted_namespaces.add(name)
                 return None
-            return f"deleting namespace {name}: {api_error_message(exc)}"
+            return f"deleting namespace {name}: {denial_reason(exc) or api_error_message(exc)}"
         except Exception as exc:  # noqa: BLE001 - cleanup must never hide the run's own outcome
             return f"deleting namespace {name}: {exc}"
         return None
@@ -247,6 +246,8 @@ class TestContext:
         try:
             text = self.kube.call(self.kube.core.read_namespaced_pod_log, name, self.namespace)
         except ApiException as exc:
+            if missing_permission(exc):
+                raise  # the battery's role lacks pods/log: an error, not a log that says so
             return f"(log unavailable: {api_error_message(exc)})"
         return text if isinstance(text, str) else str(text)
 
@@ -282,7 +283,7 @@ class TestContext:
             try:
                 self.create_pod(pods.hostexec_pod(name, self.image, node, cmd))
             except ApiException as exc:
-                if exc.status == 403:
+                if exc.status == 403 and not missing_permission(exc):
                     raise NodeAccessForbidden(api_error_message(exc)) from exc
                 raise
             names[node] = name

@@ -35,6 +35,8 @@ from workers.battery.context import (
     TestContext,
 )
 from workers.battery.invariant import apply_module_invariant
+from workers.battery.permissions import PREFIX as DENIED_PREFIX
+from workers.battery.permissions import denial_reason
 from workers.battery.registry import BATTERIES, EXTRAS, EXTRAS_OF, REGISTRY
 from workers.kube import ClusterUnreachable, Kube, KubeError, api_error_message
 
@@ -125,6 +127,7 @@ def run_battery(
         report.errors.append(str(exc))
     except (KubeError, ApiException) as exc:
         message = api_error_message(exc) if isinstance(exc, ApiException) else str(exc)
+        message = denial_reason(exc) or message
         stop_reason = f"not run: the battery could not prepare the cluster ({message})"
         report.errors.append(message)
     except Exception as exc:  # a bug in the battery: report it, keep the cleanup promise
@@ -206,11 +209,24 @@ def _probe_node_access(run: RunContext, probe: TestContext) -> None:
 
 
 def _run_one(run: RunContext, test: BatteryTest) -> TestOutcome:
+    outcome, namespace = _run_body(run, test)
+    if namespace is not None:
+        problem = run.delete_namespace(namespace)
+        if problem:
+            run.report.errors.append(problem)
+            if DENIED_PREFIX in problem:
+                # Objects stay behind on the cluster: the harness broke, whatever the test saw.
+                outcome.reason = f"{problem} (the test itself ended {outcome.outcome}: {outcome.reason})"
+                outcome.outcome = "error"
+    return outcome
+
+
+def _run_body(run: RunContext, test: BatteryTest) -> tuple[TestOutcome, str | None]:
     started, t0 = _now(), time.monotonic()
     evidence: list[str] = []
     namespace: str | None = None
 
-    def done(outcome: str, reason: str) -> TestOutcome:
+    def done(outcome: str, reason: str) -> tuple[TestOutcome, str | None]:
         return TestOutcome(
             outcome,
             reason,
@@ -218,7 +234,7 @@ def _run_one(run: RunContext, test: BatteryTest) -> TestOutcome:
             duration=round(time.monotonic() - t0, 3),
             started=started,
             finished=_now(),
-        )
+        ), namespace
 
     try:
         skip = test.skip_reason(run)
@@ -253,11 +269,6 @@ def _run_one(run: RunContext, test: BatteryTest) -> TestOutcome:
         log.exception("test %s crashed", test.key)
         evidence.append(traceback.format_exc(limit=8))
         return done("error", f"the test crashed: {type(exc).__name__}: {exc}")
-    finally:
-        if namespace is not None:
-            problem = run.delete_namespace(namespace)
-            if problem:
-                run.report.errors.append(problem)
 
 
 def _verdict(ctx: TestContext, test: BatteryTest) -> tuple[str, str]:
@@ -273,12 +284,18 @@ def _verdict(ctx: TestContext, test: BatteryTest) -> tuple[str, str]:
                 "failed",
                 f"feature gate off: API rejected protocol SCTP ({api_error_message(exc)})",
             )
+        denied = denial_reason(exc)
+        if denied:  # the battery's role lacks a permission: the harness, not the cluster
+            return "error", denied
         if exc.status == 403:
             return "skipped", f"no node access: {api_error_message(exc)}"
         return "error", _api_reason(exc)
 
 
 def _api_reason(exc: BaseException) -> str:
+    denied = denial_reason(exc)
+    if denied:
+        return denied
     if isinstance(exc, ApiException):
         return f"Kubernetes API error: {api_error_message(exc)}"
     return str(exc)

@@ -1,0 +1,130 @@
+"""The shipped ClusterRole is enough for the whole battery, and every verb in it is needed.
+
+The lab enforces RBAC when a profile names a role file: its token is then the battery's
+ServiceAccount bound to that role only, and every other request gets the API server's 403.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+
+import pytest
+import yaml
+
+from lab.server import LabServer
+from tests.battery.conftest import FAST, profile, spec_for
+from tests.realclusters.conftest import ROLE_FILE, permissions, shipped_role, without
+from workers.battery import run_battery, sweep_namespaces
+from workers.battery.permissions import PREFIX, missing_permission
+from workers.kubeconfig import api_client_from_kubeconfig
+
+SA = "system:serviceaccount:sctp-battery:sctp-battery"
+# A cluster older than 1.21 (no EndpointSlices: the battery reads Endpoints) with the gate on.
+LEGACY = {"name": "legacy", "kubernetes_version": "1.20.15"}
+
+
+def _run(prof, battery="all"):
+    with LabServer([prof]) as lab:
+        api = api_client_from_kubeconfig(yaml.safe_dump(lab.kubeconfig(prof["name"])),
+                                         request_timeout=FAST.request)
+        try:
+            report = run_battery(api, spec_for(prof), battery, "rbac-1")
+            swept: BaseException | list[str]
+            try:
+                swept = sweep_namespaces(api, set(), request_timeout=FAST.request)
+            except Exception as exc:  # noqa: BLE001 - the test inspects it
+                swept = exc
+        finally:
+            api.close()
+    return report, swept
+
+
+def _outcomes(report):
+    return {key: (r.outcome, r.reason) for key, r in report.results.items()}
+
+
+@pytest.mark.parametrize("changes", [{}, LEGACY], ids=["current", "before-1.21"])
+def test_the_whole_battery_runs_under_the_shipped_role_as_under_cluster_admin(changes, role_file):
+    admin_report, _ = _run(profile(**changes))
+    report, swept = _run(profile(**changes, rbac=str(ROLE_FILE)))
+    assert swept == [], swept
+    assert report.errors == []
+    got = _outcomes(report)
+    assert not [r for r in got.values() if PREFIX in r[1]]
+    assert {k: o for k, (o, _) in got.items()} == {
+        k: o for k, (o, _) in _outcomes(admin_report).items()}
+    assert all(o in ("passed", "skipped") for o, _ in got.values()), got
+
+
+@pytest.mark.parametrize("index,verb,name", permissions(shipped_role()),
+                         ids=[p[2] for p in permissions(shipped_role())])
+def test_removing_any_verb_makes_the_battery_name_the_missing_permission(index, verb, name,
+                                                                         role_file):
+    path = role_file(without(shipped_role(), index, verb))
+    changes = LEGACY if name == "get endpoints" else {}
+    report, swept = _run(profile(**changes, rbac=path))
+    if name == "list namespaces":  # only the sweeper of dead runs' namespaces lists them
+        assert missing_permission(swept) == name, swept
+        return
+    named = {k: r for k, r in report.results.items() if f"{PREFIX}{name} (" in r.reason}
+    assert named, _outcomes(report)
+    assert all(r.outcome == "error" for r in named.values()), _outcomes(report)
+    # never a verdict about the cluster drawn from a refusal of our own credentials
+    assert not [k for k, r in report.results.items() if r.outcome == "failed"], _outcomes(report)
+
+
+def _raw(lab, name, method, path, token=None, body=None):
+    request = urllib.request.Request(
+        f"{lab.cluster_url(name)}{path}", method=method,
+        data=json.dumps(body).encode() if body is not None else None,
+        headers={"Authorization": f"Bearer {token or lab.cluster(name).profile['token']}",
+                 "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            return answer.status, json.loads(answer.read() or b"null")
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+def test_the_lab_words_a_refusal_as_the_rbac_authorizer_does(role_file):
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "empty"}, "rules": [{"apiGroups": [""], "resources": ["pods"],
+                                                        "verbs": ["get"]}]}
+    prof = profile(rbac=role_file(role))
+    with LabServer([prof]) as lab:
+        code, status = _raw(lab, "lab", "POST", "/api/v1/namespaces/x/pods",
+                            body={"metadata": {"name": "p"}})
+        assert code == 403
+        assert status == {
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": f'pods is forbidden: User "{SA}" cannot create resource "pods" in API '
+                       'group "" in the namespace "x"',
+            "reason": "Forbidden", "details": {"kind": "pods"}, "code": 403}
+        code, status = _raw(lab, "lab", "DELETE",
+                            "/apis/networking.k8s.io/v1/namespaces/x/networkpolicies/deny")
+        assert status["message"] == (
+            f'networkpolicies.networking.k8s.io "deny" is forbidden: User "{SA}" cannot delete '
+            'resource "networkpolicies" in API group "networking.k8s.io" in the namespace "x"')
+        assert status["details"] == {"kind": "networkpolicies", "name": "deny",
+                                     "group": "networking.k8s.io"}
+        code, status = _raw(lab, "lab", "GET", "/api/v1/nodes")
+        assert status["message"].endswith('cannot list resource "nodes" in API group "" at the '
+                                          "cluster scope")
+        code, status = _raw(lab, "lab", "GET", "/api/v1/namespaces/x/pods/p/log")
+        assert 'cannot get resource "pods/log" in API group ""' in status["message"]
+        code, status = _raw(lab, "lab", "GET", "/version")
+        assert (code, status["message"]) == (
+            403, f'forbidden: User "{SA}" cannot get path "/version"')
+        # allowed: answered as usual (404: there is no such pod)
+        code, status = _raw(lab, "lab", "GET", "/api/v1/namespaces/default/pods/nope")
+        assert (code, status["reason"]) == (404, "NotFound")
+        assert _raw(lab, "lab", "GET", "/api/v1/nodes", token="forged")[0] == 401
+
+
+def test_a_profile_naming_an_unreadable_role_file_is_refused(tmp_path):
+    bad = tmp_path / "role.yaml"
+    bad.write_text("kind: ConfigMap\n")
+    with pytest.raises(ValueError, match="no ClusterRole"):
+        LabServer([profile(rbac=str(bad))])
