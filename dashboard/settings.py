@@ -199,6 +199,8 @@ CELERY_BEAT_SCHEDULE = {
     "reap-stale-runs": {"task": "workers.tasks.reap_stale_runs", "schedule": 30.0},
     "dispatch-pending-runs": {"task": "workers.tasks.dispatch_pending", "schedule": 30.0},
     "sweep-namespaces": {"task": "workers.tasks.sweep_all_clusters", "schedule": 600.0},
+    # ServiceAccount tokens from make_kubeconfig: renewed with a third of their life left.
+    "renew-cluster-tokens": {"task": "workers.tasks.renew_cluster_tokens", "schedule": 900.0},
 }
 
 # --- Operations: cache, rate limits, notifications, schedule checks (dashboard/ratelimit.py,

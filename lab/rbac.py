@@ -382,6 +382,18 @@ def _store(cluster: Any, objects: dict[tuple[str, str], dict[str, Any]], key: tu
     return copy.deepcopy(obj)
 
 
+def _jwt(claims: dict[str, Any]) -> str:
+    """A token shaped as the API server's (a JWT; the lab's signature is random bytes)."""
+    import base64
+    import json
+
+    def part(data: bytes) -> str:
+        return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+    header = part(json.dumps({"alg": "RS256", "kid": "lab"}).encode())
+    return f"{header}.{part(json.dumps(claims).encode())}.{part(secrets.token_bytes(32))}"
+
+
 def _token_request(cluster: Any, ns: str, name: str | None, body: Any) -> dict[str, Any]:
     """authentication.k8s.io/v1 TokenRequest: a bound, time-limited token for the SA."""
     state = state_of(cluster)
@@ -398,8 +410,15 @@ def _token_request(cluster: Any, ns: str, name: str | None, body: Any) -> dict[s
             f"Invalid value: {seconds}: may not specify a duration less than 10 minutes")],
             "authentication.k8s.io")
     seconds = min(seconds, MAX_TOKEN_SECONDS)
-    expires = time.time() + seconds
-    token = f"lab-sa-{secrets.token_urlsafe(24)}"
+    issued = time.time()
+    expires = issued + seconds
+    token = _jwt({
+        "aud": spec.get("audiences") or ["https://kubernetes.default.svc"],
+        "exp": int(expires), "iat": int(issued), "nbf": int(issued),
+        "iss": "https://kubernetes.default.svc.cluster.local",
+        "sub": f"system:serviceaccount:{ns}:{name}",
+        "kubernetes.io": {"namespace": ns, "serviceaccount": {"name": name}},
+    })
     state.tokens[token] = (sa_user(ns, name or ""), expires)
     return {
         "kind": "TokenRequest",

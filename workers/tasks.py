@@ -141,3 +141,11 @@ def ping(value: str) -> str:
 
     AuditEvent.record("worker", "ping", value)
     return value
+
+
+@app.task
+def renew_cluster_tokens() -> dict[str, str]:
+    """Re-issues registered clusters' ServiceAccount tokens a third before they expire."""
+    from workers.serviceaccount import renew_registered
+
+    return renew_registered()
