@@ -136,7 +136,9 @@ def state_of(cluster: Any) -> RbacState:
 def authenticate(cluster: Any, header: str | None) -> Identity:
     """The identity of a bearer token; 401 as a real server answers an unknown token."""
     state = state_of(cluster)
-    token = (header or "").removeprefix("Bearer ").strip() if (header or "").startswith("Bearer ") else ""
+    # The scheme is case-insensitive, as in the API server (the in-cluster loader sends "bearer").
+    scheme, _, value = (header or "").partition(" ")
+    token = value.strip() if scheme.lower() == "bearer" else ""
     if token and secrets.compare_digest(token, cluster.profile["token"]):
         return state.profile_identity or Identity("kubernetes-admin", ("system:masters",), admin=True)
     issued = state.tokens.get(token) if token else None

@@ -9,6 +9,7 @@ urlpatterns = [
     path("clusters/", views.clusters, name="api-clusters"),
     path("clusters/<slug:name>/runs/", views.cluster_runs, name="api-cluster-runs"),
     path("runs/<int:run_id>/", views.run_detail, name="api-run"),
+    path("agent-runs/", views.agent_runs, name="api-agent-runs"),
     path("submissions/", views.submissions, name="api-submissions"),
     path("submissions/<int:sub_id>/", views.submission_detail, name="api-submission"),
     path("submissions/<int:sub_id>/verify", views.submission_verify),

@@ -175,3 +175,21 @@ def submission_verify(request: HttpRequest, sub_id: int) -> JsonResponse:
 @token_required("maintainer")
 def submission_reject(request: HttpRequest, sub_id: int) -> JsonResponse:
     return _review(request, sub_id, verify=False)
+
+
+@csrf_exempt
+@require_POST
+@token_required("vendor")
+def agent_runs(request: HttpRequest) -> JsonResponse:
+    """POST agent-runs/: a run the in-cluster agent made (logic in dashboard/agent_runs.py)."""
+    from dashboard.agent_runs import AgentRunError, accept, max_bytes
+
+    token = request.api_token  # type: ignore[attr-defined]
+    try:
+        # read() rather than .body: the run's own limit applies, and no more is read than that
+        run = accept(request.read(max_bytes() + 1), token.vendor, actor=str(token.vendor))
+    except AgentRunError as exc:
+        return error(exc.status, exc.message)
+    return JsonResponse({"run": run.pk, "url": run.get_absolute_url(), "state": run.state,
+                         "cluster": run.cluster.name, "cluster_approved": run.cluster.approved,
+                         "emulated": run.emulated}, status=201)
