@@ -47,6 +47,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "dashboard.ops.OpsMiddleware",  # /healthz, /readyz, /metrics: before host checks and redirects
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -176,6 +177,11 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
     "loggers": {"kubernetes": {"level": "WARNING"}, "urllib3": {"level": "WARNING"}},
 }
+LOG_FORMAT = env("LOG_FORMAT", "text")  # json: one JSON object a line (dashboard/logjson.py)
+if LOG_FORMAT == "json":
+    LOGGING["formatters"] = {"json": {"()": "dashboard.logjson.JsonFormatter"}}
+    LOGGING["handlers"]["console"]["formatter"] = "json"
+    CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # keep this format in workers and beat too
 
 # --- Production ------------------------------------------------------------------------------
 if not DEBUG:

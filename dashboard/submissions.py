@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -89,10 +90,15 @@ def create_submission(
     if existing:
         raise SubmissionError(409, f"this file was already submitted for {slug} as submission {existing}",
                               {"existing_id": existing, "id": existing})
+    from .metrics import observe_ingest
+
+    started = time.monotonic()
     try:
         report = ingest(data, declared_kubernetes_version=kubernetes_version, max_bytes=limit)
     except IngestError as exc:
+        observe_ingest(time.monotonic() - started, len(data), accepted=False)
         raise SubmissionError(exc.status, exc.message) from exc
+    observe_ingest(time.monotonic() - started, len(data), accepted=True)
 
     outcomes = {key: r.outcome for key, r in report.results.items()}
     flags = summarize(outcomes, plugin_obj.implements_network_policy)
