@@ -1,69 +1,76 @@
 """Plugin status for the SVG badge vendors embed: "SCTP | connectivity passing".
 
-The status is the plugin's connectivity evidence as the criteria see it: the newest fresh
-qualifying run or verified submission passes; newer evidence that does not qualify fails it.
+The status follows the plugin's newest counted connectivity evidence per plugin version and
+proxier (dashboard.policy decides what counts): passing when such evidence qualifies and none
+of the plugin's fresh counted groups fails; failing when the newest counted evidence of some
+version and proxier does not qualify; so one legacy cluster below the release floor never flips
+it. Emulated evidence is never counted: a plugin with only that says so, in grey.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from html import escape
+from typing import Any
 
-from django.db.models import OuterRef, Subquery
 from django.utils.timezone import now
 
 from dashboard.models import Plugin
-from dashboard.readiness.base import Context
-from dashboard.readiness.evidence_lookup import (
-    Evidence,
-    finished_runs,
-    load,
-    newest,
-    verified_submissions,
-)
+from dashboard.policy import BADGE, EMULATED, Assessment, Item, Policy, evidence_entry
+from dashboard.readiness.evidence_lookup import connectivity_candidates, plugins_by_id
 
-COLOURS = {"passing": "#1a7f37", "failing": "#cf222e", "stale": "#6e7781", "no evidence": "#8c959f"}
+COLOURS = {"passing": "#1a7f37", "failing": "#cf222e", "stale": "#6e7781", "no evidence": "#8c959f",
+           "emulated only": "#8c959f"}
 
 
 @dataclass
 class PluginStatus:
-    status: str  # passing | failing | stale | no evidence
-    qualifying: Evidence | None
-    latest: Evidence | None
+    status: str  # passing | failing | stale | no evidence | emulated only
+    qualifying: dict[str, Any] | None  # evidence_entry of the newest counted qualifying evidence
+    latest: dict[str, Any] | None  # evidence_entry of the newest counted connectivity evidence
+    why: str = ""
+    groups: list[dict[str, Any]] = field(default_factory=list)  # per plugin version and proxier
 
     @property
     def message(self) -> str:
-        return "no evidence" if self.status == "no evidence" else f"connectivity {self.status}"
+        if self.status == "no evidence":
+            return "no evidence"
+        if self.status == "emulated only":
+            return "emulated only (not counted)"
+        return f"connectivity {self.status}"
 
 
 def plugin_status(plugin: Plugin, at: datetime | None = None) -> PluginStatus:
-    def newest_id(qs, order):  # type: ignore[no-untyped-def]
-        return Subquery(qs.filter(plugin=OuterRef("pk")).order_by(order).values("id")[:1])
-
-    # `__in=[True]`, not `=True`: SQLite compiles the latter to a bare column test its planner
-    # cannot match to the (plugin, state, qualifying|has_connectivity, -finished) indexes.
-    runs, subs = finished_runs(), verified_submissions()
-    ids = Plugin.objects.filter(pk=plugin.pk).annotate(
-        q_run=newest_id(runs.filter(qualifying__in=[True]), "-finished"),
-        c_run=newest_id(runs.filter(has_connectivity__in=[True]), "-finished"),
-        q_sub=newest_id(subs.filter(qualifying__in=[True]), "-created"),
-        c_sub=newest_id(subs.filter(has_connectivity__in=[True]), "-created"),
-    ).values("q_run", "c_run", "q_sub", "c_sub").get()
-    found = load([ids["q_run"], ids["c_run"]], [ids["q_sub"], ids["c_sub"]])
-    best = newest(found.get(("run", ids["q_run"])), found.get(("submission", ids["q_sub"])))
-    latest = newest(found.get(("run", ids["c_run"])), found.get(("submission", ids["c_sub"])))
-    ctx = Context(now=at or now())
-    if latest is None:
-        status = "no evidence"
-    elif not latest.qualifying:
-        status = "failing"
-    elif best is not None and ctx.is_fresh(best.when):
-        status = "passing"
-    else:
-        status = "stale"
-    return PluginStatus(status, best, latest)
+    pol = Policy(now=at or now())
+    items = connectivity_candidates(plugins_by_id(), plugin_id=plugin.pk)
+    assessed: list[tuple[Item, Assessment]] = [(i, pol.assess(i, BADGE)) for i in items]  # newest first
+    groups: dict[tuple[str, str], tuple[Item, Assessment]] = {}
+    for item, a in assessed:
+        if a.counts or a.outcome_only:  # counted connectivity evidence, qualifying or not
+            groups.setdefault((item.plugin_version, item.proxier or item.declared_proxier), (item, a))
+    rows = [{"plugin_version": v, "proxier": p, "qualifies": a.counts, "evidence": evidence_entry(i, a)}
+            for (v, p), (i, a) in groups.items()]
+    passing = [(i, a) for i, a in groups.values() if a.counts]
+    failing = [(i, a) for i, a in groups.values() if not a.counts]
+    if groups:
+        latest = evidence_entry(*max(groups.values(), key=lambda ia: ia[0].when or pol.now))
+        best = evidence_entry(*passing[0]) if passing else None
+        if failing:
+            i, a = failing[0]
+            why = f"{i.plugin_version or 'unversioned'} on {i.proxier or i.declared_proxier}: {a.why}"
+            return PluginStatus("failing", best, latest, why, rows)
+        return PluginStatus("passing", best, latest, passing[0][1].why, rows)
+    stale = next(((i, a) for i, a in assessed if a.stale_only), None)
+    if stale is not None:
+        return PluginStatus("stale", evidence_entry(*stale), evidence_entry(*stale), stale[1].why, rows)
+    emulated = next(((i, a) for i, a in assessed if EMULATED in a.blocked), None)
+    if emulated is not None:
+        return PluginStatus("emulated only", None, evidence_entry(*emulated), emulated[1].why, rows)
+    if assessed:
+        return PluginStatus("no evidence", None, evidence_entry(*assessed[0]), assessed[0][1].why, rows)
+    return PluginStatus("no evidence", None, None, "no connectivity evidence", rows)
 
 
 def _text_width(text: str) -> int:

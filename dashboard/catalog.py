@@ -6,6 +6,8 @@ that names keys, batteries, outcomes and criteria.
 
 from __future__ import annotations
 
+import re
+
 from django.db import models
 
 
@@ -160,6 +162,31 @@ CATALOG: list[dict] = [
         ],
     },
 ]
+
+# The newest Kubernetes release whose upstream SCTP test names the ingest mapping knows
+# (dashboard/ingest/upstream_names.RELEASES ends there; a test keeps the two in step).
+NEWEST_KNOWN_MINOR = 35
+# The evidence policy's default release floor: three minors below the newest known release.
+DEFAULT_MIN_MINOR = NEWEST_KNOWN_MINOR - 3
+
+_MINOR_RE = re.compile(r"^\s*v?1\.(\d{1,3})(?:\D|$)")
+
+
+def kubernetes_minor(version: str | None) -> int | None:
+    """The minor of a "1.31.2" / "v1.31.0-gke.1" style version; None when it is not one."""
+    m = _MINOR_RE.match(version or "")
+    return int(m.group(1)) if m else None
+
+
+def parse_minor_setting(value: str | None) -> int:
+    """READINESS_MIN_KUBERNETES ("1.32", "v1.32" or empty for the default) as a minor number."""
+    if not (value or "").strip():
+        return DEFAULT_MIN_MINOR
+    minor = kubernetes_minor(value)
+    if minor is None:
+        raise ValueError(f"READINESS_MIN_KUBERNETES={value!r} is not a release like 1.32")
+    return minor
+
 
 # Transitions and the criteria that gate them, in display order.
 TRANSITIONS: list[dict] = [

@@ -75,22 +75,44 @@ def register_cluster(
     except KubeconfigError as exc:
         raise ClusterError(400, f"kubeconfig: {exc}", "kubeconfig") from exc
     detected = (summary.get("kubernetes_version") or "").lstrip("v")
-    fields = dict(
+    fields: dict[str, Any] = dict(
         plugin=plugin, plugin_version=plugin_version,
         kubernetes_version=kubernetes_version.lstrip("v") or detected,
         proxier=proxier, node_access=_bool(data.get("node_access", "true")),
         load_balancer=_bool(data.get("load_balancer", "false")), kubenet=_bool(data.get("kubenet", "false")),
-        agnhost_image=image, kubeconfig=kubeconfig, enabled=True,
+        agnhost_image=image, kubeconfig=kubeconfig,
     )
+    if summary.get("emulated"):
+        fields["emulated"] = True  # once an emulator, always flagged: re-registering never clears it
+    by_maintainer = allowed_plugin_ids is None
     with transaction.atomic():
         if existing is None:
-            cluster = Cluster.objects.create(name=name, owner=owner, **fields)
+            # Evidence policy: a vendor's cluster starts unapproved; a maintainer's is approved.
+            cluster = Cluster.objects.create(name=name, owner=owner, approved=by_maintainer, **fields)
             action = "cluster.register"
         else:
+            moved = existing.plugin_id != plugin.id or _server_of(existing) != summary.get("server")
             for key, value in fields.items():
                 setattr(existing, key, value)
+            # Re-registering never re-enables a cluster a maintainer disabled, nor re-approves one;
+            # a vendor's change of server or plugin clears the approval.
+            if by_maintainer:
+                existing.approved = True
+            elif moved:
+                existing.approved, existing.approved_by, existing.approved_at = False, None, None
             existing.save()
             cluster, action = existing, "cluster.update"
         # The kubeconfig itself is never logged; only where it points.
-        AuditEvent.record(actor, action, f"cluster {name}", server=summary.get("server"), plugin=plugin.slug)
+        AuditEvent.record(actor, action, f"cluster {name}", server=summary.get("server"), plugin=plugin.slug,
+                          approved=cluster.approved)
     return cluster
+
+
+def _server_of(cluster: Cluster) -> str | None:
+    """The server the stored kubeconfig points at (None when it cannot be read)."""
+    from workers.kubeconfig import KubeconfigError, validate_kubeconfig
+
+    try:
+        return validate_kubeconfig(cluster.kubeconfig, check_reachable=False).get("server")
+    except (KubeconfigError, Exception):
+        return None

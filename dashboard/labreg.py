@@ -10,6 +10,7 @@ from django.db import transaction
 
 from .models import Cluster, Plugin, Run, Schedule
 from .runs import request_run
+from .trust import set_basic_only
 
 
 def lab_timeouts() -> dict[str, Any]:
@@ -46,7 +47,11 @@ def register(server: Any, public_url: str | None = None) -> list[Cluster]:
                 "kubeconfig": yaml.safe_dump(kubeconfig, sort_keys=False),
                 "timeouts": lab_timeouts(),
                 "lab": True,
-                "enabled": True,
+                # Evidence policy: a lab cluster is emulated (never counted); registered by the
+                # operator, it is approved, so the what-if "on emulated clusters only" is honest.
+                # `enabled` is left alone: re-registering never re-enables a disabled cluster.
+                "emulated": True,
+                "approved": True,
                 **({"owner": owner} if owner else {}),
             },
         )
@@ -58,10 +63,20 @@ def kickoff(clusters: list[Cluster], battery: str = "all") -> list[Run]:
     """A first run on every cluster that has none yet, and a periodic basic job if there is none."""
     from .schedules import create_schedule
 
-    have_runs = set(Run.objects.filter(cluster__in=clusters).values_list("cluster_id", flat=True))
-    runs = [request_run(c, battery) for c in clusters if c.id not in have_runs]
+    target = None
     if not Schedule.objects.exists():
-        target = next((c for c in clusters if c.name == "calico-iptables"), clusters[0] if clusters else None)
+        # The periodic basic job gets a cluster of its own, marked basic-only: connectivity runs
+        # load sctp.ko, after which its basic runs could only be inconclusive.
+        usable = [c for c in clusters if c.enabled and c.node_access]
+        target = next((c for c in usable if c.name == "calico-iptables"), usable[0] if usable else None)
         if target is not None:
+            set_basic_only(target, True, "lab --kickoff")
             create_schedule(target, battery="basic", interval_minutes=5, grace_minutes=5, user="lab --kickoff")
+    have_runs = set(Run.objects.filter(cluster__in=clusters).values_list("cluster_id", flat=True))
+    runs = []
+    for c in clusters:
+        if c.id in have_runs or not c.enabled:
+            continue
+        c.refresh_from_db()
+        runs.append(request_run(c, "basic" if c.basic_only else battery))
     return runs

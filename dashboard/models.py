@@ -224,6 +224,8 @@ class Run(EvidenceMixin):
     # proxier mode detected on the cluster ("" when it could not be determined).
     emulated = models.BooleanField(default=False)
     proxier_detected = models.CharField(max_length=20, blank=True)
+    # The Kubernetes minor the evidence is of (the server's /version when the run saw it).
+    kubernetes_minor = models.PositiveSmallIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created"]
@@ -310,6 +312,7 @@ class Submission(EvidenceMixin):
     run_at = models.DateTimeField(null=True, blank=True)
     run_at_source = models.CharField(max_length=10, blank=True, help_text="file | upload")
     emulated = models.BooleanField(default=False, help_text="The file says it comes from an emulated cluster")
+    kubernetes_minor = models.PositiveSmallIntegerField(null=True, blank=True)
     created = models.DateTimeField(default=now)
     reviewed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True, related_name="+"

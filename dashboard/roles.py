@@ -49,5 +49,20 @@ def maintainers_group() -> Group:
 
 
 def can_manage_cluster(user: Any, cluster: Any) -> bool:
-    """Trigger runs, edit, see non-secret settings: the owning vendor's members and maintainers."""
-    return is_maintainer(user) or (cluster.owner_id is not None and cluster.owner_id in vendor_ids(user))
+    """Trigger runs, edit, see non-secret settings: maintainers, and the owning vendor's members
+    while that vendor still has the cluster's plugin (a vendor who loses a plugin loses its clusters)."""
+    if is_maintainer(user):
+        return True
+    return (
+        cluster.owner_id is not None
+        and cluster.owner_id in vendor_ids(user)
+        and vendor_has_plugin(cluster.owner_id, cluster.plugin_id)
+    )
+
+
+def vendor_has_plugin(vendor_id: int | None, plugin_id: int) -> bool:
+    from dashboard.models import Plugin
+
+    return vendor_id is not None and Plugin.vendors.through.objects.filter(
+        vendor_id=vendor_id, plugin_id=plugin_id
+    ).exists()

@@ -12,8 +12,9 @@ from typing import Any
 from django.db import transaction
 from django.utils.timezone import now
 
-from .catalog import Battery
+from .catalog import Battery, kubernetes_minor
 from .models import Cluster, Run, Schedule
+from .trust import refuse_run
 
 log = logging.getLogger(__name__)
 
@@ -38,11 +39,16 @@ def request_run(
         raise RunRequestError(400, f"unknown battery {battery!r}: expected one of {', '.join(Battery.values)}")
     if not cluster.enabled:
         raise RunRequestError(409, f"cluster {cluster.name} is disabled")
+    refusal = refuse_run(cluster, battery)
+    if refusal:
+        raise RunRequestError(409, refusal)
     run = Run.objects.create(
         cluster=cluster,
         plugin_id=cluster.plugin_id,
         plugin_version=cluster.plugin_version,
         kubernetes_version=cluster.kubernetes_version,
+        kubernetes_minor=kubernetes_minor(cluster.kubernetes_version),
+        emulated=cluster.emulated or cluster.lab,
         proxier=cluster.proxier,
         battery=battery,
         trigger=trigger,

@@ -159,6 +159,9 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 FIELD_ENCRYPTION_KEY = env("FIELD_ENCRYPTION_KEY", "")
 READINESS_FRESH_DAYS = env_int("READINESS_FRESH_DAYS", 90)
 READINESS_PERIODIC_RUNS = env_int("READINESS_PERIODIC_RUNS", 3)
+# Evidence of an older Kubernetes minor never counts; empty: three minors below the newest
+# release the catalog knows (dashboard.catalog.DEFAULT_MIN_MINOR).
+READINESS_MIN_KUBERNETES = env("READINESS_MIN_KUBERNETES", "")
 # The public page and API share one evaluation this long at most (0: evaluate every request).
 READINESS_CACHE_SECONDS = env_int("READINESS_CACHE_SECONDS", 30)
 SUBMISSION_MAX_BYTES = env_int("SUBMISSION_MAX_BYTES", 50 * 1024 * 1024)

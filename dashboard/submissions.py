@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils.timezone import now
 
-from .catalog import Proxier
+from .catalog import Proxier, kubernetes_minor
 from .evidence import summarize
 from .models import AuditEvent, Plugin, Submission, Vendor
 
@@ -111,6 +111,12 @@ def create_submission(
         filename=(filename or "")[:255], sha256=sha256, size=len(data), content=data,
         results=report_dict.get("results", {}), counts=report.counts, warnings=list(report.warnings),
         report=report_dict, detected_kubernetes_version=report.detected_kubernetes_version or "",
+        # Evidence policy: the release the file shows, else the declared one; the run time read
+        # from the file, else (with a warning, from ingest) the upload time.
+        kubernetes_minor=kubernetes_minor(report.detected_kubernetes_version or kubernetes_version),
+        run_at=getattr(report, "run_at", None) or now(),
+        run_at_source="file" if getattr(report, "run_at", None) else "upload",
+        emulated=bool(getattr(report, "emulated", False)),
     )
     sub.apply_flags(flags)
     try:

@@ -162,7 +162,10 @@ def validate_kubeconfig(text: str, check_reachable: bool = True) -> dict[str, An
         finally:
             api.close()
         try:
-            summary["kubernetes_version"] = json.loads(response.data).get("gitVersion")
+            answer = json.loads(response.data)
+            summary["kubernetes_version"] = answer.get("gitVersion")
+            # The lab (any emulator) says so; the evidence policy never counts its runs.
+            summary["emulated"] = answer.get("emulated") is True
         except (ValueError, AttributeError) as exc:
             raise KubeconfigError(
                 f"server {summary['server']} answered GET /version with something that is "

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import close_old_connections, connection
 from django.utils.timezone import now
 
-from dashboard.catalog import Outcome, keys_of
+from dashboard.catalog import Outcome, keys_of, kubernetes_minor
 from dashboard.evidence import summarize
 from dashboard.models import Cluster, Run, TestResult
 
@@ -188,10 +188,19 @@ def finish(run: Run, state: str, error: str, report: Any) -> None:
         pod_to_service_passed=run.pod_to_service_passed,
         basic_ok=run.basic_ok,
     )
-    if detected in ("iptables", "ipvs", "nftables"):
-        fields["proxier"] = detected  # "on a cluster of that mode": what kube-proxy says, not the form
+    # Evidence policy: the demonstrated proxier is the detected one, never the registered mode
+    # (run.proxier keeps what the cluster was registered with); the lab's /version mark and the
+    # release the server reported travel with the run.
+    fields["proxier_detected"] = detected if detected in ("iptables", "ipvs", "nftables") else ""
+    fields["emulated"] = bool(run.emulated or run.cluster.emulated or run.cluster.lab or fingerprint.get("emulated"))
+    seen_minor = kubernetes_minor(fingerprint.get("kubernetes_version"))
+    if seen_minor is not None:
+        fields["kubernetes_minor"] = seen_minor
     # Only a run still ours is finished here: the reaper may have given up on it already.
     Run.objects.filter(pk=run.id, state=Run.State.RUNNING).update(**fields)
+    if fingerprint.get("emulated") and not run.cluster.emulated:
+        # A cluster registered through the API that turns out to be an emulator is one from now on.
+        Cluster.objects.filter(pk=run.cluster_id).update(emulated=True)
 
 
 def finish_reaped(run_id: int) -> None:

@@ -8,6 +8,8 @@ urlpatterns = [
     path("schema/", views.schema, name="api-schema"),
     path("clusters/", views.clusters, name="api-clusters"),
     path("clusters/<slug:name>/runs/", views.cluster_runs, name="api-cluster-runs"),
+    path("clusters/<slug:name>/approve", views.cluster_approve),
+    path("clusters/<slug:name>/approve/", views.cluster_approve, name="api-cluster-approve"),
     path("runs/<int:run_id>/", views.run_detail, name="api-run"),
     path("agent-runs/", views.agent_runs, name="api-agent-runs"),
     path("submissions/", views.submissions, name="api-submissions"),

@@ -13,7 +13,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from dashboard import readiness
 from dashboard.clusters import KUBECONFIG_MAX_BYTES, ClusterError, register_cluster
 from dashboard.models import CatalogTest, Cluster, Run, Submission
+from dashboard.roles import vendor_has_plugin
 from dashboard.runs import RunRequestError, request_run
+from dashboard.trust import TrustError, approve_cluster
 from dashboard.submissions import SubmissionError, create_submission, review
 
 from . import serializers
@@ -76,7 +78,10 @@ def cluster_runs(request: HttpRequest, name: str) -> JsonResponse:
     cluster = Cluster.objects.filter(name=name).first()
     if cluster is None:
         return error(404, f"no cluster named {name!r}")
-    allowed = token.role == "maintainer" or (token.vendor_id and token.vendor_id == cluster.owner_id)
+    allowed = token.role == "maintainer" or (
+        token.vendor_id and token.vendor_id == cluster.owner_id
+        and vendor_has_plugin(token.vendor_id, cluster.plugin_id)
+    )
     if not allowed:
         return error(403, f"only the owner of cluster {name} or a maintainer may run its battery")
     try:
@@ -89,6 +94,21 @@ def cluster_runs(request: HttpRequest, name: str) -> JsonResponse:
     except RunRequestError as exc:
         return error(exc.status, exc.message)
     return JsonResponse({"run": run.id, "url": run.get_absolute_url(), "state": run.state}, status=202)
+
+
+@csrf_exempt
+@require_POST
+@token_required("maintainer")
+def cluster_approve(request: HttpRequest, name: str) -> JsonResponse:
+    token = request.api_token  # type: ignore[attr-defined]
+    cluster = Cluster.objects.select_related("plugin").filter(name=name).first()
+    if cluster is None:
+        return error(404, f"no cluster named {name!r}")
+    try:
+        cluster = approve_cluster(cluster, token.user or "maintainer token")
+    except TrustError as exc:
+        return error(exc.status, exc.message)
+    return JsonResponse({"name": cluster.name, "approved": cluster.approved})
 
 
 @require_GET

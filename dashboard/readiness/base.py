@@ -8,9 +8,13 @@ from typing import Any
 
 from django.conf import settings
 
+from dashboard.policy import Policy
+
 
 @dataclass
 class EvidenceRef:
+    """A link to a run or submission (pages that list evidence without a verdict)."""
+
     kind: str  # "run" | "submission"
     id: int
     label: str = ""
@@ -23,22 +27,35 @@ class EvidenceRef:
         return {"kind": self.kind, "id": self.id, "url": self.url, "label": self.label}
 
 
+MAX_EVIDENCE = 40  # per criterion: counted items first, then what did not count
+
+
 @dataclass
 class Verdict:
     key: str
     title: str
     status: str  # met | unmet | at_risk | stale
     detail: str
-    evidence: list[EvidenceRef] = field(default_factory=list)
+    # dashboard.policy.evidence_entry dicts: {"kind","id","url","label","counts","why","emulated"}
+    evidence: list[dict[str, Any]] = field(default_factory=list)
     rows: list[dict[str, Any]] = field(default_factory=list)  # per-plugin / per-proxier facts for pages
+    what_if: str = ""  # "would be met on emulated clusters only: not counted", or ""
 
     def to_dict(self) -> dict[str, Any]:
+        seen: set[tuple[str, int]] = set()
+        evidence = []
+        for e in sorted(self.evidence, key=lambda e: not e["counts"]):
+            if (e["kind"], e["id"]) not in seen:
+                seen.add((e["kind"], e["id"]))
+                evidence.append(e)
         return {
             "key": self.key,
             "title": self.title,
             "status": self.status,
             "detail": self.detail,
-            "evidence": [e.to_dict() for e in self.evidence],
+            "what_if": self.what_if,
+            "evidence": evidence[:MAX_EVIDENCE],
+            "evidence_total": len(evidence),
             "rows": self.rows,
         }
 
@@ -48,6 +65,20 @@ class Context:
     now: datetime
     fresh_days: int = field(default_factory=lambda: settings.READINESS_FRESH_DAYS)
     periodic_runs: int = field(default_factory=lambda: settings.READINESS_PERIODIC_RUNS)
+    _policy: Policy | None = None
+    _cache: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def policy(self) -> Policy:
+        if self._policy is None:
+            self._policy = Policy(now=self.now, fresh_days=self.fresh_days)
+        return self._policy
+
+    def memo(self, key: str, compute: Any) -> Any:
+        """Computes once per evaluation what several criteria share (the candidate evidence)."""
+        if key not in self._cache:
+            self._cache[key] = compute()
+        return self._cache[key]
 
     @property
     def fresh_cutoff(self) -> datetime:

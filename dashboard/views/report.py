@@ -1,8 +1,16 @@
-"""The Markdown report a maintainer pastes into the KEP PR: verdicts, evidence with hashes, coverage."""
+"""The Markdown report a maintainer pastes into the KEP PR: verdicts, evidence with hashes, coverage.
+
+Every evidence line says whether it counts and why (dashboard.policy's answer, frozen in the
+evaluation); emulated evidence is labelled; verified submissions carry their reviewer and reason.
+Links use SITE_URL (the public address) when it is set. What vendors wrote is escaped.
+"""
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+from django.conf import settings
 
 from dashboard.models import Run, SignOff, Submission
 
@@ -18,17 +26,32 @@ def _evidence_facts(evaluation: dict[str, Any]) -> tuple[dict[int, Any], dict[in
     runs = {r.id: r for r in Run.objects.filter(id__in=run_ids).select_related("cluster", "plugin")
             .only("id", "finished", "battery", "proxier", "kubernetes_version", "plugin_version",
                   "cluster__name", "plugin__slug")} if run_ids else {}
-    subs = {s.id: s for s in Submission.objects.without_content().filter(id__in=sub_ids).select_related("plugin")
+    subs = {s.id: s for s in Submission.objects.without_content().filter(id__in=sub_ids)
+            .select_related("plugin", "vendor", "reviewed_by")
             .only("id", "sha256", "created", "kind", "proxier", "kubernetes_version", "plugin_version",
-                  "plugin__slug", "status")} if sub_ids else {}
+                  "plugin__slug", "status", "run_at", "run_at_source", "vendor__name", "reviewed_at",
+                  "review_reason", "reviewed_by__username")} if sub_ids else {}
     return runs, subs
 
 
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>~])")
+
+
 def _cell(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """Text as inert Markdown: no links, images, HTML or table breaks from what anyone typed."""
+    flat = " ".join(str(text).split())
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", flat)
+
+
+def _counted(e: dict[str, Any]) -> str:
+    if e.get("counts", True):
+        return "**counted**"
+    mark = "emulated, " if e.get("emulated") else ""
+    return f"*{mark}not counted*: {_cell(str(e.get('why', '')).removeprefix('not counted: '))}"
 
 
 def markdown_report(evaluation: dict[str, Any], base_url: str) -> str:
+    base_url = settings.SITE_URL or base_url
     runs, subs = _evidence_facts(evaluation)
     lines = [
         "## KEP-614 SCTP support: graduation evidence",
@@ -48,43 +71,65 @@ def markdown_report(evaluation: dict[str, Any], base_url: str) -> str:
                          f"{_cell(c['detail'])} |")
         lines.append("")
         for c in t["criteria"]:
+            if c.get("what_if"):
+                lines.append(f"- `{c['key']}`: {_cell(c['what_if'])}")
+        lines.append("")
+        for c in t["criteria"]:
             if not c["evidence"]:
                 continue
             lines.append(f"Evidence for `{c['key']}`:")
             lines.append("")
             for e in c["evidence"]:
                 url = f"{base_url}{e['url']}"
+                counted = _counted(e)
                 if e["kind"] == "run" and e["id"] in runs:
                     r = runs[e["id"]]
-                    plugins.add(r.plugin.slug)
-                    proxiers.add(r.proxier)
+                    if e.get("counts", True):
+                        plugins.add(r.plugin.slug)
+                        proxiers.add(r.proxier_detected or r.proxier)
                     when = r.finished.strftime("%Y-%m-%d") if r.finished else "unfinished"
-                    lines.append(f"- [run {r.id}]({url}): {r.battery} battery on cluster `{r.cluster.name}` "
-                                 f"({r.plugin.slug} {r.plugin_version}, Kubernetes {r.kubernetes_version}, "
-                                 f"{r.proxier}), finished {when}")
+                    emulated = " (emulated cluster)" if e.get("emulated") else ""
+                    lines.append(f"- [run {r.id}]({url}): {r.battery} battery on cluster `{_cell(r.cluster.name)}`"
+                                 f"{emulated} ({r.plugin.slug} {_cell(r.plugin_version)}, Kubernetes "
+                                 f"{_cell(r.kubernetes_version)}, proxier "
+                                 f"{r.proxier_detected + ' detected' if r.proxier_detected else 'undetermined'}), "
+                                 f"finished {when}: {counted}")
                 elif e["kind"] == "submission" and e["id"] in subs:
                     s = subs[e["id"]]
-                    plugins.add(s.plugin.slug)
-                    proxiers.add(s.proxier)
-                    lines.append(f"- [submission {s.id}]({url}): {s.kind} from {s.plugin.slug} {s.plugin_version} "
-                                 f"(Kubernetes {s.kubernetes_version}, {s.proxier}), {s.status}, "
-                                 f"uploaded {s.created:%Y-%m-%d}, sha256 `{s.sha256}`")
+                    if e.get("counts", True):
+                        plugins.add(s.plugin.slug)
+                        proxiers.add(s.proxier)
+                    ran = (f"run {s.run_at:%Y-%m-%d}" + ("" if s.run_at_source == "file" else " (upload time)")
+                           if s.run_at else f"uploaded {s.created:%Y-%m-%d}")
+                    review = ""
+                    if s.status == "verified":
+                        who = s.reviewed_by.get_username() if s.reviewed_by else "a maintainer"
+                        on = f" on {s.reviewed_at:%Y-%m-%d}" if s.reviewed_at else ""
+                        review = f", verified by {_cell(who)}{on}" + (f": {_cell(s.review_reason)}" if s.review_reason else "")
+                    emulated = " (emulated)" if e.get("emulated") else ""
+                    lines.append(f"- [submission {s.id}]({url}){emulated}: {s.kind} from {_cell(s.vendor.name)} for "
+                                 f"{s.plugin.slug} {_cell(s.plugin_version)} (Kubernetes {_cell(s.kubernetes_version)}, "
+                                 f"{s.proxier}), {s.status}{review}, {ran}, sha256 `{s.sha256}`: {counted}")
                 else:
-                    lines.append(f"- [{e.get('label') or e['kind']}]({url})")
+                    lines.append(f"- [{_cell(e.get('label') or e['kind'])}]({url}): {counted}")
             lines.append("")
     for t in evaluation["transitions"]:
         for c in t["criteria"]:
             if c["key"] == "two-out-of-tree-plugins" and c.get("rows"):
-                lines += ["Plugins (connectivity evidence):", "", "| plugin | status |", "|---|---|"]
-                lines += [f"| {r['name']}{' (in-tree)' if r['in_tree'] else ''} | {r['status']} |" for r in c["rows"]]
+                lines += ["Plugins (connectivity evidence):", "", "| plugin | status | why |", "|---|---|---|"]
+                lines += [f"| {_cell(r['name'])}{' (in-tree)' if r['in_tree'] else ''} | {r['status']} | "
+                          f"{_cell(r.get('why', ''))} |" for r in c["rows"]]
                 lines.append("")
             if c["key"] == "iptables-and-ipvs" and c.get("rows"):
-                lines += ["Proxier modes (pod-to-service):", "", "| proxier | required | status |", "|---|---|---|"]
-                lines += [f"| {r['proxier']} | {'yes' if r['required'] else 'no'} | {r['status']} |" for r in c["rows"]]
+                lines += ["Proxier modes (pod-to-service):", "", "| proxier | required | status | why |",
+                          "|---|---|---|---|"]
+                lines += [f"| {r['proxier']} | {'yes' if r['required'] else 'no'} | {r['status']} | "
+                          f"{_cell(r.get('why', ''))} |" for r in c["rows"]]
                 lines.append("")
-    lines.append(f"Plugins covered by the evidence above: {', '.join(sorted(plugins)) or 'none'}; "
+    lines.append(f"Plugins covered by counted evidence: {', '.join(sorted(plugins)) or 'none'}; "
                  f"proxier modes: {', '.join(sorted(proxiers)) or 'none'}.")
     lines.append("")
+    lines += _verified_submissions(evaluation, base_url)
     signoffs = list(SignOff.objects.select_related("maintainer").defer("snapshot")[:10])
     if signoffs:
         lines += ["Sign-offs:", ""]
@@ -92,3 +137,39 @@ def markdown_report(evaluation: dict[str, Any], base_url: str) -> str:
                   f"{_cell(s.comment)} (sign-off `{s.uuid}`)" for s in signoffs]
         lines.append("")
     return "\n".join(lines)
+
+
+VERIFIED_SHOWN = 50
+
+
+def _verified_submissions(evaluation: dict[str, Any], base_url: str) -> list[str]:
+    """Every recently verified vendor submission, with its reviewer, reason and what it counted for."""
+    used: dict[int, list[str]] = {}
+    why: dict[int, str] = {}
+    for t in evaluation["transitions"]:
+        for c in t["criteria"]:
+            for e in c["evidence"]:
+                if e["kind"] == "submission":
+                    if e.get("counts"):
+                        used.setdefault(e["id"], []).append(c["key"])
+                    else:
+                        why.setdefault(e["id"], str(e.get("why", "")))
+    subs = list(Submission.objects.without_content().filter(status=Submission.Status.VERIFIED)
+                .select_related("plugin", "vendor", "reviewed_by").defer("results", "report", "warnings")
+                .order_by("-reviewed_at", "-created")[:VERIFIED_SHOWN])
+    if not subs:
+        return ["Verified vendor submissions: none.", ""]
+    lines = ["Verified vendor submissions:", "", "| submission | plugin | verified by | reason | counts for |",
+             "|---|---|---|---|---|"]
+    for s in subs:
+        who = s.reviewed_by.get_username() if s.reviewed_by else "?"
+        on = f" ({s.reviewed_at:%Y-%m-%d})" if s.reviewed_at else ""
+        if s.id in used:
+            counts = ", ".join(f"`{k}`" for k in used[s.id])
+        else:
+            mark = "emulated, " if s.emulated else ""
+            counts = f"{mark}not counted" + (f": {_cell(why[s.id].removeprefix('not counted: '))}" if s.id in why else "")
+        lines.append(f"| [{s.id}]({base_url}/submissions/{s.id}/) | {s.plugin.slug} {_cell(s.plugin_version)} "
+                     f"({s.proxier}) | {_cell(who)}{on} | {_cell(s.review_reason) or '—'} | {counts} |")
+    lines.append("")
+    return lines

@@ -68,7 +68,7 @@ def test_the_page_draws_colour_and_symbol_for_each_outcome(client: Client) -> No
     body = client.get("/matrix/").content.decode()
     assert re.search(r'class="o o-failed trust-run"[^>]*>✘</a>', body)
     assert re.search(r'class="o o-passed trust-run"[^>]*>✔</a>', body)
-    assert "k8s 1.31.2" in body
+    assert "k8s 1.34.2" in body
 
 
 def test_its_query_count_does_not_grow_with_history(client: Client) -> None:

@@ -30,7 +30,7 @@ def connectivity_junit(status: str = "passed", salt: str = "") -> bytes:
 
 
 def post(client, token, data: bytes, name: str = "junit_01.xml", **fields):  # type: ignore[no-untyped-def]
-    form = {"plugin": "calico", "plugin_version": "3.28.0", "kubernetes_version": "1.30.2", "proxier": "iptables",
+    form = {"plugin": "calico", "plugin_version": "3.28.0", "kubernetes_version": "1.34.2", "proxier": "iptables",
             **fields}
     if data is not None:
         form["file"] = SimpleUploadedFile(name, data)

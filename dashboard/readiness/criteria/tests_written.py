@@ -1,17 +1,22 @@
-"""tests-written: every catalog test is implemented by the battery and has a recorded outcome
-(passed, failed or skipped) from a battery run."""
+"""tests-written: every catalog test is implemented by the battery and has a `passed` or
+`failed` outcome in counted evidence (runs or verified submissions); pod-to-loadbalancer may
+instead have a counted `skipped` for want of an SCTP load balancer, which the KEP allows."""
 
 from __future__ import annotations
 
 from django.db.models import OuterRef, Subquery
 
 from dashboard.catalog import ALL_KEYS, Outcome
-from dashboard.models import CatalogTest, TestResult
+from dashboard.models import CatalogTest, Submission, TestResult
+from dashboard.policy import LB_KEY, TESTS_WRITTEN, countable_runs_q, countable_submissions_q, evidence_entry, verdict_keys
 
-from ..base import Context, EvidenceRef, Verdict
+from ..base import Context, Verdict
+from ..evidence_lookup import load, plugins_by_id
+from ..whatif import with_what_if
 
-KEY = "tests-written"
+KEY = TESTS_WRITTEN
 TITLE = "The e2e tests described in the Test Plan have been written"
+RECENT_SUBMISSIONS = 200
 
 
 def implemented_keys() -> set[str]:
@@ -21,37 +26,83 @@ def implemented_keys() -> set[str]:
 
 
 def evaluate(ctx: Context) -> Verdict:
-    # Any one recorded outcome is enough; its run is the evidence link. Unordered on purpose:
-    # "LIMIT 1" on the (test_key, outcome) index stays cheap however long the history is.
-    example = TestResult.objects.filter(
-        test_key=OuterRef("key"), outcome__in=[Outcome.PASSED, Outcome.FAILED, Outcome.SKIPPED]
-    ).values("run_id")[:1]
-    tests = [
-        {**t, "recorded": t["example_run"] is not None}
-        for t in CatalogTest.objects.annotate(example_run=Subquery(example)).values("key", "example_run")
-    ]
-    implemented = implemented_keys()
+    return with_what_if(_evaluate, ctx)
+
+
+def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
+    pol = ctx.policy
+    q = countable_runs_q(pol, relax=relax, prefix="run__")
+    results = TestResult.objects.filter(q)
+
+    def example(outcomes: list[str]) -> Subquery:
+        # Unordered on purpose: "LIMIT 1" on the (test_key, outcome) index stays cheap.
+        return Subquery(results.filter(test_key=OuterRef("key"), outcome__in=outcomes).values("run_id")[:1])
+
+    latest_any = Subquery(TestResult.objects.filter(test_key=OuterRef("key")).order_by("-id").values("run_id")[:1])
+    tests = list(CatalogTest.objects.annotate(
+        verdict_run=example([Outcome.PASSED, Outcome.FAILED]),
+        skip_run=example([Outcome.SKIPPED]),
+        latest_run=latest_any,
+    ).values("key", "verdict_run", "skip_run", "latest_run"))
     absent = [k for k in ALL_KEYS if k not in {t["key"] for t in tests}]
     if absent:  # the catalog itself is incomplete (its seed migration did not run)
-        return Verdict(KEY, TITLE, "unmet", "catalog is missing: " + ", ".join(absent), [], [])
-    missing_impl = [t["key"] for t in tests if t["key"] not in implemented]
-    unrecorded = [t["key"] for t in tests if t["key"] in implemented and not t["recorded"]]
-    evidence = []
-    seen: set[int] = set()
+        return Verdict(KEY, TITLE, "unmet", "catalog is missing: " + ", ".join(absent), [], []), set()
+
+    plugins = ctx.memo("plugins", plugins_by_id)
+    sub_ids = list(Submission.objects.filter(countable_submissions_q(pol, relax=relax))
+                   .order_by("-created").values_list("id", flat=True)[:RECENT_SUBMISSIONS])
+    run_ids = [t[k] for t in tests for k in ("verdict_run", "skip_run", "latest_run")]
+    items = load(run_ids, sub_ids, plugins)
+    submissions = [items[("submission", i)] for i in sub_ids if ("submission", i) in items]
+
+    implemented = implemented_keys()
+    used: set[str] = set()
+    rows, evidence, missing_impl, unrecorded = [], [], [], []
     for t in tests:
-        if t["example_run"] and t["example_run"] not in seen:
-            seen.add(t["example_run"])
-            evidence.append(EvidenceRef("run", t["example_run"], f"run {t['example_run']}"))
-    rows = [
-        {"key": t["key"], "implemented": t["key"] in implemented, "recorded": t["recorded"], "run": t["example_run"]}
-        for t in tests
-    ]
+        key = t["key"]
+        found = None
+        for rid in (t["verdict_run"], t["skip_run"] if key == LB_KEY else None):
+            item = items.get(("run", rid)) if rid else None
+            if item is not None:
+                a = pol.assess(item, KEY, relax)
+                if a.counts and key in verdict_keys(item):
+                    found = (item, a)
+                    break
+        if found is None:
+            for item in submissions:
+                a = pol.assess(item, KEY, relax)
+                if a.counts and key in verdict_keys(item):
+                    found = (item, a)
+                    break
+        row = {"key": key, "implemented": key in implemented, "recorded": found is not None,
+               "run": found[0].id if found and found[0].kind == "run" else None,
+               "evidence": evidence_entry(*found) if found else None, "why": ""}
+        if found is not None:
+            used |= found[1].relied
+            evidence.append(evidence_entry(*found))
+        elif key in implemented:
+            latest = items.get(("run", t["latest_run"])) if t["latest_run"] else None
+            if latest is not None:
+                a = pol.assess(latest, KEY, relax)
+                outcome = latest.outcome(key).replace("_", " ")
+                why = (f"run {latest.id}: {key} {outcome}"
+                       + ("" if key in verdict_keys(latest) else " (no verdict)")
+                       + ("" if a.counts else f"; {a.why}"))
+                evidence.append(evidence_entry(latest, a))
+            else:
+                why = "never run"
+            row["why"] = why
+            unrecorded.append(f"{key} ({why})")
+        if key not in implemented:
+            missing_impl.append(key)
+        rows.append(row)
+
     if not missing_impl and not unrecorded:
-        detail = f"all {len(tests)} catalog tests are implemented and have recorded outcomes"
-        return Verdict(KEY, TITLE, "met", detail, evidence, rows)
+        detail = f"all {len(tests)} catalog tests are implemented and have verdicts in counted evidence"
+        return Verdict(KEY, TITLE, "met", detail, evidence, rows), used
     parts = []
     if missing_impl:
         parts.append("not implemented: " + ", ".join(missing_impl))
     if unrecorded:
-        parts.append("no recorded outcome yet: " + ", ".join(unrecorded))
-    return Verdict(KEY, TITLE, "unmet", "; ".join(parts), evidence, rows)
+        parts.append("no verdict in counted evidence: " + "; ".join(unrecorded))
+    return Verdict(KEY, TITLE, "unmet", "; ".join(parts), evidence, rows), used

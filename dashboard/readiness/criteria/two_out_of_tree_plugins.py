@@ -1,93 +1,94 @@
-"""two-out-of-tree-plugins: at least two distinct out-of-tree plugins each have fresh qualifying
-connectivity evidence. One vote per plugin, however many versions, clusters or runs it has.
-`at_risk` when met but a counted plugin's newest connectivity evidence is not qualifying;
+"""two-out-of-tree-plugins: at least two distinct out-of-tree plugins each have fresh, counted,
+qualifying connectivity evidence (one vote per plugin, however many versions, clusters or runs).
+`at_risk` when met but a counted plugin's newest counted connectivity evidence does not qualify;
 `stale` when it would be met only with evidence older than the freshness window."""
 
 from __future__ import annotations
 
-from django.db.models import OuterRef, Subquery
+from dataclasses import replace
 
-from dashboard.models import Plugin
+from dashboard.policy import TWO_PLUGINS, evidence_entry, qualifying
 
-from ..base import Context, Verdict, day, plural
-from ..evidence_lookup import finished_runs, load, newest, verified_submissions
+from ..base import Context, Verdict, plural
+from ..evidence_lookup import connectivity_candidates, plugins_by_id
+from ..whatif import with_what_if
 
-KEY = "two-out-of-tree-plugins"
+KEY = TWO_PLUGINS
 TITLE = "At least 2 out-of-tree network plugins pass the [Feature:SCTPConnectivity] tests"
 NEEDED = 2
 
 
 def evaluate(ctx: Context) -> Verdict:
-    def newest_id(qs, order):  # type: ignore[no-untyped-def]
-        return Subquery(qs.filter(plugin=OuterRef("pk")).order_by(order).values("id")[:1])
+    return with_what_if(_evaluate, ctx)
 
-    runs, subs = finished_runs(), verified_submissions()
-    # "flag__in=[True]", not "flag=True": SQLite compiles the latter to a bare column test that
-    # cannot use the (plugin, state, flag, -time) indexes.
-    plugins = list(
-        Plugin.objects.annotate(
-            q_run=newest_id(runs.filter(qualifying__in=[True]), "-finished"),
-            c_run=newest_id(runs.filter(has_connectivity__in=[True]), "-finished"),
-            q_sub=newest_id(subs.filter(qualifying__in=[True]), "-created"),
-            c_sub=newest_id(subs.filter(has_connectivity__in=[True]), "-created"),
-        ).order_by("name")
-    )
-    found = load(
-        [p.q_run for p in plugins] + [p.c_run for p in plugins],
-        [p.q_sub for p in plugins] + [p.c_sub for p in plugins],
-    )
 
-    counted, stale_only, in_tree_qualifying, at_risk, rows = [], [], [], [], []
-    failing: list[str] = []
-    evidence = []
-    for p in plugins:
-        best = newest(found.get(("run", p.q_run)), found.get(("submission", p.q_sub)))
-        latest = newest(found.get(("run", p.c_run)), found.get(("submission", p.c_sub)))
+def _day(item) -> str:  # type: ignore[no-untyped-def]
+    return item.when.strftime("%Y-%m-%d") if item.when else "no date"
+
+
+def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
+    plugins = ctx.memo("plugins", plugins_by_id)
+    items = ctx.memo("connectivity", lambda: connectivity_candidates(plugins))
+    pol = ctx.policy
+    assessed: dict[str, list] = {}
+    for item in items:  # newest first
+        assessed.setdefault(item.plugin.slug, []).append((item, pol.assess(item, KEY, relax)))
+
+    counted, stale_only, at_risk, notes, rows, evidence = [], [], [], [], [], []
+    used: set[str] = set()
+    for pid, p in sorted(plugins.items(), key=lambda kv: kv[1].name.lower()):
+        pairs = assessed.get(p.slug, [])
+        evidence += [evidence_entry(i, a) for i, a in pairs]
+        good = [(i, a) for i, a in pairs if a.counts]
+        eligible = [(i, a) for i, a in pairs if a.counts or a.outcome_only]
         row = {"plugin": p.slug, "name": p.name, "in_tree": p.in_tree, "status": "no evidence",
-               "qualifying": best.ref.to_dict() if best else None,
-               "latest": latest.ref.to_dict() if latest else None}
-        if best is None:
-            if latest is not None:
-                row["status"] = "not qualifying"
-                if not p.in_tree:
-                    failing.append(f"{p.slug}: {latest.qualifying_reason} on {day(latest.when)}")
-            if latest is not None or not p.in_tree:
-                rows.append(row)
-            continue
-        if p.in_tree:
-            row["status"] = "in-tree (does not count)"
-            in_tree_qualifying.append(p.slug)
-        elif ctx.is_fresh(best.when):
-            row["status"] = "counted"
+               "qualifying": evidence_entry(*good[0]) if good else None,
+               "latest": evidence_entry(*pairs[0]) if pairs else None,
+               "why": pairs[0][1].why if pairs else "no connectivity evidence"}
+        if good:
             counted.append(p.slug)
-            evidence.append(best.ref)
-            if latest is not None and not latest.qualifying:
+            for _, a in good:
+                used |= a.relied
+            newest_item, newest = eligible[0]
+            row["status"] = "counted"
+            row["why"] = good[0][1].why
+            if not newest.counts:
                 row["status"] = "counted, at risk"
-                at_risk.append(f"{p.slug}: newest connectivity evidence ({latest.kind} {latest.id}, "
-                               f"{day(latest.when)}) does not qualify: {latest.qualifying_reason}")
-                evidence.append(latest.ref)
-        else:
+                at_risk.append(f"{p.slug}: newest counted connectivity evidence ({newest_item.kind} "
+                               f"{newest_item.id}, {_day(newest_item)}) does not qualify: "
+                               f"{newest.why.removeprefix('not counted: ')}")
+        elif any(a.stale_only for _, a in pairs):
+            item, _a = next((i, a) for i, a in pairs if a.stale_only)
             row["status"] = "stale"
-            stale_only.append(f"{p.slug} (last qualified {day(best.when)})")
-            evidence.append(best.ref)
-        rows.append(row)
+            stale_only.append(f"{p.slug} (last qualified {_day(item)})")
+        elif pairs:
+            item, a = pairs[0]
+            row["status"] = "in-tree (does not count)" if p.in_tree else "not counted"
+            if p.in_tree:
+                as_exempt = replace(pairs[0][0].plugin, netpol_exemption="in-tree")
+                if any(qualifying(i.outcomes, as_exempt)[0] for i, _ in pairs):
+                    notes.append(f"in-tree {p.slug} qualifies but does not count")
+            elif a.outcome_only:
+                notes.append(f"{p.slug}: {a.why.removeprefix('not counted: ')} on {_day(item)}")
+            else:
+                notes.append(f"{p.slug}: {item.kind} {item.id} on {_day(item)} {a.why}")
+        if pairs or not p.in_tree:
+            rows.append(row)
 
     if len(counted) >= NEEDED:
         if at_risk:
             return Verdict(KEY, TITLE, "at_risk", f"{len(counted)} plugins counted ({', '.join(counted)}); "
-                           + "; ".join(at_risk), evidence, rows)
+                           + "; ".join(at_risk), evidence, rows), used
         return Verdict(KEY, TITLE, "met", f"{len(counted)} out-of-tree plugins pass: {', '.join(counted)}",
-                       evidence, rows)
-    missing = NEEDED - len(counted)
+                       evidence, rows), used
     have = f"counted: {', '.join(counted)}" if counted else "none counted yet"
     if len(counted) + len(stale_only) >= NEEDED:
         return Verdict(KEY, TITLE, "stale", f"{have}; only stale evidence (older than {ctx.fresh_days} days) "
-                       f"for {', '.join(stale_only)}", evidence, rows)
-    detail = f"needs {plural(missing, 'more out-of-tree plugin')} with fresh qualifying evidence ({have})"
-    if failing:
-        detail += "; " + "; ".join(failing)
+                       f"for {', '.join(stale_only)}", evidence, rows), used
+    missing = NEEDED - len(counted)
+    detail = f"needs {plural(missing, 'more out-of-tree plugin')} with fresh counted qualifying evidence ({have})"
+    if notes:
+        detail += "; " + "; ".join(notes[:6]) + (f"; and {len(notes) - 6} more" if len(notes) > 6 else "")
     if stale_only:
         detail += "; stale: " + ", ".join(stale_only)
-    if in_tree_qualifying:
-        detail += f"; in-tree {', '.join(in_tree_qualifying)} qualifies but does not count"
-    return Verdict(KEY, TITLE, "unmet", detail, evidence, rows)
+    return Verdict(KEY, TITLE, "unmet", detail, evidence, rows), used
