@@ -24,7 +24,7 @@ from django.db import transaction
 from django.utils.dateparse import parse_datetime
 from django.utils.timezone import now
 
-from .catalog import Battery, Outcome, Proxier, keys_of
+from .catalog import Battery, Outcome, Proxier, keys_of, kubernetes_minor
 from .models import AuditEvent, Cluster, Plugin, Run, Vendor
 
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -213,9 +213,12 @@ def accept(body: bytes, vendor: Vendor, actor: str) -> Run:
                                      f"not {plugin.slug}")
         elif not cluster.enabled:
             raise AgentRunError(409, f"cluster {cluster.name} is disabled; a maintainer may enable it")
-        elif data["fingerprint"].get("emulated") is True and not cluster.emulated:
-            cluster.emulated = True  # once seen emulated, the cluster is marked so
-            cluster.save(update_fields=["emulated"])
+        else:
+            from .trust import refuse_run
+
+            refusal = refuse_run(cluster, data["battery"])  # basic-only clusters
+            if refusal:
+                raise AgentRunError(409, refusal)
         run = _store(cluster, plugin, data)
         AuditEvent.record(actor, "run.agent", f"run {run.pk}", cluster=cluster.name, battery=run.battery)
     from workers.runner import after_run
@@ -231,6 +234,7 @@ def _store(cluster: Cluster, plugin: Plugin, data: dict[str, Any]) -> Run:
     run = Run.objects.create(
         cluster=cluster, plugin=plugin, plugin_version=data["plugin_version"] or cluster.plugin_version,
         kubernetes_version=data["kubernetes_version"] or cluster.kubernetes_version,
+        kubernetes_minor=kubernetes_minor(data["kubernetes_version"] or cluster.kubernetes_version),
         proxier=data["proxier"], battery=data["battery"], trigger=Run.Trigger.AGENT,
         state=Run.State.RUNNING, started=data["started"], heartbeat=data["started"],
         worker=f"agent {data['agent_version']}".strip()[:200],
@@ -239,11 +243,9 @@ def _store(cluster: Cluster, plugin: Plugin, data: dict[str, Any]) -> Run:
     state = Run.State.ERROR if unreached else Run.State.FINISHED
     error = unreached[0].reason.removeprefix("not run: ") if unreached else ""
     report = SimpleNamespace(results=data["results"], fingerprint=fingerprint)
-    finish(run, state, error, report)  # the same bookkeeping as a worker's run
-    detected = fingerprint.get("proxier_detected")
-    Run.objects.filter(pk=run.pk).update(
-        finished=data["finished"], emulated=fingerprint.get("emulated") is True or cluster.emulated,
-        proxier_detected=detected or "",
-    )
+    # The same bookkeeping as a worker's run: flags, detected proxier, emulated (from the
+    # fingerprint, marking the cluster too), release; then the time the agent's run ended.
+    finish(run, state, error, report)
+    Run.objects.filter(pk=run.pk).update(finished=data["finished"])
     run.refresh_from_db()
     return run

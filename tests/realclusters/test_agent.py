@@ -55,7 +55,14 @@ def test_the_agent_posts_an_all_run_that_shows_as_pending_agent_evidence(live_se
     # emulated exactly when the lab's GET /version carries the mark (contract: it always does)
     says = in_cluster.lab.cluster("lab").version().get("emulated") is True
     assert run.fingerprint["emulated"] is says and run.emulated is says and cluster.emulated is says
-    assert run.qualifying  # it would qualify ... once approved and real: not counted now
+    assert run.qualifying  # the outcomes qualify; the policy does not count it (unapproved)
+    from dashboard.policy import Policy, plugin_facts, run_item
+    from django.utils.timezone import now
+
+    rows = list(TestResult.objects.filter(run=run).values_list("test_key", "outcome", "reason"))
+    item = run_item(run, {k: o for k, o, _ in rows}, {k: r for k, _, r in rows}, plugin_facts(run.plugin))
+    verdict = Policy(now()).assess(item, "two-out-of-tree-plugins")
+    assert not verdict.counts and "not approved by a maintainer" in verdict.why
     page = live_server.url + f"/runs/{run.pk}/"
     import urllib.request
     with urllib.request.urlopen(page, timeout=10) as answer:

@@ -19,7 +19,7 @@ def payload(**changes):
     finished = now()
     body = {
         "cluster": "calico-prod", "plugin": "calico", "plugin_version": "3.28.0",
-        "kubernetes_version": "1.31.2", "proxier": "iptables", "battery": "basic",
+        "kubernetes_version": "1.33.1", "proxier": "iptables", "battery": "basic",
         "started": (finished - timedelta(minutes=3)).isoformat(), "finished": finished.isoformat(),
         "fingerprint": {"emulated": False, "proxier_detected": "iptables", "cni_detected": "calico",
                         "node_count": 3, "node_access": True},
@@ -137,4 +137,48 @@ def test_another_vendors_cluster_or_a_disabled_one_is_refused(api, vendor_token,
     Cluster.objects.update(enabled=False)
     answer = post(api, vendor_token, payload())
     assert answer.status_code == 409 and "disabled" in answer.json()["error"]
+    assert Run.objects.count() == 1
+
+
+def _assess(run, criterion):
+    from dashboard.policy import Policy, plugin_facts, run_item
+
+    rows = list(TestResult.objects.filter(run=run).values_list("test_key", "outcome", "reason"))
+    item = run_item(run, {k: o for k, o, _ in rows}, {k: r for k, _, r in rows}, plugin_facts(run.plugin))
+    return Policy(now()).assess(item, criterion)
+
+
+def test_an_agent_run_counts_only_once_a_maintainer_approves_its_cluster(api, vendor_token, maintainer):
+    from dashboard.trust import approve_cluster
+
+    results = {k: {"outcome": "passed", "reason": "ok"} for k in ALL_KEYS}
+    results["pod-to-loadbalancer"] = {"outcome": "skipped", "reason": "no load balancer"}
+    assert post(api, vendor_token, payload(battery="all", results=results)).status_code == 201
+    run = Run.objects.select_related("cluster", "plugin").get()
+    pending = _assess(run, "two-out-of-tree-plugins")
+    assert not pending.counts and "not approved by a maintainer" in pending.why
+    approve_cluster(run.cluster, maintainer)
+    run = Run.objects.select_related("cluster", "plugin").get()
+    assert _assess(run, "two-out-of-tree-plugins").counts
+
+
+def test_an_emulated_agent_run_never_counts_even_approved(api, vendor_token, maintainer):
+    from dashboard.trust import approve_cluster
+
+    assert post(api, vendor_token, payload(fingerprint={"emulated": True})).status_code == 201
+    run = Run.objects.select_related("cluster", "plugin").get()
+    approve_cluster(run.cluster, maintainer)
+    run = Run.objects.select_related("cluster", "plugin").get()
+    verdict = _assess(run, "tests-written")
+    assert not verdict.counts and "emulated" in verdict.why
+
+
+def test_a_basic_only_cluster_refuses_a_connectivity_run(api, vendor_token, maintainer):
+    from dashboard.trust import set_basic_only
+
+    assert post(api, vendor_token, payload()).status_code == 201
+    set_basic_only(Cluster.objects.get(), True, maintainer)
+    results = {k: {"outcome": "passed", "reason": "ok"} for k in ALL_KEYS}
+    answer = post(api, vendor_token, payload(battery="all", results=results))
+    assert answer.status_code == 409 and "basic" in answer.json()["error"]
     assert Run.objects.count() == 1
