@@ -216,10 +216,16 @@ class TokenInfo:
 
 def token_info(kubeconfig: str) -> TokenInfo | None:
     """The ServiceAccount and lifetime of the kubeconfig's token; None for other credentials."""
-    data = yaml.safe_load(kubeconfig) or {}
+    try:
+        data = yaml.safe_load(kubeconfig) or {}
+    except yaml.YAMLError:
+        return None
+    if not isinstance(data, dict):
+        return None
     current = data.get("current-context")
-    contexts = {c.get("name"): c.get("context") or {} for c in data.get("contexts") or []}
-    users = {u.get("name"): u.get("user") or {} for u in data.get("users") or []}
+    contexts = {c.get("name"): c.get("context") or {} for c in data.get("contexts") or []
+                if isinstance(c, dict)}
+    users = {u.get("name"): u.get("user") or {} for u in data.get("users") or [] if isinstance(u, dict)}
     token = users.get(contexts.get(current, {}).get("user"), {}).get("token")
     claims = token_claims(token) if isinstance(token, str) else None
     if not claims or not isinstance(claims.get("exp"), int):

@@ -133,3 +133,12 @@ def test_renew_rewrites_the_file_and_the_registered_cluster(lab, caller, tmp_pat
     assert Cluster.objects.get(name="calico-prod").kubeconfig == after
     with pytest.raises(CommandError, match="not a ServiceAccount token"):
         call_command("make_kubeconfig", "--renew", str(caller))
+
+
+@pytest.mark.django_db
+def test_clusters_without_a_serviceaccount_token_are_left_alone(lab):
+    from tests import factories
+
+    factories.cluster("exec-free", kubeconfig=yaml.safe_dump(lab.kubeconfig("lab")))  # static token
+    factories.cluster("broken", kubeconfig="{not: yaml: at all")
+    assert sa.renew_registered(now=time.time() + 10 * 365 * 86400) == {}
