@@ -128,3 +128,32 @@ def test_a_profile_naming_an_unreadable_role_file_is_refused(tmp_path):
     bad.write_text("kind: ConfigMap\n")
     with pytest.raises(ValueError, match="no ClusterRole"):
         LabServer([profile(rbac=str(bad))])
+
+
+def test_every_call_the_battery_makes_on_any_lab_profile_is_granted_and_every_grant_is_used(monkeypatch):
+    """Recorded under cluster-admin (so nothing is swallowed as a refusal): each request the
+    battery and the sweeper make is allowed by the shipped role, and each verb is needed."""
+    from lab import rbac
+    from lab.profiles import load_profiles
+
+    seen: list[rbac.Attributes] = []
+    real = rbac.authorize
+
+    def record(cluster, who, method, path, query):
+        seen.append(rbac.attributes(method, path, query))
+        return real(cluster, who, method, path, query)
+
+    monkeypatch.setattr(rbac, "authorize", record)
+    profiles = [dict(p, faults={**p["faults"], "pod_start_delay_s": 0.01})
+                for p in load_profiles(ROLE_FILE.parents[2] / "lab" / "profiles")]
+    for prof in [*profiles, profile(**LEGACY), profile(kubenet=True)]:
+        _run(prof)
+    rules = shipped_role()["rules"]
+    allowed = [a for a in seen if any(rbac._allows(rule, a) for rule in rules)]
+    refused = {(a.verb, a.api_group, a.resource, a.subresource, a.path) for a in seen} - {
+        (a.verb, a.api_group, a.resource, a.subresource, a.path) for a in allowed}
+    assert refused == set()
+    for index, rule in enumerate(rules):
+        for verb in rule["verbs"]:
+            narrowed = {**rule, "verbs": [verb]}
+            assert any(rbac._allows(narrowed, a) for a in seen), f"rule {index} grants {verb} unused"
