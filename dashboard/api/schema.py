@@ -107,6 +107,38 @@ def openapi() -> dict[str, Any]:
                                        "parameters": [{"name": "id", "in": "path", "required": True,
                                                        "schema": {"type": "integer"}}],
                                        "responses": {"200": _json(_ref("Run")), "404": ERRORS["404"]}}},
+        "/api/v1/agent-runs/": {"post": {
+            "summary": "A run made by the in-cluster agent (vendor token of the cluster's plugin); "
+                       "the cluster is registered on first contact, unapproved",
+            "security": token,
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                "type": "object", "additionalProperties": False,
+                "required": ["cluster", "plugin", "proxier", "battery", "started", "finished",
+                             "fingerprint", "results"],
+                "properties": {
+                    "cluster": {"type": "string"}, "plugin": {"type": "string"},
+                    "plugin_version": {"type": "string"}, "kubernetes_version": {"type": "string"},
+                    "proxier": {"type": "string", "enum": Proxier.values},
+                    "battery": {"type": "string", "enum": Battery.values},
+                    "started": {"type": "string", "format": "date-time"},
+                    "finished": {"type": "string", "format": "date-time"},
+                    "fingerprint": {"type": "object", "properties": {
+                        "emulated": {"type": "boolean"},
+                        "proxier_detected": {"type": "string", "enum": Proxier.values, "nullable": True},
+                        "cni_detected": {"type": "string", "nullable": True}}},
+                    "results": {"type": "object", "additionalProperties": {
+                        "type": "object", "additionalProperties": False, "required": ["outcome", "reason"],
+                        "properties": {"outcome": outcome, "reason": {"type": "string"},
+                                       "evidence": {"type": "string"}, "duration": {"type": "number"},
+                                       "started": {"type": "string", "format": "date-time"},
+                                       "finished": {"type": "string", "format": "date-time"},
+                                       "reached": {"type": "boolean"}}}},
+                    "errors": {"type": "array", "items": {"type": "string"}},
+                    "agent_version": {"type": "string"}}}}}},
+            "responses": {"201": _json({"type": "object", "properties": {
+                "run": {"type": "integer"}, "url": {"type": "string"}, "state": {"type": "string"},
+                "cluster": {"type": "string"}, "cluster_approved": {"type": "boolean"},
+                "emulated": {"type": "boolean"}}}, "stored"), **ERRORS}}},
         "/api/v1/submissions/": {
             "get": {"summary": "Submissions, newest first", "parameters": [
                 {"name": "plugin", "in": "query", "schema": {"type": "string"}},

@@ -182,3 +182,11 @@ def test_a_basic_only_cluster_refuses_a_connectivity_run(api, vendor_token, main
     answer = post(api, vendor_token, payload(battery="all", results=results))
     assert answer.status_code == 409 and "basic" in answer.json()["error"]
     assert Run.objects.count() == 1
+
+
+def test_the_openapi_schema_describes_the_endpoint(api):
+    paths = api.get("/api/v1/schema/").json()["paths"]
+    body = paths["/api/v1/agent-runs/"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert set(body["properties"]) == {"cluster", "plugin", "plugin_version", "kubernetes_version", "proxier",
+                                       "battery", "started", "finished", "fingerprint", "results", "errors",
+                                       "agent_version"}
