@@ -7,6 +7,7 @@ ServiceAccount bound to that role only, and every other request gets the API ser
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import urllib.error
 import urllib.request
 
@@ -157,3 +158,21 @@ def test_every_call_the_battery_makes_on_any_lab_profile_is_granted_and_every_gr
         for verb in rule["verbs"]:
             narrowed = {**rule, "verbs": [verb]}
             assert any(rbac._allows(narrowed, a) for a in seen), f"rule {index} grants {verb} unused"
+
+
+def test_a_profile_file_names_its_role_relative_to_itself_or_to_the_repository(tmp_path, monkeypatch):
+    from lab.profiles import load_profiles
+
+    monkeypatch.chdir(ROLE_FILE.parents[2])
+    (tmp_path / "roles").mkdir()
+    (tmp_path / "roles" / "mine.yaml").write_text(ROLE_FILE.read_text())
+    (tmp_path / "a.yaml").write_text("plugin: calico\nrbac: deploy/rbac/battery-role.yaml\n")
+    (tmp_path / "b.yaml").write_text("plugin: calico\nrbac: roles/mine.yaml\n")
+    a, b = load_profiles(tmp_path)
+    assert Path(a["rbac"]).resolve() == ROLE_FILE
+    assert Path(b["rbac"]) == tmp_path / "roles" / "mine.yaml"
+    with LabServer([a, b]) as lab:
+        code, status = _raw(lab, "a", "GET", "/api/v1/namespaces/x/services/s")
+        assert (code, status["reason"]) == (404, "NotFound")  # allowed, and there is none
+        code, status = _raw(lab, "b", "DELETE", "/api/v1/nodes/n")
+        assert code == 403 and 'cannot delete resource "nodes"' in status["message"]
