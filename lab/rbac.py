@@ -94,10 +94,12 @@ def sa_user(namespace: str, name: str) -> Identity:
 
 
 def load_role_file(path: str | Path) -> tuple[Identity, tuple[dict[str, Any], ...]]:
-    """The ServiceAccount and ClusterRole rules of a role file (one or more YAML documents)."""
+    """The ServiceAccount and ClusterRole rules of a role file (one or more YAML documents),
+    or of every YAML file in a directory (e.g. `deploy/rbac`)."""
     path = Path(path)
+    files = sorted(p for p in path.glob("*.y*ml") if p.name != "kustomization.yaml") if path.is_dir() else [path]
     try:
-        docs = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d]
+        docs = [d for f in files for d in yaml.safe_load_all(f.read_text(encoding="utf-8")) if d]
     except (OSError, yaml.YAMLError) as exc:
         raise ValueError(f"{path}: cannot read the RBAC file: {exc}") from exc
     rules: list[dict[str, Any]] = []

@@ -176,3 +176,10 @@ def test_a_profile_file_names_its_role_relative_to_itself_or_to_the_repository(t
         assert (code, status["reason"]) == (404, "NotFound")  # allowed, and there is none
         code, status = _raw(lab, "b", "DELETE", "/api/v1/nodes/n")
         assert code == 403 and 'cannot delete resource "nodes"' in status["message"]
+
+
+def test_a_profile_may_name_the_rbac_directory_itself():
+    rbac_dir = ROLE_FILE.parent
+    report, swept = _run(profile(rbac=str(rbac_dir)), battery="basic")
+    assert swept == [] and report.errors == []
+    assert not [r for r in report.results.values() if PREFIX in r.reason]
