@@ -63,10 +63,16 @@ def test_the_agent_posts_an_all_run_that_shows_as_pending_agent_evidence(live_se
     item = run_item(run, {k: o for k, o, _ in rows}, {k: r for k, _, r in rows}, plugin_facts(run.plugin))
     verdict = Policy(now()).assess(item, "two-out-of-tree-plugins")
     assert not verdict.counts and "not approved by a maintainer" in verdict.why
-    page = live_server.url + f"/runs/{run.pk}/"
     import urllib.request
-    with urllib.request.urlopen(page, timeout=10) as answer:
+    with urllib.request.urlopen(live_server.url + f"/runs/{run.pk}/", timeout=10) as answer:
         assert answer.status == 200
+    # the readiness API lists it as evidence that does not count, and says why
+    with urllib.request.urlopen(live_server.url + "/api/v1/readiness/", timeout=30) as answer:
+        readiness = json.loads(answer.read())
+    listed = [e for t in readiness["transitions"] for c in t["criteria"] for e in c["evidence"]
+              if e["kind"] == "run" and e["id"] == run.pk]
+    assert listed, "the agent's run is not shown as evidence"
+    assert all(e["counts"] is False and "not approved by a maintainer" in e["why"] for e in listed)
     assert AuditEvent.objects.filter(action="run.agent").count() == 1
 
 
