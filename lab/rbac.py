@@ -229,11 +229,20 @@ def _bound_rules(state: RbacState, who: Identity, namespace: str) -> list[dict[s
     return rules
 
 
+class _Forbidden(ApiError):
+    """Its `details` always present, `{}` for paths, as the API server serializes them."""
+
+    def status(self) -> dict[str, Any]:
+        body = super().status()
+        body["details"] = self.details or {}
+        return body
+
+
 def forbidden(attrs: Attributes, user: str) -> ApiError:
     """The 403 of k8s.io/apiserver responsewriters.Forbidden, word for word."""
     if not attrs.resource_request:
-        return ApiError(403, f'forbidden: User "{user}" cannot {attrs.verb} path "{attrs.path}"',
-                        details={})
+        return _Forbidden(403, f'forbidden: User "{user}" cannot {attrs.verb} path "{attrs.path}"',
+                          details={})
     resource = f"{attrs.resource}/{attrs.subresource}" if attrs.subresource else attrs.resource
     if attrs.namespace:
         where = f'in the namespace "{attrs.namespace}"'
@@ -248,7 +257,7 @@ def forbidden(attrs: Attributes, user: str) -> ApiError:
         details["name"] = attrs.name
     if attrs.api_group:
         details["group"] = attrs.api_group
-    return ApiError(403, f"{subject} is forbidden: {why}", details=details)
+    return _Forbidden(403, f"{subject} is forbidden: {why}", details=details)
 
 
 def authorize(cluster: Any, who: Identity, method: str, path: str,

@@ -116,8 +116,8 @@ def test_the_lab_words_a_refusal_as_the_rbac_authorizer_does(role_file):
         code, status = _raw(lab, "lab", "GET", "/api/v1/namespaces/x/pods/p/log")
         assert 'cannot get resource "pods/log" in API group ""' in status["message"]
         code, status = _raw(lab, "lab", "GET", "/version")
-        assert (code, status["message"]) == (
-            403, f'forbidden: User "{SA}" cannot get path "/version"')
+        assert (code, status["message"], status["details"]) == (
+            403, f'forbidden: User "{SA}" cannot get path "/version"', {})
         # allowed: answered as usual (404: there is no such pod)
         code, status = _raw(lab, "lab", "GET", "/api/v1/namespaces/default/pods/nope")
         assert (code, status["reason"]) == (404, "NotFound")
