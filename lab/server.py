@@ -226,10 +226,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
                     raise ApiError(503, "the server is currently unable to handle the request",
                                    reason="ServiceUnavailable")
                 raise ApiError(500, "Internal error occurred: etcdserver: request timed out")
-            if rest.startswith("/apis/discovery.k8s.io/v1/") and not cluster.serves_endpointslices():
-                raise ApiError(404, "the server could not find the requested resource")
             query = parse_qs(url.query)
             rbac.authorize(cluster, who, method, rest, query)  # 403 as the RBAC authorizer words it
+            if rest.startswith("/apis/discovery.k8s.io/v1/") and not cluster.serves_endpointslices():
+                raise ApiError(404, "the server could not find the requested resource")
             body: Any = None
             if raw:
                 try:
