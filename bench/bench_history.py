@@ -68,7 +68,7 @@ class Generator:
             plugin = plugins[i % len(plugins)]
             self.clusters.append(Cluster(
                 name=f"bench-{plugin.slug}-{i:03d}", plugin=plugin, plugin_version=f"1.{i % 9}.0",
-                kubernetes_version=f"1.{28 + i % 4}.{i % 7}", proxier=PROXIERS[(i // len(PLUGINS)) % 3],
+                kubernetes_version=f"1.{31 + i % 5}.{i % 7}", approved=i % 10 != 0, proxier=PROXIERS[(i // len(PLUGINS)) % 3],
                 kubenet=plugin.slug == "kubenet", load_balancer=i % 2 == 0, owner=self.vendors[plugin.pk],
                 created=self.now - timedelta(days=400)))
         self.clusters = Cluster.objects.bulk_create(self.clusters)
@@ -96,6 +96,7 @@ class Generator:
 
     def runs(self, days: range) -> None:
         """One periodic `all` run per cluster and day, its eight results, flags from dashboard.evidence."""
+        from dashboard.catalog import kubernetes_minor
         from dashboard.evidence import summarize
         from dashboard.models import Run, TestResult
 
@@ -127,7 +128,10 @@ class Generator:
                           dispatched=created, started=created + timedelta(seconds=2),
                           heartbeat=created + timedelta(seconds=90), finished=created + timedelta(seconds=95),
                           worker="bench@worker", error="worker lost: bench" if state == "error" else "",
-                          fingerprint={"proxier_detected": cluster.proxier, "node_count": 3})
+                          fingerprint={"proxier_detected": cluster.proxier, "node_count": 3,
+                                       "sctp_module_before": {"node-1": False}},
+                          proxier_detected=cluster.proxier,
+                          kubernetes_minor=kubernetes_minor(cluster.kubernetes_version))
                 run.apply_flags(summarize(outcomes, cluster.plugin.implements_network_policy))
                 pending.append((run, outcomes))
             if len(pending) >= BATCH // 8 * 4:
@@ -136,6 +140,7 @@ class Generator:
             flush()
 
     def submissions(self, count: int, max_age_days: int) -> None:
+        from dashboard.catalog import kubernetes_minor
         from dashboard.evidence import summarize
         from dashboard.models import Submission
 
@@ -155,8 +160,10 @@ class Generator:
                 results={k: {"outcome": o, "reason": ""} for k, o in outcomes.items()},
                 counts={o: list(outcomes.values()).count(o) for o in set(outcomes.values())},
                 detected_kubernetes_version=cluster.kubernetes_version,
+                kubernetes_minor=kubernetes_minor(cluster.kubernetes_version),
                 created=self.now - timedelta(days=self.rng.randint(0, max_age_days), minutes=self.rng.randint(0, 1439)),
             )
+            sub.run_at, sub.run_at_source = sub.created - timedelta(hours=2), "file"
             sub.apply_flags(summarize(outcomes, cluster.plugin.implements_network_policy))
             made.append(sub)
         Submission.objects.bulk_create(made, batch_size=1000)

@@ -828,7 +828,8 @@ class Cluster:
         return {"major": str(major), "minor": str(minor), "gitVersion": f"v{version}",
                 "gitCommit": f"{zlib.crc32(version.encode()):08x}" * 5, "gitTreeState": "clean",
                 "buildDate": "2024-10-22T20:28:14Z", "goVersion": "go1.22.8",
-                "compiler": "gc", "platform": "linux/amd64"}
+                "compiler": "gc", "platform": "linux/amd64",
+                "emulated": True}  # evidence policy: the lab always says it is an emulator
 
     def serves_endpointslices(self) -> bool:
         return version_tuple(self.profile["kubernetes_version"]) >= (1, 21)

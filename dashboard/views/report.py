@@ -24,7 +24,7 @@ def _evidence_facts(evaluation: dict[str, Any]) -> tuple[dict[int, Any], dict[in
             for e in c["evidence"]:
                 (run_ids if e["kind"] == "run" else sub_ids).add(e["id"])
     runs = {r.id: r for r in Run.objects.filter(id__in=run_ids).select_related("cluster", "plugin")
-            .only("id", "finished", "battery", "proxier", "kubernetes_version", "plugin_version",
+            .only("id", "finished", "battery", "proxier", "proxier_detected", "kubernetes_version", "plugin_version",
                   "cluster__name", "plugin__slug")} if run_ids else {}
     subs = {s.id: s for s in Submission.objects.without_content().filter(id__in=sub_ids)
             .select_related("plugin", "vendor", "reviewed_by")
