@@ -38,6 +38,7 @@ log = logging.getLogger("workers.agent")
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 POST_TRIES = 4
 POST_TIMEOUT = 30.0
+MAX_REASON, MAX_EVIDENCE = 2000, 100_000  # what POST agent-runs/ accepts per field
 VERSION = "1"
 
 
@@ -163,12 +164,16 @@ def payload(args: argparse.Namespace, report: Any, started: datetime, finished: 
         data = outcome.to_dict()
         results[key] = {k: data[k] for k in ("outcome", "reason", "evidence", "duration", "started",
                                              "finished", "reached")}
+        # Within the dashboard's limits (dashboard/agent_runs.py), so a long log never costs the run.
+        results[key]["reason"] = data["reason"][:MAX_REASON]
+        results[key]["evidence"] = data["evidence"][:MAX_EVIDENCE]
     fingerprint = dict(report.fingerprint)
     return {
         "cluster": args.cluster, "plugin": args.plugin, "plugin_version": args.plugin_version or "",
         "kubernetes_version": fingerprint.get("kubernetes_version") or "", "proxier": args.proxier,
         "battery": args.battery, "started": started.isoformat(), "finished": finished.isoformat(),
-        "fingerprint": fingerprint, "results": results, "errors": list(report.errors)[:50],
+        "fingerprint": fingerprint, "results": results,
+        "errors": [str(e)[:MAX_REASON] for e in report.errors][:50],
         "agent_version": VERSION,
     }
 

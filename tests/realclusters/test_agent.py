@@ -105,3 +105,21 @@ def test_outside_a_cluster_or_without_a_token_it_says_what_is_missing(tmp_path, 
     token.write_text("secret\n")
     assert agent.main([*argv, "--token-file", str(token), "--battery", "nope"], environ={}) == 2
     assert "--battery" in capsys.readouterr().err
+
+
+def test_the_payload_stays_within_what_the_dashboard_accepts():
+    from datetime import UTC, datetime
+    from types import SimpleNamespace
+
+    from dashboard.agent_runs import MAX_EVIDENCE, MAX_REASON
+    from workers.battery.base import TestOutcome
+
+    report = SimpleNamespace(
+        results={"declare-sctp-ports": TestOutcome("error", "r" * 5000, evidence="e" * 300_000)},
+        fingerprint={"emulated": False}, errors=["x" * 9000] * 80)
+    args = agent.parser().parse_args(["--cluster", "c", "--plugin", "calico", "--battery", "basic"])
+    now = datetime.now(UTC)
+    body = agent.payload(args, report, now, now)
+    result = body["results"]["declare-sctp-ports"]
+    assert len(result["reason"]) == MAX_REASON and len(result["evidence"]) == MAX_EVIDENCE
+    assert len(body["errors"]) == 50 and all(len(e) <= MAX_REASON for e in body["errors"])
