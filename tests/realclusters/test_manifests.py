@@ -118,6 +118,9 @@ def test_the_dashboard_base_has_its_parts_and_probes(rendered):
     assert web["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert web["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert objects[("Deployment", "sctp-dashboard-beat")]["spec"]["replicas"] == 1
+    for part in ("web", "worker", "beat"):  # each starts once the schema is migrated
+        init = objects[("Deployment", f"sctp-dashboard-{part}")]["spec"]["template"]["spec"]["initContainers"]
+        assert "migrate --check" in init[0]["command"][-1]
     for obj in objects.values():
         if obj["kind"] in ("Deployment", "Job"):
             for container in _containers(obj):
