@@ -39,7 +39,9 @@ RBAC_DIR = Path(__file__).resolve().parent.parent / "deploy" / "rbac"
 DEFAULT_NAMESPACE = "sctp-battery"
 SERVICE_ACCOUNT = "sctp-battery"
 DEFAULT_DURATION = 7 * 24 * 3600
-MIN_DURATION = 600  # the TokenRequest API refuses less than 10 minutes
+# The TokenRequest API refuses less than 10 minutes; renewal runs every 15 minutes and starts
+# with a third of the lifetime left, so a token must live long enough for several tries.
+MIN_DURATION = 3600
 RENEW_WHEN_LEFT = 1 / 3  # renew once a third of the token's lifetime is left
 _DURATION_RE = re.compile(r"^(\d+)([smhd])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -61,7 +63,8 @@ def parse_duration(text: str) -> int:
     else:
         raise AccessError(f"duration {text!r} is not like 90m, 24h or 7d")
     if seconds < MIN_DURATION:
-        raise AccessError("the duration must be at least 10m (the TokenRequest API's minimum)")
+        raise AccessError("the duration must be at least 1h (the dashboard renews tokens every 15 minutes, "
+                          "once a third of their lifetime is left)")
     return seconds
 
 

@@ -85,8 +85,10 @@ def test_running_it_again_updates_the_roles_and_keeps_the_account(lab, caller, t
 def test_without_a_context_or_with_a_short_duration_it_refuses(caller, tmp_path):
     with pytest.raises(CommandError, match="--context"):
         call_command("make_kubeconfig", "--kubeconfig", str(caller))
-    with pytest.raises(CommandError, match="at least 10m"):
-        _make(caller, tmp_path, "--duration", "5m")
+    with pytest.raises(CommandError, match="at least 1h"):
+        _make(caller, tmp_path, "--duration", "30m")
+    with pytest.raises(CommandError, match="not like 90m"):
+        _make(caller, tmp_path, "--duration", "a week")
     with pytest.raises(CommandError, match="cannot use context 'nope'"):
         call_command("make_kubeconfig", "--context", "nope", "--kubeconfig", str(caller))
 
