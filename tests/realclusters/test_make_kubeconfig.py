@@ -73,8 +73,12 @@ def test_it_applies_the_rbac_and_writes_an_inline_token_kubeconfig_the_battery_r
     assert all(r.outcome in ("passed", "skipped") for r in report.results.values())
 
 
-def test_running_it_again_updates_the_roles_and_keeps_the_account(lab, caller, tmp_path):
-    _make(caller, tmp_path)
+def test_running_it_again_updates_the_roles_and_keeps_the_account(lab, caller, tmp_path, capsys):
+    first = _make(caller, tmp_path).read_text()
+    # 7 days asked by default; the lab's API server grants at most 48 h, and that is what counts
+    left = sa.token_info(first).expires - time.time()
+    assert 48 * 3600 - 60 < left <= 48 * 3600
+    assert "token valid until" in capsys.readouterr().err
     state = lab_rbac.state_of(lab.cluster("lab"))
     state.objects["clusterroles"][("", "sctp-battery")]["rules"] = []  # drifted
     out = _make(caller, tmp_path, "--name", "prod-east")

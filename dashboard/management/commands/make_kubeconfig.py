@@ -27,7 +27,8 @@ class Command(BaseCommand):
         parser.add_argument("--kubeconfig", help="your kubeconfig (default: $KUBECONFIG or ~/.kube/config)")
         parser.add_argument("--namespace", default=sa.DEFAULT_NAMESPACE,
                             help="namespace of the battery's ServiceAccount (default sctp-battery)")
-        parser.add_argument("--duration", default="7d", help="token lifetime: 90m, 24h, 7d (default 7d)")
+        parser.add_argument("--duration", help="token lifetime: 90m, 24h, 7d (default 7d; with --renew, "
+                                               "the current token's lifetime)")
         parser.add_argument("--output", "-o", help="where to write the kubeconfig (default: stdout)")
         parser.add_argument("--name", help="cluster name inside the kubeconfig (default: the context)")
         parser.add_argument("--node-access", action="store_true",
@@ -38,7 +39,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **opts: Any) -> None:
         try:
-            seconds = sa.parse_duration(opts["duration"])
+            seconds = sa.parse_duration(opts["duration"]) if opts["duration"] else None
             if opts["renew"]:
                 self._renew(opts, seconds)
             else:
@@ -46,7 +47,7 @@ class Command(BaseCommand):
         except sa.AccessError as exc:
             raise CommandError(str(exc)) from exc
 
-    def _make(self, opts: dict[str, Any], seconds: int) -> None:
+    def _make(self, opts: dict[str, Any], seconds: int | None) -> None:
         from kubernetes import config as k8s_config
 
         if not opts["context"]:
@@ -59,7 +60,8 @@ class Command(BaseCommand):
         try:
             for line in sa.apply_rbac(api, sa.rbac_objects(opts["namespace"], opts["node_access"])):
                 self.stderr.write(line)
-            token, expires = sa.request_token(api, opts["namespace"], sa.SERVICE_ACCOUNT, seconds)
+            token, expires = sa.request_token(api, opts["namespace"], sa.SERVICE_ACCOUNT,
+                                              seconds or sa.DEFAULT_DURATION)
             target = sa.target_of(api)
         finally:
             api.close()
@@ -67,14 +69,13 @@ class Command(BaseCommand):
         self._write(opts["output"], text)
         self.stderr.write(f"token valid until {expires:%Y-%m-%dT%H:%M:%SZ}")
 
-    def _renew(self, opts: dict[str, Any], seconds: int) -> None:
+    def _renew(self, opts: dict[str, Any], seconds: int | None) -> None:
         path = Path(opts["renew"])
         try:
             current = path.read_text()
         except OSError as exc:
             raise CommandError(f"cannot read {path}: {exc}") from exc
-        explicit = opts["duration"] != "7d"
-        text, expires = sa.renewed_kubeconfig(current, seconds if explicit else None)
+        text, expires = sa.renewed_kubeconfig(current, seconds)
         self._write(opts["output"] or str(path), text)
         if opts["cluster"]:
             from dashboard.models import AuditEvent, Cluster
