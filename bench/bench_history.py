@@ -25,7 +25,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 # The target is about the evaluation and its queries, not the shared cache in front of it.
-os.environ.setdefault("READINESS_CACHE_SECONDS", "0")
+os.environ.setdefault("READINESS_MAX_AGE_SECONDS", "0")  # measure the evaluation, not its stored copy
 from common import median, migrate, recreate_database, setup_django, table  # noqa: E402
 
 DB_NAME = "sctp_bench"

@@ -6,9 +6,11 @@ The target: ratio <= 4 and peak < 100 MB above the baseline.
 
 from __future__ import annotations
 
+import gzip
 import os
 import statistics
 import sys
+import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -20,7 +22,8 @@ import junitparser  # noqa: E402
 
 from dashboard.ingest import ingest  # noqa: E402
 
-FILE = Path("/work/shared/data/e2e-junit/conformance-v1.30-junit_01.xml")
+FIXTURE = Path(__file__).resolve().parent.parent / "tests/fixtures/e2e-junit/conformance-v1.30-junit_01.xml.gz"
+FILE = Path(tempfile.gettempdir()) / "bench-conformance-v1.30-junit_01.xml"
 ROUNDS = 15
 
 
@@ -34,7 +37,8 @@ def junitparser_parse_and_iterate() -> int:
 
 def ingest_file() -> int:
     with FILE.open("rb") as handle:
-        return ingest(handle, declared_kubernetes_version="1.30").testcase_count
+        # All 13 SCTP tests are unselected in this conformance run: read it without the 422.
+        return ingest(handle, declared_kubernetes_version="1.30", check_evidence=False).testcase_count
 
 
 def median_seconds(function) -> float:
@@ -58,6 +62,7 @@ def peak_mib(function) -> float:
 
 
 def main() -> int:
+    FILE.write_bytes(gzip.decompress(FIXTURE.read_bytes()))
     assert junitparser_parse_and_iterate() == ingest_file() == 7201
     # Measured side by side in one process, each after its own warm-up.
     base = median_seconds(junitparser_parse_and_iterate)

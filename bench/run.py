@@ -1,6 +1,7 @@
 """`make bench`: every benchmark, one table each. Needs PostgreSQL and Redis (as CI has them).
 
   ingest   bench_ingest.py   the real v1.30 JUnit through dashboard.ingest vs junitparser
+  hostile  bench_hostile.py  peak memory and time of ingest for each hostile upload shape
   history  bench_history.py  a year of history (into sctp_bench): pages 1 day vs 365 days
   load     bench_load.py     50 clients for 30 s on gunicorn, against sctp_bench
   fanout   bench_fanout.py   200 lab clusters' basic batteries at once, 2 real workers
@@ -17,7 +18,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHES = [("ingest", "bench_ingest.py"), ("history", "bench_history.py"), ("load", "bench_load.py"),
+BENCHES = [("ingest", "bench_ingest.py"), ("hostile", "bench_hostile.py"), ("history", "bench_history.py"), ("load", "bench_load.py"),
            ("fanout", "bench_fanout.py")]
 
 

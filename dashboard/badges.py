@@ -97,6 +97,7 @@ def render_svg(label: str, message: str, colour: str) -> str:
 
 
 def badge(plugin: Plugin) -> str:
+    """The badge computed now (the view serves the published one: dashboard.readiness)."""
     st = plugin_status(plugin)
     return render_svg("SCTP", st.message, COLOURS[st.status])
 

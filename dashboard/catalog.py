@@ -188,6 +188,15 @@ def parse_minor_setting(value: str | None) -> int:
     return minor
 
 
+def criterion_title(key: str) -> str:
+    """The KEP's wording of a criterion (one place: TRANSITIONS)."""
+    for t in TRANSITIONS:
+        for k, title in t["criteria"]:
+            if k == key:
+                return title
+    raise KeyError(key)
+
+
 # Transitions and the criteria that gate them, in display order.
 TRANSITIONS: list[dict] = [
     {

@@ -413,6 +413,25 @@ class ReadinessSnapshot(models.Model):
         return f"readiness at {self.created:%Y-%m-%d %H:%M}"
 
 
+class PublishedReadiness(models.Model):
+    """The readiness evaluation the public page, API and badges serve (one row, pk=1).
+
+    Every change to evidence bumps `version` (a single UPDATE, in the writer's transaction);
+    readers serve `data` while `computed_version` matches and it is younger than
+    READINESS_MAX_AGE_SECONDS, and otherwise recompute it. A beat task recomputes it every
+    minute (time alone turns evidence stale and schedules late) and a task does so after commits.
+    """
+
+    version = models.PositiveBigIntegerField(default=0)
+    computed_version = models.BigIntegerField(default=-1)
+    computed = models.DateTimeField(null=True, blank=True)
+    data = models.JSONField(default=dict)
+    badges = models.JSONField(default=dict, help_text="plugin slug -> {status, message, why}")
+
+    def __str__(self) -> str:
+        return f"readiness published at {self.computed}"
+
+
 # --- Operations: schedule health and notifications (dashboard/schedules.py, dashboard/notify.py) ---
 
 

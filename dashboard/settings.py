@@ -163,7 +163,11 @@ READINESS_PERIODIC_RUNS = env_int("READINESS_PERIODIC_RUNS", 3)
 # release the catalog knows (dashboard.catalog.DEFAULT_MIN_MINOR).
 READINESS_MIN_KUBERNETES = env("READINESS_MIN_KUBERNETES", "")
 # The public page and API share one evaluation this long at most (0: evaluate every request).
-READINESS_CACHE_SECONDS = env_int("READINESS_CACHE_SECONDS", 30)
+# The public page, API and badges serve the stored evaluation (dashboard.models.PublishedReadiness)
+# until evidence changes or it is this old; beat recomputes it every minute.
+READINESS_MAX_AGE_SECONDS = env_int("READINESS_MAX_AGE_SECONDS", 120)
+# After a commit that changed evidence, ask a worker to recompute it (at most every 10 s).
+READINESS_REFRESH_ON_COMMIT = env_bool("READINESS_REFRESH_ON_COMMIT", True)
 SUBMISSION_MAX_BYTES = env_int("SUBMISSION_MAX_BYTES", 50 * 1024 * 1024)
 AGENT_RUN_MAX_BYTES = env_int("AGENT_RUN_MAX_BYTES", 2 * 1024 * 1024)  # POST agent-runs/ (413 above)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
@@ -171,6 +175,8 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 RUN_HEARTBEAT_SECONDS = env_int("RUN_HEARTBEAT_SECONDS", 10)
 RUN_HEARTBEAT_TIMEOUT = env_int("RUN_HEARTBEAT_TIMEOUT", 60)
 RUN_LEASE_SECONDS = env_int("RUN_LEASE_SECONDS", 60)
+# Keys this deployment writes to Redis directly (run leases) start with it: Redis may be shared.
+REDIS_PREFIX = env("REDIS_PREFIX", "sctp-dashboard")
 AGNHOST_IMAGE = env("AGNHOST_IMAGE", "registry.k8s.io/e2e-test-images/agnhost:2.53")
 
 LOGGING = {
@@ -256,4 +262,5 @@ NOTIFY_BACKOFF_SECONDS = env_int("NOTIFY_BACKOFF_SECONDS", 30)  # 30 s, 60 s, 12
 NOTIFY_BACKOFF_MAX_SECONDS = env_int("NOTIFY_BACKOFF_MAX_SECONDS", 1800)
 NOTIFY_TIMEOUT_SECONDS = env_int("NOTIFY_TIMEOUT_SECONDS", 10)
 
+CELERY_BEAT_SCHEDULE["refresh-readiness"] = {"task": "workers.tasks.refresh_readiness", "schedule": 60.0}
 CELERY_BEAT_SCHEDULE["check-schedules"] = {"task": "dashboard.notify.check_schedules", "schedule": 60.0}

@@ -16,6 +16,7 @@ from django.utils.timezone import now
 
 from .catalog import Battery
 from .models import AuditEvent, Cluster, Plugin, Run, Schedule
+from .readiness import invalidate
 
 BASIC_ONLY_REFUSAL = (
     "cluster {name} is basic-only: connectivity runs load sctp.ko, which its periodic basic job "
@@ -42,6 +43,7 @@ def approve_cluster(cluster: Cluster, actor: Any) -> Cluster:
     with transaction.atomic():
         Cluster.objects.filter(pk=cluster.pk).update(approved=True, approved_by=_user(actor), approved_at=now())
         AuditEvent.record(actor, "cluster.approve", f"cluster {cluster.name}", plugin=cluster.plugin.slug)
+        invalidate()
     cluster.refresh_from_db()
     return cluster
 
@@ -50,6 +52,7 @@ def revoke_approval(cluster: Cluster, actor: Any, reason: str = "") -> Cluster:
     with transaction.atomic():
         Cluster.objects.filter(pk=cluster.pk).update(approved=False, approved_by=None, approved_at=None)
         AuditEvent.record(actor, "cluster.unapprove", f"cluster {cluster.name}", reason=reason[:300])
+        invalidate()
     cluster.refresh_from_db()
     return cluster
 
@@ -59,6 +62,7 @@ def set_basic_only(cluster: Cluster, value: bool, actor: Any) -> Cluster:
         Cluster.objects.filter(pk=cluster.pk).update(basic_only=bool(value))
         AuditEvent.record(actor, "cluster.basic_only" if value else "cluster.basic_only_cleared",
                           f"cluster {cluster.name}")
+        invalidate()
     cluster.refresh_from_db()
     return cluster
 
@@ -79,6 +83,7 @@ def set_netpol_exemption(plugin: Plugin, reason: str, actor: Any) -> Plugin:
                 netpol_exemption_reason="", netpol_exempted_by=None, netpol_exempted_at=None
             )
             AuditEvent.record(actor, "plugin.netpol_exemption_cleared", f"plugin {plugin.slug}")
+        invalidate()
     plugin.refresh_from_db()
     return plugin
 

@@ -10,22 +10,25 @@ from __future__ import annotations
 
 import copy
 import ipaddress
+import json
 import random
 import threading
 import time
 import uuid
 import zlib
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from lab import dataplane, nodetools
+from lab import dataplane, nodetools, validation
 from lab.errors import ApiError, already_exists, invalid, not_found
 from lab.labels import matches_query, service_selector_matches
 from lab.workloads import Workload, read_pod
 
 POD_CIDR = "10.244.0.0/16"
+NO_NODE = -1  # PodRuntime.node of a pod bound to a node the cluster does not have
 SERVICE_CIDR = ipaddress.ip_network("10.96.0.0/16")
 LB_CIDR = ipaddress.ip_network("172.18.255.0/24")
 NODE_PORT_RANGE = (30000, 32767)
@@ -75,6 +78,20 @@ class PodRuntime:
 class ServiceRuntime:
     lb_ip: str | None = None
     lb_ready_at: float | None = None
+    lb_announced: bool = False  # the MODIFIED event for the published ingress IP was sent
+
+
+WATCH_HISTORY = 5000  # events kept for watches resuming from a resourceVersion (etcd compaction)
+
+
+@dataclass
+class WatchEvent:
+    """One change, as a watch stream sends it; `resource` is the URL plural."""
+
+    rv: int
+    resource: str
+    type: str  # ADDED | MODIFIED | DELETED
+    obj: dict[str, Any]
 
 
 @dataclass
@@ -109,6 +126,10 @@ class Cluster:
         self.pod_rt: dict[tuple[str, str], PodRuntime] = {}
         self.svc_rt: dict[tuple[str, str], ServiceRuntime] = {}
         self.module_events: list[ModuleEvent] = []
+        self.events: deque[WatchEvent] = deque(maxlen=WATCH_HISTORY)
+        self.changed = threading.Condition(self.lock)
+        # Endpoints and EndpointSlices are computed; their last rendering, to tell what changed.
+        self._derived: dict[tuple[str, tuple[str, str]], tuple[str, dict[str, Any]]] = {}
         self.nodes = self._make_nodes()
         self._next_pod_host = [2] * len(self.nodes)
         self._rr = 0
@@ -162,10 +183,7 @@ class Cluster:
         if not name and meta.get("generateName"):
             alphabet = "bcdfghjklmnpqrstvwxz2456789"
             name = meta["generateName"] + "".join(self.alloc_rng.choice(alphabet) for _ in range(5))
-        if not name:
-            raise invalid(kind, "", [("metadata.name", "FieldValueRequired",
-                                       "Required value: name or generateName is required")])
-        return str(name)
+        return str(name or "")
 
     def module_load(self, node: Node, cause: str) -> None:
         if not node.sctp_loaded:
@@ -179,15 +197,36 @@ class Cluster:
 
     def advance(self) -> None:
         """Start every pod whose time has come, oldest first."""
+        now = self.clock()
+        for key, srt in list(self.svc_rt.items()):
+            if srt.lb_ready_at is not None and not srt.lb_announced and now >= srt.lb_ready_at:
+                srt.lb_announced = True
+                self.objects["services"][key]["metadata"]["resourceVersion"] = self.next_rv()
+                self._emit("services", "MODIFIED", self.render("services", key))
         if self.faults["stuck_pending"]:
             return
-        now = self.clock()
         due = sorted(
             (rt.start_at, key) for key, rt in self.pod_rt.items()
-            if not rt.started and rt.start_at <= now
+            if not rt.started and rt.start_at <= now and rt.node != NO_NODE
         )
         for _start, key in due:
             self._start_pod(key, now)
+            self._announce_started(key)
+
+    def next_due(self) -> float | None:
+        """When the next change that time alone makes is due (a pod start, an LB IP)."""
+        times = [rt.lb_ready_at for rt in self.svc_rt.values()
+                 if rt.lb_ready_at is not None and not rt.lb_announced]
+        if not self.faults["stuck_pending"]:
+            times += [rt.start_at for rt in self.pod_rt.values()
+                      if not rt.started and rt.node != NO_NODE]
+        return min(times) if times else None
+
+    def _announce_started(self, key: tuple[str, str]) -> None:
+        """A started pod is a new version of it (MODIFIED to watchers)."""
+        if key in self.objects["pods"]:
+            self.objects["pods"][key]["metadata"]["resourceVersion"] = self.next_rv()
+            self._emit("pods", "MODIFIED", self.render("pods", key))
 
     def _start_pod(self, key: tuple[str, str], now: float) -> None:
         rt = self.pod_rt[key]
@@ -228,15 +267,18 @@ class Cluster:
         obj = {"metadata": meta, "spec": {"finalizers": ["kubernetes"]},
                "status": {"phase": "Active"}}
         self.namespaces[name] = obj
+        self._emit("namespaces", "ADDED", self.render_namespace(obj))
         return obj
 
     def create_namespace(self, body: dict[str, Any]) -> dict[str, Any]:
         name = self._name_for(body, "Namespace")
+        # Cluster-scoped: a namespace set on the object is cleared, not refused (rest.BeforeCreate).
+        body = {**body, "metadata": {k: v for k, v in (body.get("metadata") or {}).items() if k != "namespace"}}
+        causes = validation.validate_namespace({**body["metadata"], "name": name})
+        if causes:
+            raise invalid("Namespace", name, causes)
         if name in self.namespaces:
             raise already_exists("namespaces", name)
-        if not dataplane.DNS_LABEL.match(name):
-            raise invalid("Namespace", name, [("metadata.name", "FieldValueInvalid",
-                                                f'Invalid value: "{name}": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or \'-\'')])
         return self.render_namespace(self._new_namespace({**body, "metadata": {**(body.get("metadata") or {}), "name": name}}))
 
     def render_namespace(self, obj: dict[str, Any]) -> dict[str, Any]:
@@ -255,15 +297,20 @@ class Cluster:
         if name not in self.namespaces:
             raise not_found("namespaces", name)
         if name in PROTECTED_NAMESPACES:
-            raise ApiError(403, f'namespaces "{name}" is forbidden: this namespace may not be deleted')
+            raise ApiError(403, f'namespaces "{name}" is forbidden: this namespace may not be deleted',
+                           details={"name": name, "kind": "namespaces"})
         obj = self.render_namespace(self.namespaces.pop(name))
         # A real namespace lingers in Terminating while its content goes; the lab drops it at once.
         for kind in KIND_OF:
             for key in [k for k in self.objects[kind] if k[0] == name]:
+                gone = self.render(kind, key)
                 self._drop(kind, key)
+                gone["metadata"]["resourceVersion"] = str(self.resource_version)
+                self._emit(kind, "DELETED", gone)
         obj["metadata"]["deletionTimestamp"] = timestamp(self.clock())
         obj["metadata"]["resourceVersion"] = self.next_rv()
         obj["status"] = {"phase": "Terminating"}
+        self._emit("namespaces", "DELETED", copy.deepcopy(obj))
         return obj
 
     def _require_namespace(self, namespace: str) -> None:
@@ -279,8 +326,6 @@ class Cluster:
         if body_ns and body_ns != namespace:
             raise ApiError(400, "the namespace of the provided object does not match the "
                                 "namespace sent on the request")
-        if (namespace, name) in self.objects[kind]:
-            raise already_exists(kind, name, GROUP_OF[kind])
         spec = copy.deepcopy(body.get("spec") or {})
         if kind == "pods":
             obj = self._create_pod(namespace, name, body, spec)
@@ -292,7 +337,9 @@ class Cluster:
             for node in self.nodes:
                 self.module_load(node, f"{KIND_OF[kind]} {namespace}/{name} has an SCTP port "
                                        "(basic_loads_module fault)")
-        return self.render(kind, (namespace, name))
+        rendered = self.render(kind, (namespace, name))
+        self._emit(kind, "ADDED", copy.deepcopy(rendered))
+        return rendered
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any]:
         if (namespace, name) not in self.objects[kind]:
@@ -311,6 +358,8 @@ class Cluster:
             raise not_found(kind, name, GROUP_OF[kind])
         rendered = self.render(kind, key)
         self._drop(kind, key)
+        rendered["metadata"]["resourceVersion"] = str(self.resource_version)
+        self._emit(kind, "DELETED", copy.deepcopy(rendered))
         if kind == "networkpolicies":
             # Like the real server: objects without graceful deletion answer a Success Status.
             return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
@@ -329,6 +378,51 @@ class Cluster:
             self.svc_rt.pop(key, None)
         self.next_rv()
 
+    # ------------------------------------------------------------------ watch events
+
+    def _emit(self, resource: str, type_: str, obj: dict[str, Any]) -> None:
+        """Log a change for watchers, then the Endpoints/EndpointSlices it changed."""
+        self.events.append(WatchEvent(int(obj["metadata"]["resourceVersion"]), resource, type_, obj))
+        self._sync_derived()
+        with self.changed:
+            self.changed.notify_all()
+
+    def _derived_now(self) -> dict[tuple[str, tuple[str, str]], dict[str, Any]]:
+        out: dict[tuple[str, tuple[str, str]], dict[str, Any]] = {}
+        if not hasattr(self, "nodes"):
+            return out  # still building the cluster
+        for key in self.objects["services"]:
+            if not self._has_endpoints_object(key):
+                continue
+            out[("endpoints", key)] = self.render_endpoints(key)
+            if self.serves_endpointslices():
+                for item in self._slices(key):
+                    out[("endpointslices", (key[0], item["metadata"]["name"]))] = {
+                        "kind": "EndpointSlice", "apiVersion": "discovery.k8s.io/v1", **item}
+        return out
+
+    @staticmethod
+    def _signature(obj: dict[str, Any]) -> str:
+        meta = {k: v for k, v in obj["metadata"].items() if k != "resourceVersion"}
+        return json.dumps({**obj, "metadata": meta}, sort_keys=True)
+
+    def _sync_derived(self) -> None:
+        now = self._derived_now()
+        for ident, obj in now.items():
+            sig = self._signature(obj)
+            before = self._derived.get(ident)
+            if before is not None and before[0] == sig:
+                continue
+            obj["metadata"]["resourceVersion"] = self.next_rv()
+            self._derived[ident] = (sig, obj)
+            self.events.append(WatchEvent(int(obj["metadata"]["resourceVersion"]), ident[0],
+                                          "ADDED" if before is None else "MODIFIED", copy.deepcopy(obj)))
+        for ident in [i for i in self._derived if i not in now]:
+            _sig, obj = self._derived.pop(ident)
+            obj = copy.deepcopy(obj)
+            obj["metadata"]["resourceVersion"] = self.next_rv()
+            self.events.append(WatchEvent(int(obj["metadata"]["resourceVersion"]), ident[0], "DELETED", obj))
+
     def render(self, kind: str, key: tuple[str, str], in_list: bool = False) -> dict[str, Any]:
         obj = copy.deepcopy(self.objects[kind][key])
         if kind == "pods":
@@ -341,34 +435,26 @@ class Cluster:
 
     # ------------------------------------------------------------------ pods
 
+    def _meta_for_validation(self, body: dict[str, Any], namespace: str, name: str) -> dict[str, Any]:
+        return {**(body.get("metadata") or {}), "name": name, "namespace": namespace}
+
     def _create_pod(self, namespace: str, name: str, body: dict[str, Any],
                     spec: dict[str, Any]) -> dict[str, Any]:
-        containers = spec.get("containers") or []
-        if not containers:
-            raise invalid("Pod", name, [("spec.containers", "FieldValueRequired", "Required value")])
-        causes: list[tuple[str, str, str]] = []
-        for ci, container in enumerate(containers):
-            if not container.get("name"):
-                causes.append((f"spec.containers[{ci}].name", "FieldValueRequired", "Required value"))
-            container.setdefault("image", "registry.k8s.io/e2e-test-images/agnhost:2.53")
-            container.setdefault("imagePullPolicy", "IfNotPresent")
-            container.setdefault("terminationMessagePath", "/dev/termination-log")
-            container.setdefault("terminationMessagePolicy", "File")
-            for pi, port in enumerate(container.get("ports") or []):
-                port.setdefault("protocol", "TCP")
-                causes += dataplane.protocol_causes(
-                    self.profile, port["protocol"], f"spec.containers[{ci}].ports[{pi}].protocol")
+        validation.default_pod(spec)
+        causes = validation.validate_pod(self._meta_for_validation(body, namespace, name), spec,
+                                         sctp=bool(self.profile["sctp_feature_gate"]))
         if causes:
             raise invalid("Pod", name, causes)
         if not self.profile["node_access"]:
             violations = dataplane.pod_security_violations(spec)
             if violations:
                 raise ApiError(403, f'pods "{name}" is forbidden: violates PodSecurity '
-                                    f'"baseline:latest": {", ".join(violations)}')
+                                    f'"baseline:latest": {", ".join(violations)}',
+                               details={"name": name, "kind": "pods"})
+        if (namespace, name) in self.objects["pods"]:
+            raise already_exists("pods", name)
         node = self._schedule(spec.get("nodeName"))
-        spec["nodeName"] = node.name
-        spec.setdefault("restartPolicy", "Always")
-        spec.setdefault("dnsPolicy", "ClusterFirst")
+        spec["nodeName"] = node.name if node is not None else spec["nodeName"]
         spec.setdefault("schedulerName", "default-scheduler")
         spec.setdefault("serviceAccountName", "default")
         spec.setdefault("terminationGracePeriodSeconds", 30)
@@ -379,22 +465,22 @@ class Cluster:
         key = (namespace, name)
         self.objects["pods"][key] = obj
         now = self.clock()
-        ip = node.host_ip if spec.get("hostNetwork") else self._pod_ip(node)
+        if node is None:
+            ip = ""
+        else:
+            ip = node.host_ip if spec.get("hostNetwork") else self._pod_ip(node)
         self.pod_rt[key] = PodRuntime(
-            node=node.index, ip=ip, created=now,
+            node=node.index if node is not None else NO_NODE, ip=ip, created=now,
             start_at=now + float(self.faults["pod_start_delay_s"]),
             workload=read_pod(spec), uid=meta["uid"],
         )
         return obj
 
-    def _schedule(self, wanted: str | None) -> Node:
+    def _schedule(self, wanted: str | None) -> Node | None:
         if wanted:
-            node = self.node_by_name(wanted)
-            if node is None:
-                # A real kubelet never picks such a pod up; refusing early is kinder to callers.
-                raise ApiError(422, f'Pod spec.nodeName: node "{wanted}" does not exist in this lab cluster',
-                               reason="Invalid")
-            return node
+            # A pod bound to a node that does not exist is accepted, as a real server does;
+            # no kubelet ever picks it up, so it stays Pending (None: no node).
+            return self.node_by_name(wanted)
         candidates = [n for n in self.nodes if n.schedulable]
         node = candidates[self._rr % len(candidates)]
         self._rr += 1
@@ -413,6 +499,9 @@ class Cluster:
     def _pod_status(self, key: tuple[str, str]) -> dict[str, Any]:
         obj = self.objects["pods"][key]
         rt = self.pod_rt[key]
+        if rt.node == NO_NODE:
+            # Bound by nodeName to a node that does not exist: no kubelet ever reports on it.
+            return {"phase": "Pending", "qosClass": "BestEffort"}
         node = self.nodes[rt.node]
         spec = obj["spec"]
         created = timestamp(rt.created)
@@ -510,51 +599,41 @@ class Cluster:
 
     def _create_service(self, namespace: str, name: str, body: dict[str, Any],
                         spec: dict[str, Any]) -> dict[str, Any]:
-        svc_type = spec.setdefault("type", "ClusterIP")
-        if svc_type not in ("ClusterIP", "NodePort", "LoadBalancer", "ExternalName"):
-            raise invalid("Service", name, [("spec.type", "FieldValueNotSupported",
-                                             f'Unsupported value: "{svc_type}": supported values: '
-                                             '"ClusterIP", "ExternalName", "LoadBalancer", "NodePort"')])
+        validation.default_service(spec)
+        svc_type = spec["type"]
         ports = spec.get("ports") or []
-        causes: list[tuple[str, str, str]] = []
-        if not ports and svc_type != "ExternalName":
-            causes.append(("spec.ports", "FieldValueRequired", "Required value"))
-        for pi, port in enumerate(ports):
-            port.setdefault("protocol", "TCP")
-            if not isinstance(port.get("port"), int) or not 1 <= port["port"] <= 65535:
-                causes.append((f"spec.ports[{pi}].port", "FieldValueInvalid",
-                               f"Invalid value: {port.get('port')}: must be between 1 and 65535, inclusive"))
-            port.setdefault("targetPort", port.get("port"))
-            causes += dataplane.protocol_causes(self.profile, port["protocol"],
-                                                f"spec.ports[{pi}].protocol")
-        if len(ports) > 1 and any(not p.get("name") for p in ports):
-            causes.append(("spec.ports[0].name", "FieldValueRequired", "Required value"))
+        if (namespace, name) != ("default", "kubernetes"):
+            causes = validation.validate_service(self._meta_for_validation(body, namespace, name), spec,
+                                                 sctp=bool(self.profile["sctp_feature_gate"]))
+            if causes:
+                raise invalid("Service", name, causes)
+            if (namespace, name) in self.objects["services"]:
+                raise already_exists("services", name)
+        # The allocators run after validation and answer their own 422 (registry/core/service).
+        causes = []
         wanted_ip = spec.get("clusterIP")
-        if wanted_ip and wanted_ip != "None":
-            try:
-                in_range = ipaddress.ip_address(wanted_ip) in SERVICE_CIDR
-            except ValueError:
-                in_range = False
+        if wanted_ip and wanted_ip != "None" and svc_type != "ExternalName":
+            in_range = ipaddress.ip_address(wanted_ip) in SERVICE_CIDR
             if not in_range:
-                causes.append(("spec.clusterIPs", "FieldValueInvalid",
-                               f'Invalid value: ["{wanted_ip}"]: failed to allocate IP {wanted_ip}: '
-                               f"the provided IP ({wanted_ip}) is not in the valid range. "
-                               f"The range of valid IPs is {SERVICE_CIDR}"))
+                causes.append(validation.invalid(
+                    "spec.clusterIPs", [wanted_ip],
+                    f"failed to allocate IP {wanted_ip}: the provided IP ({wanted_ip}) is not in the "
+                    f"valid range. The range of valid IPs is {SERVICE_CIDR}"))
             elif wanted_ip in self._used_cluster_ips():
-                causes.append(("spec.clusterIPs", "FieldValueInvalid",
-                               f'Invalid value: ["{wanted_ip}"]: failed to allocate IP {wanted_ip}: '
-                               "provided IP is already allocated"))
+                causes.append(validation.invalid(
+                    "spec.clusterIPs", [wanted_ip],
+                    f"failed to allocate IP {wanted_ip}: provided IP is already allocated"))
         used_node_ports = self._used_node_ports()
         for pi, port in enumerate(ports):
             wanted_np = port.get("nodePort")
             if wanted_np and svc_type in ("NodePort", "LoadBalancer"):
-                if wanted_np in used_node_ports:
-                    causes.append((f"spec.ports[{pi}].nodePort", "FieldValueInvalid",
-                                   f"Invalid value: {wanted_np}: provided port is already allocated"))
-                elif not NODE_PORT_RANGE[0] <= wanted_np <= NODE_PORT_RANGE[1]:
-                    causes.append((f"spec.ports[{pi}].nodePort", "FieldValueInvalid",
-                                   f"Invalid value: {wanted_np}: provided port is not in the valid "
-                                   "range. The range of valid ports is 30000-32767"))
+                if not NODE_PORT_RANGE[0] <= wanted_np <= NODE_PORT_RANGE[1]:
+                    causes.append(validation.invalid(
+                        f"spec.ports[{pi}].nodePort", wanted_np,
+                        "provided port is not in the valid range. The range of valid ports is 30000-32767"))
+                elif wanted_np in used_node_ports:
+                    causes.append(validation.invalid(f"spec.ports[{pi}].nodePort", wanted_np,
+                                                     "provided port is already allocated"))
         if causes:
             raise invalid("Service", name, causes)
         if svc_type != "ExternalName":
@@ -762,16 +841,18 @@ class Cluster:
 
     def _create_network_policy(self, namespace: str, name: str, body: dict[str, Any],
                                spec: dict[str, Any]) -> dict[str, Any]:
-        causes: list[tuple[str, str, str]] = []
         spec.setdefault("podSelector", {})
         for direction in ("ingress", "egress"):
-            for ri, rule in enumerate(spec.get(direction) or []):
-                for pi, port in enumerate(rule.get("ports") or []):
+            for rule in spec.get(direction) or []:
+                for port in rule.get("ports") or []:
                     port.setdefault("protocol", "TCP")
-                    causes += dataplane.protocol_causes(
-                        self.profile, port["protocol"], f"spec.{direction}[{ri}].ports[{pi}].protocol")
+        causes = validation.validate_network_policy(
+            self._meta_for_validation(body, namespace, name), spec,
+            sctp=bool(self.profile["sctp_feature_gate"]))
         if causes:
             raise invalid("NetworkPolicy", name, causes, group="networking.k8s.io")
+        if (namespace, name) in self.objects["networkpolicies"]:
+            raise already_exists("networkpolicies", name, "networking.k8s.io")
         if "policyTypes" not in spec:
             # The apiserver defaults policyTypes from the rules present.
             spec["policyTypes"] = ["Ingress"] + (["Egress"] if spec.get("egress") else [])

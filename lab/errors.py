@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 # HTTP code -> the `reason` a real API server puts beside it.
@@ -12,6 +13,7 @@ _REASONS = {
     404: "NotFound",
     405: "MethodNotAllowed",
     409: "AlreadyExists",
+    410: "Expired",
     415: "UnsupportedMediaType",
     422: "Invalid",
     500: "InternalError",
@@ -73,23 +75,30 @@ def already_exists(resource: str, name: str, group: str = "") -> ApiError:
 
 
 def invalid(kind: str, name: str, causes: list[tuple[str, str, str]], group: str = "") -> ApiError:
-    """422 Invalid; `causes` are (field, reason, message-after-field) triples."""
+    """422 Invalid, as apimachinery's `NewInvalid` builds it.
+
+    `causes` are (field, cause type, ErrorBody) triples. The message aggregates
+    "field: body" strings the way `field.ErrorList.ToAggregate` does (duplicates dropped, more
+    than one wrapped in brackets); `details.causes` keeps every cause; an empty group is
+    omitted, as `omitempty` does on a real server.
+    """
     qualified = f"{kind}.{group}" if group else kind
-    parts = [f"{field}: {text}" for field, _reason, text in causes]
-    if len(parts) == 1:
-        summary = parts[0]
+    parts: list[str] = []
+    for field, _reason, text in causes:
+        part = f"{field}: {text}" if field else text
+        if part not in parts:
+            parts.append(part)
+    quoted = json.dumps(name)
+    if not parts:
+        message = f"{qualified} {quoted} is invalid"
+    elif len(parts) == 1:
+        message = f"{qualified} {quoted} is invalid: {parts[0]}"
     else:
-        summary = "[" + ", ".join(parts) + "]"
-    return ApiError(
-        422,
-        f'{qualified} "{name}" is invalid: {summary}',
-        details={
-            "name": name,
-            "group": group,
-            "kind": kind,
-            "causes": [
-                {"reason": reason, "message": text, "field": field}
-                for field, reason, text in causes
-            ],
-        },
-    )
+        message = f"{qualified} {quoted} is invalid: [" + ", ".join(parts) + "]"
+    details: dict[str, Any] = {"name": name}
+    if group:
+        details["group"] = group
+    details["kind"] = kind
+    details["causes"] = [{"reason": reason, "message": text, "field": field}
+                         for field, reason, text in causes]
+    return ApiError(422, message, details=details)

@@ -8,7 +8,9 @@ same text here as on a real node.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
+import ipaddress
 import re
 import shlex
 from dataclasses import dataclass
@@ -246,6 +248,7 @@ def _iptables_proxier(cluster: Cluster, nat: _Table, filt: _Table) -> None:
     filt.add("OUTPUT", '-m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" '
                        "-j KUBE-SERVICES")
     filt.chain("KUBE-EXTERNAL-SERVICES")
+    filt.chain("KUBE-PROXY-FIREWALL")
     filt.chain("KUBE-NODEPORTS")
     filt.chain("KUBE-SERVICES")
     filt.add("KUBE-FORWARD", "-m conntrack --ctstate INVALID -j DROP")
@@ -260,8 +263,10 @@ def _iptables_proxier(cluster: Cluster, nat: _Table, filt: _Table) -> None:
             filt.add("KUBE-SERVICES", f"-d {sp.cluster_ip}/32 " + _match(p, f"{sp.spn} has no endpoints", sp.port)
                 + " -j REJECT --reject-with icmp-port-unreachable")
             if sp.node_port:
-                filt.add("KUBE-EXTERNAL-SERVICES", "-m addrtype --dst-type LOCAL " + _match(p, f"{sp.spn} has no endpoints", sp.node_port)
-                    + " -j REJECT --reject-with icmp-port-unreachable")
+                # iptables-save prints -p first, then the matches in the order kube-proxy gave them.
+                filt.add("KUBE-EXTERNAL-SERVICES", f"-p {p} -m comment --comment "
+                         f"{_quote(sp.spn + ' has no endpoints')} -m addrtype --dst-type LOCAL "
+                         f"-m {p} --dport {sp.node_port} -j REJECT --reject-with icmp-port-unreachable")
             continue
         svc_chain = "KUBE-SVC-" + _hash(sp.spn + p)
         ext_chain = "KUBE-EXT-" + _hash(sp.spn + p)
@@ -280,7 +285,7 @@ def _iptables_proxier(cluster: Cluster, nat: _Table, filt: _Table) -> None:
             sep = "KUBE-SEP-" + _hash(sp.spn + p + endpoint)
             stat = ""
             if i < count - 1:
-                stat = f" -m statistic --mode random --probability {1.0 / (count - i):.11f}"
+                stat = f" -m statistic --mode random --probability {_probability(count - i)}"
             nat.add(svc_chain, f'-m comment --comment "{sp.spn} -> {endpoint}"{stat} -j {sep}')
             nat.add(sep, f'-s {ip}/32 -m comment --comment {_quote(sp.spn)} -j KUBE-MARK-MASQ')
             nat.add(sep, f"-p {p} -m comment --comment {_quote(sp.spn)} -m {p} -j DNAT "
@@ -293,9 +298,22 @@ def _match(proto: str, comment: str, port: int) -> str:
     return f"-p {proto} -m comment --comment {_quote(comment)} -m {proto} --dport {port}"
 
 
+_NO_QUOTE = re.compile(r"[_\-0-9a-zA-Z]+")
+
+
 def _quote(comment: str) -> str:
-    # iptables-save quotes a comment only when it contains characters that need it.
-    return comment if re.fullmatch(r"[A-Za-z0-9_./:-]+", comment) else f'"{comment}"'
+    """libxtables' xtables_save_string: bare only when every character is in [_-0-9a-zA-Z],
+    else double-quoted with `"`, `\\` and `'` escaped by a backslash ("ns/svc:port" is quoted)."""
+    if _NO_QUOTE.fullmatch(comment):
+        return comment
+    return '"' + re.sub(r"([\"\\'])", r"\\\1", comment) + '"'
+
+
+def _probability(remaining: int) -> str:
+    """`-m statistic --probability` as iptables-save prints it back: kube-proxy writes
+    %0.10f of 1/n, the kernel keeps round(p * 2^31), libxt_statistic prints %.11f of that."""
+    written = float(f"{1.0 / remaining:0.10f}")
+    return f"{round(written * 0x80000000) / 0x80000000:.11f}"
 
 
 def _ipvs_proxier(cluster: Cluster, nat: _Table, filt: _Table) -> None:
@@ -399,15 +417,44 @@ def ipvsadm(cluster: Cluster) -> str:
             for node in cluster.nodes:
                 virtuals.append((sp.protocol, node.host_ip, sp.node_port, sp.endpoints))
 
-    def order(v: tuple[str, str, int, list[tuple[str, int]]]) -> tuple:
-        return (v[0], tuple(int(x) for x in v[1].split(".")), v[2])
+    def cmp_services(a: tuple[str, str, int, list[tuple[str, int]]],
+                     b: tuple[str, str, int, list[tuple[str, int]]]) -> int:
+        return (IP_PROTO[a[0]] - IP_PROTO[b[0]]) or _addr_cmp(a[1], b[1]) or (a[2] - b[2])
+
+    def cmp_dests(a: tuple[str, int], b: tuple[str, int]) -> int:
+        return _addr_cmp(a[0], b[0]) or (a[1] - b[1])
 
     lines = []
-    for proto, vip, port, reals in sorted(virtuals, key=order):
-        lines.append(f"{proto}  {vip}:{port} rr\n")
-        for ip, target in reals:
+    for proto, vip, port, reals in sorted(virtuals, key=functools.cmp_to_key(cmp_services)):
+        # ipvsadm 1.31 print_service_entry: "%-4s %s %s" (so "TCP  …" and "SCTP …").
+        lines.append(f"{proto:<4} {vip}:{port} rr\n")
+        for ip, target in sorted(reals, key=functools.cmp_to_key(cmp_dests)):
             lines.append(f"  -> {f'{ip}:{target}':<28} {'Masq':<7} {1:<6} {0:<10} {0:<10}\n")
     return head + "".join(lines)
+
+
+IP_PROTO = {"TCP": 6, "UDP": 17, "SCTP": 132}
+
+
+def _addr_cmp(a: str, b: str) -> int:
+    """`ntohl(a) - ntohl(b)` stored in an int, as ipvsadm compares: 172.18.x sorts before 10.96.x."""
+    diff = (int(ipaddress.IPv4Address(a)) - int(ipaddress.IPv4Address(b))) & 0xFFFFFFFF
+    return diff - (1 << 32) if diff & 0x80000000 else diff
+
+
+def ipvsadm_commands(cluster: Cluster) -> list[str]:
+    """`ipvsadm -A/-a` commands that build the virtual servers `ipvsadm -Ln` lists (golden capture)."""
+    flag = {"TCP": "-t", "UDP": "-u", "SCTP": "--sctp-service"}
+    out: list[str] = []
+    for line in ipvsadm(cluster).splitlines()[3:]:
+        if not line.startswith("  ->"):
+            proto, vip_port, sched = line.split()
+            service = f"{flag[proto]} {vip_port}"
+            out.append(f"ipvsadm -A {service} -s {sched}")
+        else:
+            real = line.split()[1]
+            out.append(f"ipvsadm -a {service} -r {real} -m -w 1")
+    return out
 
 
 # ---------------------------------------------------------------- nft
@@ -418,8 +465,15 @@ def _nft_hash(name: str) -> str:
     return _hash(name, 8) + "-" + name
 
 
-def _elements(items: list[str]) -> str:
-    return "elements = { " + ",\n\t\t\t     ".join(items) + " }"
+def _elements(items: list[str], per_line: int = 1) -> str:
+    """nft's set_expr_print/calculate_delim: a map's elements one per line, an address set's
+    two per line ("Break lines on existing sets"), continuation lines indented as nft does."""
+    out = ""
+    for i, item in enumerate(items):
+        if i:
+            out += ",\n\t\t\t     " if i % per_line == 0 else ", "
+        out += item
+    return "elements = { " + out + " }"
 
 
 def nft_ruleset(cluster: Cluster) -> str:
@@ -430,6 +484,7 @@ def nft_ruleset(cluster: Cluster) -> str:
                          key=lambda ip: tuple(int(x) for x in ip.split(".")))
     service_elems: list[str] = []
     no_endpoint: list[str] = []
+    no_endpoint_nodeports: list[str] = []
     nodeport_elems: list[str] = []
     chains: list[str] = []
     for sp in ports:
@@ -438,6 +493,8 @@ def nft_ruleset(cluster: Cluster) -> str:
         ext_chain = "external-" + _nft_hash(base)
         if not sp.endpoints:
             no_endpoint.append(f"{sp.cluster_ip} . {sp.proto} . {sp.port} : goto reject-chain")
+            if sp.node_port:
+                no_endpoint_nodeports.append(f"{sp.proto} . {sp.node_port} : goto reject-chain")
             continue
         service_elems.append(f"{sp.cluster_ip} . {sp.proto} . {sp.port} : goto {svc_chain}")
         if sp.lb_ip:
@@ -459,18 +516,21 @@ def nft_ruleset(cluster: Cluster) -> str:
                       f"{POD_CIDR} jump mark-for-masquerade\n"
                       f"\t\tnumgen random mod {len(sp.endpoints)} vmap {{ {', '.join(vmap)} }}\n\t}}\n")
         chains += ep_chains
-    node_ips = ", ".join(n.host_ip for n in cluster.nodes)
     parts = [
         "table ip kube-proxy {\n",
         '\tcomment "rules for kube-proxy"\n',
         "\tset cluster-ips {\n\t\ttype ipv4_addr\n\t\tcomment \"Active ClusterIPs\"\n",
-        f"\t\t{_elements(cluster_ips)}\n" if cluster_ips else "",
+        f"\t\t{_elements(cluster_ips, per_line=2)}\n" if cluster_ips else "",
         "\t}\n\n",
         "\tset nodeport-ips {\n\t\ttype ipv4_addr\n\t\tcomment \"IPs that accept NodePort traffic\"\n",
-        f"\t\telements = {{ {node_ips} }}\n\t}}\n\n",
+        f"\t\t{_elements([n.host_ip for n in cluster.nodes], per_line=2)}\n\t}}\n\n",
         "\tmap no-endpoint-services {\n\t\ttype ipv4_addr . inet_proto . inet_service : verdict\n"
         "\t\tcomment \"vmap to drop or reject packets to services with no endpoints\"\n",
         f"\t\t{_elements(no_endpoint)}\n" if no_endpoint else "",
+        "\t}\n\n",
+        "\tmap no-endpoint-nodeports {\n\t\ttype inet_proto . inet_service : verdict\n"
+        "\t\tcomment \"vmap to drop or reject packets to service nodeports with no endpoints\"\n",
+        f"\t\t{_elements(no_endpoint_nodeports)}\n" if no_endpoint_nodeports else "",
         "\t}\n\n",
         "\tmap service-ips {\n\t\ttype ipv4_addr . inet_proto . inet_service : verdict\n"
         "\t\tcomment \"ClusterIP, ExternalIP and LoadBalancer IP traffic\"\n",
@@ -487,7 +547,10 @@ def nft_ruleset(cluster: Cluster) -> str:
         "\tchain nat-postrouting {\n\t\ttype nat hook postrouting priority srcnat; policy accept;\n"
         "\t\tjump masquerading\n\t}\n\n",
         "\tchain filter-input {\n\t\ttype filter hook input priority -110; policy accept;\n"
-        "\t\tct state new jump service-endpoints-check\n\t}\n\n",
+        "\t\tct state new jump service-endpoints-check\n"
+        "\t\tct state new jump nodeport-endpoints-check\n\t}\n\n",
+        "\tchain nodeport-endpoints-check {\n"
+        "\t\tip daddr @nodeport-ips meta l4proto . th dport vmap @no-endpoint-nodeports\n\t}\n\n",
         "\tchain service-endpoints-check {\n"
         "\t\tip daddr . meta l4proto . th dport vmap @no-endpoint-services\n\t}\n\n",
         "\tchain reject-chain {\n\t\tcomment \"helper for @no-endpoint-services\"\n\t\treject\n\t}\n\n",

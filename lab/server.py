@@ -22,6 +22,7 @@ from lab import rbac
 from lab.cluster import KIND_OF, Cluster
 from lab.errors import ApiError
 from lab.profiles import load_profiles, validate_profile
+from lab.watch import WatchStream, check_list_resource_version, is_watch
 
 _NS = r"(?P<ns>[a-z0-9.-]+)"
 _NAME = r"(?P<name>[^/]+)"
@@ -38,6 +39,28 @@ def _list(kind: str, api_version: str, items: list[dict[str, Any]], cluster: Clu
             "metadata": {"resourceVersion": str(cluster.resource_version)}, "items": items}
 
 
+# The kind and apiVersion of each list's items, for watch events (list items carry neither).
+ITEM_TYPE = {"pods": ("Pod", "v1"), "services": ("Service", "v1"),
+             "networkpolicies": ("NetworkPolicy", "networking.k8s.io/v1"),
+             "namespaces": ("Namespace", "v1"), "nodes": ("Node", "v1"),
+             "endpoints": ("Endpoints", "v1"),
+             "endpointslices": ("EndpointSlice", "discovery.k8s.io/v1")}
+
+
+def _list_or_watch(resource: str, list_kind: str, api_version: str, cluster: Cluster,
+                   namespace: str | None, query: dict[str, list[str]],
+                   produce: Callable[[], list[dict[str, Any]]]) -> tuple[int, Any]:
+    """A list answer, or with ?watch=true the watch stream of the same collection."""
+    if is_watch(query):
+        kind, item_version = ITEM_TYPE[resource]
+        snapshot = [{"kind": kind, "apiVersion": item_version,
+                     **{k: v for k, v in item.items() if k not in ("kind", "apiVersion")}}
+                    for item in produce()]
+        return 200, WatchStream(cluster, resource, namespace, query, snapshot, _ROUTER.stopping)
+    check_list_resource_version(cluster, query)
+    return 200, _list(list_kind, api_version, produce(), cluster)
+
+
 def _q(query: dict[str, list[str]], key: str) -> str | None:
     values = query.get(key)
     return values[0] if values else None
@@ -46,6 +69,12 @@ def _q(query: dict[str, list[str]], key: str) -> str | None:
 class _Router:
     def __init__(self) -> None:
         self.routes: list[tuple[re.Pattern[str], dict[str, Handler]]] = []
+        # Set per request by the handler thread: the serving lab's stop event (ends watches).
+        self._local = threading.local()
+
+    @property
+    def stopping(self) -> threading.Event:
+        return self._local.stopping
 
     def add(self, pattern: str, **methods: Handler) -> None:
         self.routes.append((re.compile(f"^{pattern}/?$"), methods))
@@ -82,9 +111,9 @@ def _build_router() -> _Router:
 
     r.add(f"/api/v1/nodes/{_NAME}", GET=get_node)
     r.add("/api/v1/namespaces",
-          GET=lambda c, a, q, b: (200, _list("NamespaceList", "v1", [
+          GET=lambda c, a, q, b: _list_or_watch("namespaces", "NamespaceList", "v1", c, None, q, lambda: [
               {k: v for k, v in ns.items() if k not in ("kind", "apiVersion")}
-              for ns in c.list_namespaces(_q(q, "labelSelector"))], c)),
+              for ns in c.list_namespaces(_q(q, "labelSelector"))]),
           POST=lambda c, a, q, b: (201, c.create_namespace(_body(b))))
     r.add(f"/api/v1/namespaces/{_NAME}",
           GET=lambda c, a, q, b: (200, c.get_namespace(a["name"])),
@@ -92,34 +121,37 @@ def _build_router() -> _Router:
     for kind in KIND_OF:
         prefix = PREFIX[kind]
         r.add(f"{prefix}/namespaces/{_NS}/{kind}",
-              GET=lambda c, a, q, b, k=kind: (200, _list(
-                  LIST_KIND[k], LIST_API_VERSION[k],
-                  _checked_ns(c, a["ns"], lambda: c.list(k, a["ns"], _q(q, "labelSelector"))), c)),
+              GET=lambda c, a, q, b, k=kind: _list_or_watch(
+                  k, LIST_KIND[k], LIST_API_VERSION[k], c, a["ns"], q,
+                  lambda: _checked_ns(c, a["ns"], lambda: c.list(k, a["ns"], _q(q, "labelSelector")))),
               POST=lambda c, a, q, b, k=kind: (201, c.create(k, a["ns"], _body(b))))
         r.add(f"{prefix}/namespaces/{_NS}/{kind}/{_NAME}",
               GET=lambda c, a, q, b, k=kind: (200, c.get(k, a["ns"], a["name"])),
               DELETE=lambda c, a, q, b, k=kind: (200, c.delete(k, a["ns"], a["name"])))
         r.add(f"{prefix}/{kind}",
-              GET=lambda c, a, q, b, k=kind: (200, _list(
-                  LIST_KIND[k], LIST_API_VERSION[k], c.list(k, None, _q(q, "labelSelector")), c)))
+              GET=lambda c, a, q, b, k=kind: _list_or_watch(
+                  k, LIST_KIND[k], LIST_API_VERSION[k], c, None, q,
+                  lambda: c.list(k, None, _q(q, "labelSelector"))))
     r.add(f"/api/v1/namespaces/{_NS}/pods/{_NAME}/log",
           GET=lambda c, a, q, b: (200, _Text(c.pod_log(a["ns"], a["name"], _q(q, "container")))))
     r.add(f"/api/v1/namespaces/{_NS}/endpoints",
-          GET=lambda c, a, q, b: (200, _list("EndpointsList", "v1", _checked_ns(
-              c, a["ns"], lambda: c.list_endpoints(a["ns"], _q(q, "labelSelector"))), c)))
+          GET=lambda c, a, q, b: _list_or_watch("endpoints", "EndpointsList", "v1", c, a["ns"], q,
+                                                lambda: c.list_endpoints(a["ns"], _q(q, "labelSelector"))))
     r.add(f"/api/v1/namespaces/{_NS}/endpoints/{_NAME}",
           GET=lambda c, a, q, b: (200, _endpoints(c, a["ns"], a["name"])))
     r.add("/api/v1/endpoints",
-          GET=lambda c, a, q, b: (200, _list("EndpointsList", "v1",
-                                             c.list_endpoints(None, _q(q, "labelSelector")), c)))
+          GET=lambda c, a, q, b: _list_or_watch("endpoints", "EndpointsList", "v1", c, None, q,
+                                                lambda: c.list_endpoints(None, _q(q, "labelSelector"))))
     r.add(f"/apis/discovery.k8s.io/v1/namespaces/{_NS}/endpointslices",
-          GET=lambda c, a, q, b: (200, _list("EndpointSliceList", "discovery.k8s.io/v1", _checked_ns(
-              c, a["ns"], lambda: c.list_endpointslices(a["ns"], _q(q, "labelSelector"))), c)))
+          GET=lambda c, a, q, b: _list_or_watch(
+              "endpointslices", "EndpointSliceList", "discovery.k8s.io/v1", c, a["ns"], q,
+              lambda: c.list_endpointslices(a["ns"], _q(q, "labelSelector"))))
     r.add(f"/apis/discovery.k8s.io/v1/namespaces/{_NS}/endpointslices/{_NAME}",
           GET=lambda c, a, q, b: (200, c.get_endpointslice(a["ns"], a["name"])))
     r.add("/apis/discovery.k8s.io/v1/endpointslices",
-          GET=lambda c, a, q, b: (200, _list("EndpointSliceList", "discovery.k8s.io/v1",
-                                             c.list_endpointslices(None, _q(q, "labelSelector")), c)))
+          GET=lambda c, a, q, b: _list_or_watch(
+              "endpointslices", "EndpointSliceList", "discovery.k8s.io/v1", c, None, q,
+              lambda: c.list_endpointslices(None, _q(q, "labelSelector"))))
     return r
 
 
@@ -197,11 +229,37 @@ class _RequestHandler(BaseHTTPRequestHandler):
     def _handle(self, method: str) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        _ROUTER._local.stopping = self.server.lab.stopping
         try:
             code, payload = self._dispatch(method, raw)
         except ApiError as err:
             code, payload = err.code, err.status()
-        self._send(code, payload)
+        except (AttributeError, TypeError, ValueError, KeyError) as exc:
+            # A body of the wrong shape (a string where an object belongs): a real server fails
+            # to decode it; answer a Status instead of dropping the connection.
+            err = ApiError(400, f"the request body could not be decoded: {type(exc).__name__}: {exc}")
+            code, payload = err.code, err.status()
+        if isinstance(payload, WatchStream):
+            self._stream(payload)
+        else:
+            self._send(code, payload)
+
+    def _stream(self, watch: WatchStream) -> None:
+        """Newline-delimited JSON events in HTTP/1.1 chunks, one flush per event."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()
+        try:
+            for event in watch.lines():
+                data = json.dumps(event).encode() + b"\n"
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
 
     def _dispatch(self, method: str, raw: bytes) -> tuple[int, Any]:
         lab = self.server.lab

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 import uuid
 
 import pytest
@@ -15,6 +16,15 @@ from tests import factories
 
 
 @pytest.fixture(autouse=True)
+def own_redis_prefix(settings, monkeypatch):  # type: ignore[no-untyped-def]
+    """One Redis key prefix per test, for this process and the workers it starts: test runs
+    share Redis with each other (and cluster ids repeat after flushes), leases must not meet."""
+    prefix = f"test-{uuid.uuid4().hex[:12]}"
+    settings.REDIS_PREFIX = prefix
+    monkeypatch.setenv("REDIS_PREFIX", prefix)
+
+
+@pytest.fixture(autouse=True)
 def fresh_cache_namespace(settings):  # type: ignore[no-untyped-def]
     """Each test counts rate limits in a cache namespace of its own (Redis outlives tests; never
     cache.clear() there: the cache shares its Redis database with the broker)."""
@@ -23,6 +33,8 @@ def fresh_cache_namespace(settings):  # type: ignore[no-untyped-def]
     settings.CACHES = caches
     # Many log-ins per test: the default PBKDF2 would cost a third of a second each.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    # No refresh tasks sent to a shared broker nobody consumes in tests; readers recompute.
+    settings.READINESS_REFRESH_ON_COMMIT = False
 
 
 @pytest.fixture(autouse=True)

@@ -27,7 +27,8 @@ def _redis():  # type: ignore[no-untyped-def]
 
 
 def _key(cluster_id: int) -> str:
-    return f"sctp-dashboard:cluster-lease:{cluster_id}"
+    # Redis is shared by everything on a machine: the prefix names this deployment.
+    return f"{settings.REDIS_PREFIX}:cluster-lease:{cluster_id}"
 
 
 class LeaseUnavailable(Exception):

@@ -109,6 +109,15 @@ def run_schedule(schedule_id: int) -> int | None:
 
 
 @app.task
+def refresh_readiness(reason: str = "every minute") -> bool:
+    """Recomputes and stores the published readiness evaluation (and records a snapshot when a
+    verdict changed): beat sends it every minute, commits that change evidence send it too."""
+    from dashboard.readiness.history import record_evaluation
+
+    return record_evaluation(reason=reason)
+
+
+@app.task
 def sweep_cluster(cluster_id: int) -> list[str]:
     """Deletes namespaces left behind by runs that are no longer alive."""
     from workers.battery import sweep_namespaces

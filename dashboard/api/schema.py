@@ -17,7 +17,8 @@ def _json(schema: dict[str, Any], description: str = "OK") -> dict[str, Any]:
 
 ERRORS = {str(code): _json(_ref("Error"), text) for code, text in (
     (400, "unreadable or unsupported file or field"), (401, "missing or bad token"),
-    (403, "not allowed for this token"), (404, "not found"), (409, "conflict"), (413, "file too large"))}
+    (403, "not allowed for this token"), (404, "not found"), (409, "conflict"), (413, "file too large"),
+    (422, "no evidence: no SCTP test ran, or the file shows another proxier or CNI than declared"))}
 
 
 def openapi() -> dict[str, Any]:
@@ -142,8 +143,14 @@ def openapi() -> dict[str, Any]:
         "/api/v1/submissions/": {
             "get": {"summary": "Submissions, newest first", "parameters": [
                 {"name": "plugin", "in": "query", "schema": {"type": "string"}},
-                {"name": "status", "in": "query", "schema": {"type": "string"}}],
-                "responses": {"200": _json({"type": "array", "items": _ref("Submission")})}},
+                {"name": "status", "in": "query", "schema": {"type": "string"}},
+                {"name": "page", "in": "query", "schema": {"type": "integer", "minimum": 1}},
+                {"name": "page_size", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 100}}],
+                "responses": {"200": _json({"type": "object", "properties": {
+                    "count": {"type": "integer"}, "next": {"type": "string", "nullable": True},
+                    "previous": {"type": "string", "nullable": True},
+                    "results": {"type": "array", "items": {"type": "object", "description":
+                                "a submission without results, report and warnings"}}}})}},
             "post": {"summary": "Submit a result file (vendor token for that plugin)", "security": token,
                      "requestBody": {"required": True, "content": {"multipart/form-data": {"schema": {
                          "type": "object", "required": ["file", "plugin", "plugin_version", "kubernetes_version",

@@ -83,6 +83,30 @@ def run(r: Run, results: list | None = None) -> dict[str, Any]:
     }
 
 
+def submission_summary(s: Submission) -> dict[str, Any]:
+    """A list item: no per-test details, no report, no warning texts (contract)."""
+    return {
+        "id": s.id,
+        "url": s.get_absolute_url(),
+        "status": s.status,
+        "plugin": s.plugin.slug,
+        "vendor": s.vendor.name,
+        "plugin_version": s.plugin_version,
+        "kubernetes_version": s.kubernetes_version,
+        "proxier": s.proxier,
+        "cluster": s.cluster_name or None,
+        "kind": s.kind,
+        "sha256": s.sha256,
+        "size": s.size,
+        "created": iso(s.created),
+        "run_at": iso(s.run_at),
+        "run_at_source": s.run_at_source or None,
+        "emulated": s.emulated,
+        "counts": s.counts,
+        "qualifying": s.qualifying,
+    }
+
+
 def submission(s: Submission) -> dict[str, Any]:
     results = {k: {"outcome": v.get("outcome", Outcome.NOT_RUN), "upstream_names": v.get("upstream_names", []),
                    "reasons": v.get("reasons", [])}
@@ -106,6 +130,9 @@ def submission(s: Submission) -> dict[str, Any]:
         "size": s.size,
         "uploaded_by": s.uploaded_by,
         "created": iso(s.created),
+        "run_at": iso(s.run_at),
+        "run_at_source": s.run_at_source or None,
+        "emulated": s.emulated,
         "counts": s.counts,
         "results": results,
         "warnings": s.warnings,
@@ -113,5 +140,6 @@ def submission(s: Submission) -> dict[str, Any]:
         "qualifying_reason": s.qualifying_reason,
         "review": {"by": s.reviewed_by.get_username() if s.reviewed_by_id and s.reviewed_by else None,
                    "at": iso(s.reviewed_at), "reason": s.review_reason},
-        "report": s.report,
+        # Warnings are stored and shown once (above); older reports held a copy.
+        "report": {k: v for k, v in (s.report or {}).items() if k != "warnings"},
     }

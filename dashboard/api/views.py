@@ -29,8 +29,9 @@ def catalog(request: HttpRequest) -> JsonResponse:
 
 
 @require_GET
-def readiness_view(request: HttpRequest) -> JsonResponse:
-    return JsonResponse(readiness.cached_evaluate())
+def readiness_view(request: HttpRequest) -> HttpResponse:
+    # The published evaluation, encoded once per publication (dashboard.readiness).
+    return HttpResponse(readiness.published_json(), content_type="application/json")
 
 
 @require_GET
@@ -122,18 +123,32 @@ def run_detail(request: HttpRequest, run_id: int) -> JsonResponse:
 def submissions(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         return _create_submission(request)
-    qs = Submission.objects.without_content().select_related("plugin", "vendor", "reviewed_by")
+    qs = Submission.objects.without_content().defer("results", "report", "warnings").select_related(
+        "plugin", "vendor")
     if plugin := request.GET.get("plugin"):
         qs = qs.filter(plugin__slug=plugin)
     if status := request.GET.get("status"):
         if status not in Submission.Status.values:
             return error(400, f"unknown status {status!r}: expected one of {', '.join(Submission.Status.values)}")
         qs = qs.filter(status=status)
-    try:
-        limit = min(max(int(request.GET.get("limit", 100)), 1), 500)
+    try:  # contract: paginated, at most 100 a page ("limit" is the older name of page_size)
+        size = min(max(int(request.GET.get("page_size") or request.GET.get("limit") or 100), 1), 100)
+        page = max(int(request.GET.get("page", 1)), 1)
     except ValueError:
-        return error(400, "limit must be a number")
-    return JsonResponse([serializers.submission(s) for s in qs.order_by("-created")[:limit]], safe=False)
+        return error(400, "page and page_size must be numbers")
+    total = qs.count()
+    rows = qs.order_by("-created", "-id")[(page - 1) * size : page * size]
+
+    def link(number: int) -> str | None:
+        if number < 1 or (number - 1) * size >= total:
+            return None
+        query = request.GET.copy()
+        query["page"], query["page_size"] = str(number), str(size)
+        query.pop("limit", None)
+        return request.build_absolute_uri(f"{request.path}?{query.urlencode()}")
+
+    return JsonResponse({"count": total, "next": link(page + 1), "previous": link(page - 1),
+                         "results": [serializers.submission_summary(s) for s in rows]})
 
 
 @token_required("vendor")

@@ -1,11 +1,14 @@
-"""Containers a result file may come in, opened in memory with every size bounded.
+"""Containers a result file may come in, read as streams with every size bounded.
 
-Nothing is extracted to disk. Tarballs are read as a stream (``tarfile`` mode ``r|``)
-through a gunzip reader that counts what it inflates; zips are read from their
-central directory with the bytes actually inflated counted, not the sizes the headers
-claim. Any member that could escape an extraction directory (absolute path, ``..``),
-any link, device or FIFO refuses the whole archive: a results tarball never needs one,
-and the next tool that does extract it should not meet one either.
+Nothing is extracted to disk and no member is held whole. Tarballs are read as a stream
+(``tarfile`` mode ``r|``) through a gunzip reader that counts what it inflates; each
+member that matters is parsed straight from that stream (JUnit by expat, e2e.log line by
+line, logs and cluster resources scanned for the proxier and the CNI); zips are read from
+their central directory only after its end-of-central-directory record says how many
+entries and bytes it has, with the bytes actually inflated counted, not the sizes the
+headers claim. Any member that could escape an extraction directory (absolute path,
+``..``), any link, device or FIFO refuses the whole archive: a results tarball never needs
+one, and the next tool that does extract it should not meet one either.
 """
 
 from __future__ import annotations
@@ -14,14 +17,19 @@ import io
 import json
 import re
 import stat
+import struct
 import tarfile
+import tempfile
 import zipfile
 import zlib
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import IO, Any
 
+from .e2elog import E2ELog, parse_e2e_log
 from .errors import UNSUPPORTED, IngestError
-from .limits import MiB, Limits
+from .junit import JUnitResult, parse_junit
+from .limits import Deadline, Limits, MiB
 
 _SONOBUOY_RESULTS = r"^(?:[^/]+/)?plugins/e2e/results/(global/)?"
 _SONOBUOY_JUNIT = re.compile(_SONOBUOY_RESULTS + r"junit[^/]*\.xml$")
@@ -30,42 +38,108 @@ _TOP_JUNIT = re.compile(r"^(?:([^/]+)/)?junit[^/]*\.xml$")
 _TOP_LOG = re.compile(r"^(?:([^/]+)/)?e2e\.log$")
 _SERVER_VERSION = re.compile(r"^(?:[^/]+/)?serverversion\.json$")
 _MAX_META_HEADER = MiB  # pax / GNU long-name headers are a few hundred bytes
+_SMALL_FILE = 64 * 1024
+
+# Sonobuoy's own log ("meta/run.log", logrus): time="2024-05-01T14:20:30Z" level=info ...
+_SONOBUOY_RUN_LOG = re.compile(r"^(?:[^/]+/)?meta/run\.log$")
+_LOGRUS_TIME = re.compile(rb'time="(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)?)"')
+# Sonobuoy's podlogs/<namespace>/<pod>/logs/<container>.txt and resources/ns/<ns>/<kind>.json.
+_PODLOG = re.compile(r"^(?:[^/]+/)?podlogs/([^/]+)/([^/]+)(?:/|$)")
+_RESOURCES = re.compile(r"^(?:[^/]+/)?resources/ns/[^/]+/(?:daemonsets|pods)\.json$")
+_KUBE_PROXY_POD = re.compile(r"^kube-proxy-[a-z0-9]{5}$")
+# kube-proxy at start-up: "Using iptables Proxier" (v1.1x-v1.3x), "Using ipvs Proxier.",
+# "Using nftables Proxier" (v1.29+), older "Using userspace Proxier".
+_PROXIER_LOG = re.compile(rb"Using (iptables|ipvs|nftables|userspace|kernelspace) [Pp]rox(?:ier|y)")
+# The DaemonSet (and so pod-name prefix) each known CNI runs, by plugin slug.
+CNI_DAEMONSETS = {
+    "calico-node": "calico",
+    "cilium": "cilium",
+    "antrea-agent": "antrea",
+    "kube-flannel-ds": "flannel",
+    "ovnkube-node": "ovn-kubernetes",
+    "kube-router": "kube-router",
+}
+_CNI_POD = re.compile(r"^(" + "|".join(map(re.escape, CNI_DAEMONSETS)) + r")-[a-z0-9]{5}$")
+# An object's own name (Go writes ObjectMeta's name first): a DaemonSet, or one of its pods.
+# Container names are not looked at: canal's DaemonSet runs a container named calico-node.
+_CNI_RESOURCE = re.compile(
+    rb'"metadata"\s*:\s*\{\s*"name"\s*:\s*"('
+    + b"|".join(re.escape(n.encode()) for n in CNI_DAEMONSETS)
+    + rb')(?:-[a-z0-9]{5})?"'
+)
+_PLAUSIBLE_SINCE = datetime(2015, 1, 1, tzinfo=UTC)  # tar mtimes of 0 are no run time
 
 
 @dataclass
 class Contents:
-    """What an archive gave us: JUnit documents (path, bytes) and the side files."""
+    """What a file gave us: the chosen JUnit results and what the side files say."""
 
     kind: str
-    junit: list[tuple[str, bytes]] = field(default_factory=list)
-    e2e_log: bytes | None = None
+    junit: list[tuple[str, JUnitResult]] = field(default_factory=list)
+    e2e_log: E2ELog | None = None
     server_version: str | None = None
+    sonobuoy_run_at: datetime | None = None  # meta/run.log, else the JUnit member's mtime
+    proxiers: set[str] = field(default_factory=set)  # modes kube-proxy logged
+    cnis: set[str] = field(default_factory=set)  # plugin slugs of CNI DaemonSets seen
 
 
 # --- reading the upload ---------------------------------------------------------------
 
 
-def read_bounded(data: bytes | IO[bytes], limits: Limits) -> bytes:
-    """The upload as bytes; 413 as soon as it exceeds ``limits.max_bytes``."""
+def open_source(data: bytes | IO[bytes], limits: Limits) -> IO[bytes]:
+    """The upload as a seekable stream; 413 as soon as it exceeds ``limits.max_bytes``.
+
+    Bytes are wrapped (no copy); a seekable file is used in place; anything else is
+    spooled to a temporary file (in memory up to 1 MB) while it is counted.
+    """
     if isinstance(data, (bytes, bytearray, memoryview)):
         if len(data) > limits.max_bytes:
             raise _too_large(limits)
-        return bytes(data)
-    chunks: list[bytes] = []
+        return io.BytesIO(data)
+    seekable = getattr(data, "seekable", None)
+    if seekable is not None and seekable():
+        data.seek(0, io.SEEK_END)
+        if data.tell() > limits.max_bytes:
+            raise _too_large(limits)
+        data.seek(0)
+        return data
+    spool = tempfile.SpooledTemporaryFile(max_size=MiB)
     size = 0
-    while True:
-        chunk = data.read(MiB)
-        if not chunk:
-            break
+    while chunk := data.read(MiB):
         size += len(chunk)
         if size > limits.max_bytes:
+            spool.close()
             raise _too_large(limits)
-        chunks.append(chunk)
-    return b"".join(chunks)
+        spool.write(chunk)
+    spool.seek(0)
+    return spool  # type: ignore[return-value]
 
 
 def _too_large(limits: Limits) -> IngestError:
     return IngestError(f"file too large: the limit is {limits.max_bytes // MiB} MB", 413)
+
+
+def read(source: IO[bytes], limits: Limits, deadline: Deadline) -> Contents:
+    """Detect the container from its first bytes and read it."""
+    head = source.read(1024)
+    source.seek(0)
+    if is_gzip(head):
+        stream = BoundedGunzip(source, limits.max_uncompressed)
+        inner = stream.read(1024)
+        rest = Prefixed(inner, stream)
+        if is_tar(inner):
+            return read_tar(rest, limits, "tar", deadline)
+        if is_xml(inner):  # a gzipped junit_01.xml
+            return Contents(kind="junit", junit=[("JUnit file", parse_junit(
+                rest, "the gzipped JUnit file", limits, deadline))])
+        raise IngestError(UNSUPPORTED)
+    if is_zip(head):
+        return read_zip(source, limits, deadline)
+    if is_tar(head):
+        return read_tar(source, limits, "tar", deadline)
+    if is_xml(head):
+        return Contents(kind="junit", junit=[("JUnit file", parse_junit(source, "JUnit file", limits, deadline))])
+    raise IngestError(UNSUPPORTED)
 
 
 # --- detection ------------------------------------------------------------------------
@@ -103,14 +177,16 @@ class _ReadStream(io.RawIOBase):
 
 
 class BoundedGunzip(_ReadStream):
-    """Inflates gzip (several members too) on demand, refusing past ``limit`` bytes."""
+    """Inflates gzip (several members too) on demand, refusing past ``limit`` bytes.
+
+    Reads the compressed stream 64 KB at a time: neither side is ever held whole.
+    """
 
     _CHUNK = 64 * 1024
 
-    def __init__(self, compressed: bytes, limit: int) -> None:
+    def __init__(self, compressed: bytes | IO[bytes], limit: int) -> None:
         super().__init__()
-        self._src = memoryview(compressed)
-        self._pos = 0
+        self._src = io.BytesIO(compressed) if isinstance(compressed, (bytes, bytearray)) else compressed
         self._limit = limit
         self._inflated = 0
         self._pending = b""
@@ -122,18 +198,17 @@ class BoundedGunzip(_ReadStream):
         out = bytearray()
         while len(out) < size:
             if self._inflater.eof:
-                rest = self._inflater.unused_data + bytes(self._src[self._pos :])
-                self._pos = len(self._src)
-                if not rest.startswith(b"\x1f\x8b"):  # trailing padding: the end
+                rest = self._inflater.unused_data or self._src.read(self._CHUNK)
+                if not rest.startswith(b"\x1f\x8b"):  # the end, or trailing padding
                     break
                 self._inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
                 self._pending = rest
-            feed = self._pending or self._inflater.unconsumed_tail or self._next_chunk()
+            feed = self._pending or self._inflater.unconsumed_tail or self._src.read(self._CHUNK)
             self._pending = b""
             if not feed:
                 raise IngestError("the gzip stream is truncated")
             try:
-                piece = self._inflater.decompress(feed, size - len(out))
+                piece = self._inflater.decompress(feed, min(size - len(out), MiB))
             except zlib.error as exc:
                 raise IngestError(f"the gzip stream is corrupt: {exc}") from None
             self._inflated += len(piece)
@@ -144,11 +219,6 @@ class BoundedGunzip(_ReadStream):
                 )
             out += piece
         return bytes(out)
-
-    def _next_chunk(self) -> bytes:
-        chunk = bytes(self._src[self._pos : self._pos + self._CHUNK])
-        self._pos += len(chunk)
-        return chunk
 
 
 class Prefixed(_ReadStream):
@@ -186,14 +256,22 @@ def _check_name(name: str) -> str:
 
 
 class _Collector:
-    """Keeps the members that matter, whatever the layout, until the archive is read."""
+    """Reads the members that matter as they come, whatever the layout; picks at the end."""
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, deadline: Deadline) -> None:
         self.limits = limits
+        self.deadline = deadline
         self.members = 0
         self.declared = 0
-        self.kept: dict[str, bytes] = {}
-        self.kept_bytes = 0
+        self.junit: dict[str, JUnitResult] = {}
+        self.logs: dict[str, E2ELog] = {}
+        self.versions: dict[str, str | None] = {}
+        self.mtimes: dict[str, datetime] = {}
+        self.run_log_time: datetime | None = None
+        self.proxiers: set[str] = set()
+        self.cnis: set[str] = set()
+        self.sctp_cases = 0
+        self.inflated = 0  # zip: what the wanted members really inflated to
 
     def count(self, name: str, size: int) -> None:
         self.members += 1
@@ -207,15 +285,26 @@ class _Collector:
                 f"archive refused: its members add up to more than "
                 f"{self.limits.max_uncompressed // MiB} MB (decompression bomb?)"
             )
+        self.deadline.check()
+
+    def path_only(self, path: str) -> None:
+        """What a member's path alone says: a CNI pod's log directory."""
+        podlog = _PODLOG.match(path)
+        if podlog and (cni := _CNI_POD.match(podlog.group(2))):
+            self.cnis.add(CNI_DAEMONSETS[cni.group(1)])
 
     @staticmethod
     def wanted(path: str) -> bool:
+        podlog = _PODLOG.match(path)
         return bool(
             _SONOBUOY_JUNIT.match(path)
             or _SONOBUOY_LOG.match(path)
             or _TOP_JUNIT.match(path)
             or _TOP_LOG.match(path)
             or _SERVER_VERSION.match(path)
+            or _SONOBUOY_RUN_LOG.match(path)
+            or _RESOURCES.match(path)
+            or (podlog and _KUBE_PROXY_POD.match(podlog.group(2)) and path.endswith(".txt"))
         )
 
     def check_member_size(self, name: str, size: int) -> None:
@@ -225,21 +314,65 @@ class _Collector:
                 f"{self.limits.max_member_bytes // MiB} MB"
             )
 
+    def read_member(self, path: str, stream: IO[bytes], mtime: datetime | None) -> None:
+        """Parse one wanted member straight from its stream."""
+        if _SONOBUOY_JUNIT.match(path) or _TOP_JUNIT.match(path):
+            result = parse_junit(stream, path, self.limits, self.deadline, self.sctp_cases)
+            self.sctp_cases += len(result.cases)
+            self.junit[path] = result
+            if mtime is not None and mtime >= _PLAUSIBLE_SINCE:
+                self.mtimes[path] = mtime
+        elif _SONOBUOY_LOG.match(path) or _TOP_LOG.match(path):
+            self.logs[path] = parse_e2e_log(stream, self.limits, self.deadline)
+        elif _SERVER_VERSION.match(path):
+            data = stream.read(_SMALL_FILE + 1)
+            self.versions[path] = None if len(data) > _SMALL_FILE else _server_version_json(data)
+        elif _SONOBUOY_RUN_LOG.match(path):
+            if self.run_log_time is None:
+                match = _LOGRUS_TIME.search(stream.read(_SMALL_FILE))
+                if match:
+                    self.run_log_time = _parse_time(match.group(1).decode())
+        elif _RESOURCES.match(path):
+            self.cnis.update(CNI_DAEMONSETS[m.decode()] for m in self._scan(stream, _CNI_RESOURCE))
+        else:  # a kube-proxy pod's log
+            self.proxiers.update(m.decode() for m in self._scan(stream, _PROXIER_LOG))
+
+    def _scan(self, stream: IO[bytes], pattern: re.Pattern[bytes]) -> set[bytes]:
+        """Every group(1) of pattern in the stream, read 1 MB at a time with an overlap."""
+        found: set[bytes] = set()
+        tail = b""
+        while chunk := stream.read(MiB):
+            self.deadline.check()
+            window = tail + chunk
+            found.update(m.group(1) for m in pattern.finditer(window))
+            tail = window[-256:]
+        return found
+
     def contents(self, container: str) -> Contents:
-        return _pick(self.kept, container)
+        return _pick(self, container)
 
 
-def _pick(kept: dict[str, bytes], container: str) -> Contents:
-    sonobuoy = sorted(p for p in kept if _SONOBUOY_JUNIT.match(p))
+def _parse_time(text: str) -> datetime | None:
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def _pick(found: _Collector, container: str) -> Contents:
+    sonobuoy = sorted(p for p in found.junit if _SONOBUOY_JUNIT.match(p))
     if sonobuoy:
         # Sonobuoy 0.20+ writes results/global/; older ones results/ directly.
         global_files = [p for p in sonobuoy if "/results/global/" in f"/{p}"]
         chosen = global_files or sonobuoy
-        logs = [p for p in kept if _SONOBUOY_LOG.match(p)]
-        contents = Contents(kind="sonobuoy", junit=[(p, kept[p]) for p in chosen])
-        contents.e2e_log = kept[sorted(logs)[0]] if logs else None
+        logs = sorted(p for p in found.logs if _SONOBUOY_LOG.match(p))
+        contents = Contents(kind="sonobuoy", junit=[(p, found.junit[p]) for p in chosen])
+        contents.e2e_log = found.logs[logs[0]] if logs else None
+        mtimes = [found.mtimes[p] for p in chosen if p in found.mtimes]
+        contents.sonobuoy_run_at = found.run_log_time or (min(mtimes) if mtimes else None)
     else:
-        top = sorted(p for p in kept if _TOP_JUNIT.match(p))
+        top = sorted(p for p in found.junit if _TOP_JUNIT.match(p))
         if not top:
             raise IngestError(
                 "archive refused: no e2e JUnit (junit_01.xml) found at its top, in one top "
@@ -253,12 +386,14 @@ def _pick(kept: dict[str, bytes], container: str) -> Contents:
                 "submit one run per file"
             )
         (directory,) = directories
-        contents = Contents(kind=f"hydrophone-{container}", junit=[(p, kept[p]) for p in top])
+        contents = Contents(kind=f"hydrophone-{container}", junit=[(p, found.junit[p]) for p in top])
         log = f"{directory}/e2e.log" if directory else "e2e.log"
-        contents.e2e_log = kept.get(log)
-    versions = [p for p in kept if _SERVER_VERSION.match(p)]
+        contents.e2e_log = found.logs.get(log)
+    versions = sorted(p for p in found.versions if found.versions[p])
     if versions:
-        contents.server_version = _server_version_json(kept[sorted(versions)[0]])
+        contents.server_version = found.versions[versions[0]]
+    contents.proxiers = set(found.proxiers)
+    contents.cnis = set(found.cnis)
     return contents
 
 
@@ -271,10 +406,10 @@ def _server_version_json(data: bytes) -> str | None:
         return None
     version = info.get("gitVersion") or info.get("GitVersion")
     if isinstance(version, str) and version:
-        return version
+        return version[:40]
     major, minor = info.get("major"), info.get("minor")
     if isinstance(major, str) and isinstance(minor, str):
-        return f"v{major}.{minor.rstrip('+')}"
+        return f"v{major[:5]}.{minor.rstrip('+')[:5]}"
     return None
 
 
@@ -300,8 +435,8 @@ class _SafeTarInfo(tarfile.TarInfo):
             raise IngestError("archive refused: an oversized tar extended header")
 
 
-def read_tar(stream: IO[bytes], limits: Limits, container: str) -> Contents:
-    collector = _Collector(limits)
+def read_tar(stream: IO[bytes], limits: Limits, container: str, deadline: Deadline | None = None) -> Contents:
+    collector = _Collector(limits, deadline or Deadline(limits.time_budget_seconds))
     try:
         with tarfile.open(fileobj=stream, mode="r|", tarinfo=_SafeTarInfo) as archive:
             for member in archive:
@@ -316,12 +451,16 @@ def read_tar(stream: IO[bytes], limits: Limits, container: str) -> Contents:
                     raise IngestError(
                         f"archive refused: member {member.name!r} has an unsupported type"
                     )
+                # A tar header's size is the member's real size: the stream holds exactly
+                # that many bytes, all of them inflated (and counted) to reach the next one.
                 collector.count(path, member.size if member.isfile() else 0)
+                collector.path_only(path)
                 if member.isfile() and collector.wanted(path):
                     collector.check_member_size(path, member.size)
                     extracted = archive.extractfile(member)
                     if extracted is not None:
-                        collector.kept[path] = extracted.read()
+                        mtime = datetime.fromtimestamp(member.mtime, UTC) if member.mtime > 0 else None
+                        collector.read_member(path, extracted, mtime)
     except tarfile.TarError as exc:
         raise IngestError(f"not a readable tar archive: {exc}") from None
     if collector.members == 0:
@@ -331,12 +470,53 @@ def read_tar(stream: IO[bytes], limits: Limits, container: str) -> Contents:
 
 # --- zip ------------------------------------------------------------------------------
 
+_EOCD = b"PK\x05\x06"
+_EOCD64_LOCATOR = b"PK\x06\x07"
+_EOCD64 = b"PK\x06\x06"
 
-def read_zip(data: bytes, limits: Limits) -> Contents:
-    collector = _Collector(limits)
+
+def zip_directory_size(source: IO[bytes]) -> tuple[int, int]:
+    """(entries, central directory bytes) from the end-of-central-directory record
+    (zip64 too), read from the file's last 64 KB before anything parses the directory."""
+    source.seek(0, io.SEEK_END)
+    size = source.tell()
+    tail_len = min(size, 22 + 0xFFFF)
+    source.seek(size - tail_len)
+    tail = source.read(tail_len)
+    pos = tail.rfind(_EOCD)
+    if pos < 0 or pos + 22 > len(tail):
+        raise IngestError("not a readable zip archive: no end-of-central-directory record")
+    _sig, _disk, _cd_disk, _n_disk, entries, cd_size, _cd_offset, _comment = struct.unpack(
+        "<4s4H2LH", tail[pos : pos + 22]
+    )
+    if entries == 0xFFFF or cd_size == 0xFFFFFFFF or _cd_offset == 0xFFFFFFFF:
+        locator = tail[pos - 20 : pos] if pos >= 20 else b""
+        if locator[:4] == _EOCD64_LOCATOR:
+            (offset,) = struct.unpack("<Q", locator[8:16])
+            if offset < size:
+                source.seek(offset)
+                record = source.read(56)
+                if len(record) == 56 and record[:4] == _EOCD64:
+                    entries, cd_size = struct.unpack("<QQ", record[32:48])
+    source.seek(0)
+    return entries, cd_size
+
+
+def read_zip(source: IO[bytes] | bytes, limits: Limits, deadline: Deadline | None = None) -> Contents:
+    if isinstance(source, (bytes, bytearray)):
+        source = io.BytesIO(source)
+    collector = _Collector(limits, deadline or Deadline(limits.time_budget_seconds))
+    entries, directory_bytes = zip_directory_size(source)
+    if entries > limits.max_members:
+        raise IngestError(f"archive refused: more than {limits.max_members} members")
+    if directory_bytes > limits.max_zip_directory_bytes:
+        raise IngestError(
+            f"archive refused: its central directory is larger than "
+            f"{limits.max_zip_directory_bytes // MiB} MB"
+        )
     try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-    except (zipfile.BadZipFile, ValueError, EOFError) as exc:
+        archive = zipfile.ZipFile(source)
+    except (zipfile.BadZipFile, ValueError, EOFError, OSError) as exc:
         raise IngestError(f"not a readable zip archive: {exc}") from None
     with archive:
         infos = archive.infolist()
@@ -355,14 +535,24 @@ def read_zip(data: bytes, limits: Limits) -> Contents:
             if info.flag_bits & 0x1:
                 raise IngestError(f"archive refused: member {info.filename!r} is encrypted")
             collector.count(path, 0 if info.is_dir() else info.file_size)
+            collector.path_only(path)
         for info in infos:
             path = _check_name(info.filename)
             if info.is_dir() or not collector.wanted(path):
                 continue
             collector.check_member_size(path, info.file_size)
-            collector.kept[path] = _read_zip_member(archive, info, limits)
-            collector.kept_bytes += len(collector.kept[path])
-            if collector.kept_bytes > limits.max_uncompressed:
+            try:
+                with archive.open(info) as member:
+                    bounded = _ZipMember(member, info, limits)
+                    try:
+                        mtime = datetime(*info.date_time, tzinfo=UTC)
+                    except ValueError:
+                        mtime = None
+                    collector.read_member(path, bounded, mtime)
+                    collector.inflated += bounded.size
+            except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as exc:
+                raise IngestError(f"not a readable zip archive: {exc}") from None
+            if collector.inflated > limits.max_uncompressed:
                 raise IngestError(
                     f"archive refused: it expands beyond {limits.max_uncompressed // MiB} MB "
                     "(zip bomb?)"
@@ -372,26 +562,30 @@ def read_zip(data: bytes, limits: Limits) -> Contents:
     return collector.contents("zip")
 
 
-def _read_zip_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limits: Limits) -> bytes:
-    # Count what inflating really yields: headers can lie about sizes.
-    bound = limits.max_member_bytes
-    ratio_floor = max(info.compress_size, 1) * limits.max_zip_ratio
-    chunks: list[bytes] = []
-    size = 0
-    try:
-        with archive.open(info) as member:
-            while chunk := member.read(MiB):
-                size += len(chunk)
-                if size > bound:
-                    raise IngestError(
-                        f"archive refused: {info.filename} inflates beyond {bound // MiB} MB"
-                    )
-                if size > MiB and size > ratio_floor:
-                    raise IngestError(
-                        f"archive refused: {info.filename} inflates more than "
-                        f"{limits.max_zip_ratio}x its compressed size (zip bomb?)"
-                    )
-                chunks.append(chunk)
-    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as exc:
-        raise IngestError(f"not a readable zip archive: {exc}") from None
-    return b"".join(chunks)
+class _ZipMember(_ReadStream):
+    """A zip member's stream that counts what inflating really yields: headers can lie."""
+
+    def __init__(self, member: IO[bytes], info: zipfile.ZipInfo, limits: Limits) -> None:
+        super().__init__()
+        self._member = member
+        self._name = info.filename
+        self._bound = limits.max_member_bytes
+        self._ratio = limits.max_zip_ratio
+        self._floor = max(info.compress_size, 1) * limits.max_zip_ratio
+        self.size = 0
+
+    def read(self, size: int | None = -1) -> bytes:
+        if size is None or size < 0 or size > MiB:
+            size = MiB
+        chunk = self._member.read(size)
+        self.size += len(chunk)
+        if self.size > self._bound:
+            raise IngestError(
+                f"archive refused: {self._name} inflates beyond {self._bound // MiB} MB"
+            )
+        if self.size > MiB and self.size > self._floor:
+            raise IngestError(
+                f"archive refused: {self._name} inflates more than "
+                f"{self._ratio}x its compressed size (zip bomb?)"
+            )
+        return chunk

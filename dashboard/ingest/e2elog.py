@@ -1,11 +1,18 @@
-"""What an e2e.log says: the cluster's server version and ginkgo's final summary."""
+"""What an e2e.log says: the cluster's server version, ginkgo's final summary, its time.
+
+Read line by line from a stream (lines cut at 64 KB), so a large log costs no memory.
+"""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import IO
 
-_ANSI = re.compile(rb"\x1b\[[0-9;]*[A-Za-z]")
+from .errors import IngestError
+from .limits import Deadline, Limits
+
 # Forms seen in e2e.test / ginkgo output over the years:
 #   "INFO: kube-apiserver version: v1.30.2"     (framework, v1.19 on)
 #   "Kubernetes server version: v1.30.2"
@@ -25,33 +32,82 @@ _RESULT = re.compile(
 )
 
 
+# ginkgo v2 stamps its steps and nodes: "STEP: Creating a kubernetes client @ 05/01/24 14:20:30.123".
+_GINKGO_TIME = re.compile(r" @ (\d\d)/(\d\d)/(\d\d) (\d\d):(\d\d):(\d\d)")
+_MAX_LINE = 64 * 1024
+_CHUNK = 1024 * 1024
+
+
 @dataclass
 class E2ELog:
     server_version: str | None
     summary: dict[str, object] | None
+    run_at: datetime | None = None  # the first ginkgo timestamp
 
 
-def parse_e2e_log(data: bytes) -> E2ELog:
-    text = _ANSI.sub(b"", data).decode("utf-8", errors="replace")
-    return E2ELog(server_version=_server_version(text), summary=_summary(text))
+def parse_e2e_log(
+    data: bytes | IO[bytes], limits: Limits | None = None, deadline: Deadline | None = None
+) -> E2ELog:
+    limits = limits or Limits()
+    versions: dict[int, str] = {}  # pattern index -> first match: the patterns' order wins
+    ran = result = None
+    run_at = None
+    for line in _lines(data, limits, deadline):
+        if "\x1b" in line:
+            line = _ANSI_TEXT.sub("", line)
+        if len(versions) < len(_SERVER_VERSION_PATTERNS):
+            for index, pattern in enumerate(_SERVER_VERSION_PATTERNS):
+                if index not in versions and (match := pattern.search(line)):
+                    versions[index] = match.group(1)
+        if "Specs" in line and (match := _RAN.search(line)):
+            ran = match
+        if "Passed" in line and (match := _RESULT.search(line)):
+            result = match
+        if run_at is None and " @ " in line and (match := _GINKGO_TIME.search(line)):
+            run_at = _ginkgo_time(match)
+    version = versions[min(versions)] if versions else None
+    if version and not version.startswith("v"):
+        version = f"v{version}"
+    return E2ELog(server_version=version, summary=_summary(ran, result), run_at=run_at)
 
 
-def _server_version(text: str) -> str | None:
-    for pattern in _SERVER_VERSION_PATTERNS:
-        match = pattern.search(text)
-        if match:
-            version = match.group(1)
-            return version if version.startswith("v") else f"v{version}"
-    return None
+_ANSI_TEXT = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
-def _summary(text: str) -> dict[str, object] | None:
-    ran = None
-    for ran in _RAN.finditer(text):
-        pass
-    result = None
-    for result in _RESULT.finditer(text):
-        pass
+def _lines(data: bytes | IO[bytes], limits: Limits, deadline: Deadline | None):
+    """Decoded lines, each at most _MAX_LINE bytes; the log's real size is bounded."""
+    if isinstance(data, (bytes, bytearray)):
+        import io
+
+        data = io.BytesIO(data)
+    rest = b""
+    total = 0
+    while True:
+        chunk = data.read(_CHUNK)
+        if deadline is not None:
+            deadline.check()
+        if not chunk:
+            break
+        total += len(chunk)
+        if total > limits.max_member_bytes:
+            raise IngestError(f"e2e.log refused: it is larger than {limits.max_member_bytes >> 20} MB")
+        lines = (rest + chunk).split(b"\n")
+        rest = lines.pop()[-_MAX_LINE:]
+        for line in lines:
+            yield line[:_MAX_LINE].decode("utf-8", errors="replace")
+    if rest:
+        yield rest.decode("utf-8", errors="replace")
+
+
+def _ginkgo_time(match: re.Match[str]) -> datetime | None:
+    month, day, year, hour, minute, second = (int(g) for g in match.groups())
+    try:
+        return datetime(2000 + year, month, day, hour, minute, second, tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def _summary(ran: re.Match[str] | None, result: re.Match[str] | None) -> dict[str, object] | None:
     if ran is None and result is None:
         return None
     summary: dict[str, object] = {}

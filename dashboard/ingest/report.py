@@ -28,7 +28,9 @@ class CatalogResult:
 
 def aggregate(cases: Iterable[Case]) -> dict[str, CatalogResult]:
     """Contract: failed if any failed, passed if one passed and none failed, skipped if
-    all skipped, not_run if none is in the file.
+    all skipped, not_run if none is in the file. A testcase the run did not select (ginkgo
+    focus/skip, pending) is ``not_run`` too: it is in the file but never ran, so it is
+    evidence of nothing; one skipped by the environment next to it makes the test skipped.
 
     The same upstream name can appear more than once (JUnit files of parallel nodes);
     each occurrence counts, so a spec skipped on one node and run on another is passed.
@@ -48,16 +50,23 @@ def aggregate(cases: Iterable[Case]) -> dict[str, CatalogResult]:
             outcome = "failed"
         elif "passed" in outcomes:
             outcome = "passed"
-        else:
+        elif "skipped" in outcomes:
             outcome = "skipped"
+        else:
+            outcome = "not_run"
         names = list(dict.fromkeys(case.name for case in found))
         # The reasons that explain the outcome: failures for failed, skips for skipped.
-        wanted = {"failed": "failed", "skipped": "skipped"}.get(outcome)
+        wanted = {"failed": "failed", "skipped": "skipped", "not_run": "not_run"}.get(outcome)
         reasons = list(
             dict.fromkeys(case.reason for case in found if case.outcome == wanted and case.reason)
         )
         results[key] = CatalogResult(outcome, names, reasons)
     return results
+
+
+def ran(results: dict[str, CatalogResult]) -> bool:
+    """Whether any catalog test reached a verdict (passed or failed) in the file."""
+    return any(result.outcome in ("passed", "failed") for result in results.values())
 
 
 def count(results: dict[str, CatalogResult]) -> dict[str, int]:

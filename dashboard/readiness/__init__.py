@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import threading
+from datetime import datetime
 from typing import Any
 
+from django.core.serializers.json import DjangoJSONEncoder
+
 from django.conf import settings
-from django.core.cache import cache
+from django.db.models import F
 
 from django.utils.timezone import now as tz_now
 
@@ -15,10 +20,9 @@ from dashboard.catalog import TRANSITIONS, Stage
 from .base import Context, EvidenceRef, Verdict
 from .criteria import CRITERIA
 
-__all__ = ["evaluate", "cached_evaluate", "invalidate", "Context", "Verdict", "EvidenceRef", "current_stage"]
+__all__ = ["evaluate", "published", "cached_evaluate", "publish", "invalidate", "Context", "Verdict", "EvidenceRef", "current_stage"]
 
 log = logging.getLogger(__name__)
-CACHE_KEY = "readiness:evaluation:v1"
 
 
 def current_stage() -> str:
@@ -47,42 +51,165 @@ def evaluate(ctx: Context | None = None) -> dict[str, Any]:
         "stage": current_stage(),
         "evaluated_at": ctx.now.isoformat(),
         "fresh_days": ctx.fresh_days,
+        "min_kubernetes": f"1.{ctx.policy.minimum}",
+        "policy": policy_settings(),
         "transitions": transitions,
     }
 
 
-def cached_evaluate() -> dict[str, Any]:
-    """The evaluation for the public page and API, shared for READINESS_CACHE_SECONDS.
+# This process's copy of the published evaluation, keyed by when it was computed: a request
+# then costs one small query (is it still current?) instead of decoding the stored JSON again.
+_memo: dict[str, Any] = {}
+_memo_lock = threading.Lock()
 
-    Any change to evidence drops it (signals in dashboard/apps.py; runs that end re-evaluate
-    through history.record_evaluation), so the TTL only bounds how late a verdict that turns on
-    time alone (freshness, a schedule's age) can show. A broken cache never breaks the page.
-    """
-    ttl = settings.READINESS_CACHE_SECONDS
-    if ttl > 0:
-        try:
-            hit = cache.get(CACHE_KEY)
-        except Exception:
-            log.warning("readiness cache unavailable", exc_info=True)
-            hit = None
-        if hit is not None:
-            return hit
-    evaluation = evaluate()
-    remember(evaluation)
+
+def _current() -> tuple[datetime | None, bool]:
+    """(when the published evaluation was computed, whether it is still current)."""
+    from dashboard.models import PublishedReadiness
+
+    row = PublishedReadiness.objects.filter(pk=1).values_list("version", "computed_version", "computed").first()
+    if row is None or row[2] is None:
+        return None, False
+    version, computed_version, computed = row
+    fresh = computed_version == version and (tz_now() - computed).total_seconds() < settings.READINESS_MAX_AGE_SECONDS
+    return computed, fresh
+
+
+def policy_settings() -> dict[str, Any]:
+    """The settings an evaluation depends on: a stored one made under others is out of date."""
+    from dashboard.policy import min_minor
+
+    return {"fresh_days": settings.READINESS_FRESH_DAYS, "periodic_runs": settings.READINESS_PERIODIC_RUNS,
+            "min_kubernetes": f"1.{min_minor()}"}
+
+
+def _usable(entry: dict[str, Any]) -> bool:
+    return bool(entry) and (entry.get("data") or {}).get("policy") == policy_settings()
+
+
+def _load(computed: datetime) -> dict[str, Any]:
+    with _memo_lock:
+        if _memo.get("computed") == computed:
+            return _memo
+    from dashboard.models import PublishedReadiness
+
+    row = PublishedReadiness.objects.filter(pk=1).values_list("data", "badges", "computed").first()
+    entry = {"computed": row[2], "data": row[0], "badges": row[1], "json": None} if row else {}
+    with _memo_lock:
+        _memo.clear()
+        _memo.update(entry)
+        return dict(_memo)
+
+
+def published() -> dict[str, Any]:
+    """The evaluation the public page and API serve: the stored one while no evidence changed
+    since and it is younger than READINESS_MAX_AGE_SECONDS, else recomputed here. Callers must
+    not modify it (copy.deepcopy it first): it is shared by the requests of this process."""
+    computed, fresh = _current()
+    if fresh and computed is not None:
+        entry = _load(computed)
+        if _usable(entry):
+            return entry["data"]
+    return publish()
+
+
+cached_evaluate = published  # the name the views used before the evaluation was stored
+
+
+def published_json() -> bytes:
+    """The published evaluation as the API's JSON body, encoded once per publication."""
+    computed, fresh = _current()
+    if not (fresh and computed is not None and _usable(_load(computed))):
+        publish()
+        computed, _ = _current()
+    entry = _load(computed) if computed is not None else {}
+    if not entry:
+        return json.dumps(evaluate(), cls=DjangoJSONEncoder).encode()
+    if entry.get("json") is None:
+        body = json.dumps(entry["data"], cls=DjangoJSONEncoder).encode()
+        with _memo_lock:
+            if _memo.get("computed") == computed:
+                _memo["json"] = body
+        return body
+    return entry["json"]
+
+
+def published_badge(slug: str) -> dict[str, Any] | None:
+    """A plugin's badge status as last published ({status, message, why}), None if unknown."""
+    computed, fresh = _current()
+    if not (fresh and computed is not None and _usable(_load(computed))):
+        publish()
+        computed, _ = _current()
+    return (_load(computed).get("badges") or {}).get(slug) if computed is not None else None
+
+
+def publish(evaluation: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Evaluates (unless given an evaluation) and stores it with every plugin's badge status."""
+    from dashboard.models import PublishedReadiness
+
+    row, _ = PublishedReadiness.objects.get_or_create(pk=1)
+    version = row.version  # read first: a change during the evaluation leaves it stale, not lost
+    evaluation = evaluation if evaluation is not None else evaluate()
+    badges = _badges()
+    computed = tz_now()
+    PublishedReadiness.objects.filter(pk=1).update(
+        data=evaluation, badges=badges, computed_version=version, computed=computed
+    )
+    # What this process will serve next, as it comes back from the database (JSON-normalised).
+    stored = PublishedReadiness.objects.filter(pk=1).values_list("data", "computed").first()
+    if stored is not None:
+        with _memo_lock:
+            _memo.clear()
+            _memo.update({"computed": stored[1], "data": stored[0], "badges": badges, "json": None})
     return evaluation
 
 
+def _badges() -> dict[str, Any]:
+    from dashboard.badges import plugin_status
+    from dashboard.models import Plugin
+
+    out = {}
+    for plugin in Plugin.objects.all():
+        st = plugin_status(plugin)
+        out[plugin.slug] = {"status": st.status, "message": st.message, "why": st.why}
+    return out
+
+
 def remember(evaluation: dict[str, Any]) -> None:
-    if settings.READINESS_CACHE_SECONDS > 0:
-        try:
-            cache.set(CACHE_KEY, evaluation, settings.READINESS_CACHE_SECONDS)
-        except Exception:
-            log.warning("readiness cache unavailable", exc_info=True)
+    """Stores an evaluation computed elsewhere (history.record_evaluation)."""
+    try:
+        publish(evaluation)
+    except Exception:
+        log.warning("could not store the readiness evaluation", exc_info=True)
 
 
 def invalidate(*args: Any, **kwargs: Any) -> None:
-    """Drops the shared evaluation (usable as a signal receiver)."""
+    """Marks the published evaluation out of date (usable as a signal receiver): one UPDATE.
+
+    After the commit, a task recomputes it if a worker is there; otherwise the next reader does.
+    """
+    from django.db import transaction
+
+    from dashboard.models import PublishedReadiness
+
+    PublishedReadiness.objects.filter(pk=1).update(version=F("version") + 1)
+    if settings.READINESS_REFRESH_ON_COMMIT:
+        transaction.on_commit(_request_refresh)
+
+
+def _request_refresh() -> None:
+    if not settings.READINESS_REFRESH_ON_COMMIT:
+        return
     try:
-        cache.delete(CACHE_KEY)
+        from django.core.cache import cache
+
+        if not cache.add("readiness:refresh-queued", 1, 10):  # one refresh per 10 s is enough
+            return
     except Exception:
-        log.warning("readiness cache unavailable", exc_info=True)
+        pass
+    try:
+        from workers.celery import app
+
+        app.send_task("workers.tasks.refresh_readiness", kwargs={"reason": "evidence changed"}, retry=False)
+    except Exception:  # no broker: readers recompute on demand, and beat every minute
+        log.debug("readiness refresh not queued", exc_info=True)

@@ -44,8 +44,14 @@ def decorate(evaluation: dict[str, Any], baseline: dict[str, str] | None) -> Non
             c["changed"] = LABELS.get(was) if baseline is not None and was != c["status"] else None
 
 
+def _own_copy(evaluation: dict[str, Any]) -> dict[str, Any]:
+    """The published evaluation is shared by this process's requests: copy what decorate() writes."""
+    return {**evaluation, "transitions": [
+        {**t, "criteria": [dict(c) for c in t["criteria"]]} for t in evaluation["transitions"]]}
+
+
 def index(request: HttpRequest) -> HttpResponse:
-    evaluation = readiness.cached_evaluate()
+    evaluation = _own_copy(readiness.published())
     last = SignOff.objects.select_related("maintainer").order_by("-created").first()
     decorate(evaluation, statuses_of(last.snapshot) if last else None)
     return render(request, "front/readiness.html", {"readiness": evaluation, "stage": evaluation["stage"],

@@ -7,7 +7,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
-from dashboard import badges
+from dashboard import badges, readiness
 from dashboard.models import Cluster, Plugin, Run, Submission
 
 from .clusters import CLUSTER_FIELDS
@@ -39,11 +39,12 @@ def plugin_detail(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_GET
 def badge(request: HttpRequest, slug: str) -> HttpResponse:
-    plugin = Plugin.objects.filter(slug=slug).first()
-    if plugin is None:
+    # Served from the published evaluation (one query); READMEs embed it, so it must be cheap.
+    published = readiness.published_badge(slug)
+    if published is None:
         body, status = badges.render_svg("SCTP", "unknown plugin", "#8c959f"), 404
     else:
-        body, status = badges.badge(plugin), 200
+        body, status = badges.render_svg("SCTP", published["message"], badges.COLOURS[published["status"]]), 200
     etag = badges.etag_of(body)
     if status == 200 and etag in [t.strip() for t in request.headers.get("If-None-Match", "").split(",")]:
         response: HttpResponse = HttpResponseNotModified()

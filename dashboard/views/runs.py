@@ -35,6 +35,20 @@ def _context(run_id: int) -> dict[str, Any]:
             "total": len(tests), "fingerprint": sorted((run.fingerprint or {}).items())}
 
 
+def run_junit(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The run as an e2e-style JUnit file (anyone), as vendors submit theirs."""
+    from dashboard.ingest.export import run_to_junit
+
+    run = get_object_or_404(Run.objects.select_related("cluster", "plugin"), pk=run_id)
+    if run.state != Run.State.FINISHED:
+        return HttpResponse(f"run {run.pk} is {run.state}: only a finished run has results to export\n",
+                            status=409, content_type="text/plain; charset=utf-8")
+    response = HttpResponse(run_to_junit(run), content_type="application/xml; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-junit_01.xml"'
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     return render(request, "runs/detail.html", _context(run_id))
 

@@ -13,6 +13,7 @@ urlpatterns = [
     path("clusters/<slug:name>/run/", clusters.run_now, name="cluster-run-now"),
     path("runs/<int:run_id>/", runs.run_detail, name="run"),
     path("runs/<int:run_id>/progress/", runs.run_progress, name="run-progress"),
+    path("runs/<int:run_id>/junit.xml", runs.run_junit, name="run-junit"),
     path("plugins/<slug:slug>/", plugins.plugin_detail, name="plugin"),
     path("badge/<slug:slug>.svg", plugins.badge, name="badge"),
     path("submissions/", submissions.submission_list, name="submissions"),

@@ -3,6 +3,7 @@ criterion in, `counts` and a one-line `why` out."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from datetime import timedelta
 
@@ -168,3 +169,78 @@ def test_the_release_floor_defaults_to_three_minors_below_the_newest_known_relea
     assert parse_minor_setting("1.30") == 30
     with pytest.raises(ValueError):
         parse_minor_setting("thirty")
+
+
+# -- through the pages that freeze or print verdicts ------------------------------------------
+
+@pytest.mark.django_db
+def test_the_sign_off_snapshot_and_the_report_say_emulated_and_not_counted(client, maintainer):
+    from dashboard.models import Cluster, Run, SignOff
+    from tests import factories as f
+
+    lab = f.cluster("calico-lab", lab=True, emulated=True)
+    run = f.run(lab)
+    real = f.run(f.cluster("cilium-prod", plugin_slug="cilium"))
+    client.force_login(maintainer)
+    assert client.post("/review/signoff/", {"from_stage": "alpha", "to_stage": "beta",
+                                            "comment": "looked at it"}).status_code == 302
+    snapshot = SignOff.objects.get().snapshot
+    entries = [e for t in snapshot["transitions"] for c in t["criteria"] for e in c["evidence"]]
+    lab_entries = [e for e in entries if e["kind"] == "run" and e["id"] == run.id]
+    assert lab_entries and all(e["counts"] is False and e["emulated"] and "emulated" in e["why"] for e in lab_entries)
+    assert any(e["id"] == real.id and e["counts"] for e in entries)
+    # Later changes do not rewrite what the sign-off saw.
+    Cluster.objects.filter(pk=lab.pk).update(emulated=False, lab=False)
+    Run.objects.filter(pk=run.pk).update(emulated=False)
+    assert SignOff.objects.get().snapshot == snapshot
+
+    report = client.get("/review/report.md").content.decode()
+    line = next(line for line in report.splitlines() if line.startswith(f"- [run {run.id}]"))
+    assert "(emulated cluster)" in line and "*emulated, not counted*" in line
+    real_line = next(line for line in report.splitlines() if line.startswith(f"- [run {real.id}]"))
+    assert "**counted**" in real_line
+
+
+@pytest.mark.django_db
+def test_the_report_lists_verified_submissions_with_reviewer_and_reason_and_escapes_vendor_text(
+        client, maintainer, settings):
+    from dashboard.submissions import review
+    from tests import factories as f
+
+    settings.SITE_URL = "https://sctp.example.org"
+    sub = f.submission("cilium", status="pending_review", plugin_version="1.16 <img src=x onerror=alert(1)>")
+    review(sub, user=maintainer, verify=True, reason="matches [the Sonobuoy run](http://evil) | in PR 123")
+    client.force_login(maintainer)
+    report = client.get("/review/report.md").content.decode()
+    row = next(line for line in report.splitlines() if line.startswith(f"| [{sub.id}]"))
+    assert f"(https://sctp.example.org/submissions/{sub.id}/)" in row
+    assert "maria" in row and "matches \\[the Sonobuoy run\\]\\(http://evil\\) \\| in PR 123" in row
+    assert not re.search(r"(?<!\\)<img", report) and "\\<img" in report
+
+
+@pytest.mark.django_db
+def test_one_legacy_cluster_does_not_flip_the_plugin_badge():
+    from dashboard.badges import plugin_status
+    from dashboard.models import Plugin
+    from tests import factories as f
+
+    f.run(f.cluster("calico-prod"), days_ago=2)
+    legacy = f.cluster("calico-legacy", kubernetes_version="1.18.20")
+    f.run(legacy, f.with_outcome("pod-to-service", Outcome.FAILED), days_ago=1)
+    calico = Plugin.objects.get(slug="calico")
+    status = plugin_status(calico)
+    assert status.status == "passing", status.why
+    # A failure of a counted version and proxier does flip it, and says which.
+    f.run(f.cluster("calico-ipvs", proxier="ipvs", plugin_version="3.29.0"),
+          f.with_outcome("pod-to-pod", Outcome.FAILED), days_ago=0.5)
+    status = plugin_status(calico)
+    assert status.status == "failing" and "3.29.0 on ipvs" in status.why and "pod-to-pod failed" in status.why
+
+
+@pytest.mark.django_db
+def test_a_plugin_with_only_emulated_evidence_says_so_on_its_badge(client):
+    from tests import factories as f
+
+    f.run(f.cluster("calico-lab", lab=True, emulated=True))
+    body = client.get("/badge/calico.svg").content.decode()
+    assert "emulated only (not counted)" in body

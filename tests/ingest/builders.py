@@ -10,7 +10,10 @@ import zipfile
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
-REAL_V130 = Path("/work/shared/data/e2e-junit/conformance-v1.30-junit_01.xml")
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+# A real v1.30 conformance JUnit (Apache-2.0, see tests/fixtures/e2e-junit/NOTICE.md), gzipped.
+REAL_V130 = FIXTURES / "e2e-junit" / "conformance-v1.30-junit_01.xml.gz"
+TIMESTAMP = "2026-11-20T10:00:00"
 
 _SCTP_CASE = re.compile(
     rb'<testcase name="([^"]*(?:sctp|SCTP)[^"]*)" classname="([^"]*)" status="skipped" time="0">'
@@ -19,7 +22,7 @@ _SCTP_CASE = re.compile(
 
 
 def real_v130() -> bytes:
-    return REAL_V130.read_bytes()
+    return gzip.decompress(REAL_V130.read_bytes())
 
 
 def with_sctp_status(document: bytes, status: str, only: str | None = None) -> bytes:
@@ -49,7 +52,10 @@ def with_sctp_status(document: bytes, status: str, only: str | None = None) -> b
     return rewritten
 
 
-def junit_v2(cases: list[tuple[str, str]], *, with_it: bool = True) -> bytes:
+def junit_v2(
+    cases: list[tuple[str, str]], *, with_it: bool = True, timestamp: str | None = TIMESTAMP,
+    properties: dict[str, str] | None = None,
+) -> bytes:
     """A ginkgo v2 JUnit with (name, status) testcases."""
     rows = []
     for name, status in cases:
@@ -57,16 +63,23 @@ def junit_v2(cases: list[tuple[str, str]], *, with_it: bool = True) -> bytes:
         body = ""
         if status == "skipped":
             body = '<skipped message="skipped - not kubenet"></skipped>'
+        elif status == "not_selected":  # ginkgo v2: filtered out by focus/skip
+            status, body = "skipped", '<skipped message="skipped"></skipped>'
         elif status not in ("passed",):
             body = f'<failure message="boom" type="{status}">boom</failure>'
         rows.append(
             f"<testcase name={quoteattr(full)} classname=\"Kubernetes e2e suite\" "
             f'status="{status}" time="1">{body}</testcase>'
         )
+    stamp = f" timestamp={quoteattr(timestamp)}" if timestamp else ""
+    props = "".join(
+        f"<property name={quoteattr(k)} value={quoteattr(v)}></property>" for k, v in (properties or {}).items()
+    )
+    props = f"<properties>{props}</properties>" if props else ""
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n<testsuites tests="%d">'
-        '<testsuite name="Kubernetes e2e suite" tests="%d">%s</testsuite></testsuites>'
-        % (len(rows), len(rows), "".join(rows))
+        '<testsuite name="Kubernetes e2e suite" tests="%d"%s>%s%s</testsuite></testsuites>'
+        % (len(rows), len(rows), stamp, props, "".join(rows))
     ).encode()
 
 
@@ -74,7 +87,13 @@ def junit_v1(cases: list[tuple[str, str]]) -> bytes:
     """A ginkgo v1 JUnit: no status attribute, <skipped/> and <failure> children."""
     rows = []
     for name, status in cases:
-        body = {"passed": "", "skipped": "<skipped></skipped>"}.get(
+        body = {
+            "passed": "",
+            # ginkgo v1.12+: an in-spec Skip() carries failureMessage(); unselected specs are bare.
+            "skipped": '<skipped message="test/e2e/framework/skipper/skipper.go:72&#xA;Not kubenet&#xA;'
+            'test/e2e/network/networking.go:204"></skipped>',
+            "not_selected": "<skipped></skipped>",
+        }.get(
             status, '<failure type="Failure">/go/src/k8s.io/kubernetes/test/e2e/network/service.go:123\nFailed to connect</failure>'
         )
         rows.append(

@@ -253,7 +253,7 @@ def test_a_zip_bomb_is_refused_by_what_it_inflates_to():
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
         with archive.open("junit_01.xml", "w", force_zip64=True) as member:
             member.write(b"<testsuites>")
-            chunk = b"\0" * (1 << 20)
+            chunk = b"<!--" + b"x" * ((1 << 20) - 7) + b"-->"  # well-formed: only the inflation ratio stops it
             for _ in range(64):
                 member.write(chunk)
     assert len(buffer.getvalue()) < 1024 * 1024
@@ -279,3 +279,22 @@ def test_a_zip_with_corrupt_compressed_data_is_refused():
 def test_a_truncated_zip_is_refused():
     data = zip_bytes({"junit_01.xml": GOOD_JUNIT})
     refused(data[:-30])
+
+
+def test_a_zips_entry_count_is_read_from_its_end_record_before_the_directory_is_parsed(monkeypatch):
+    from tests.ingest.hostile_shapes import zip_many_entries
+
+    data = zip_many_entries(10_001, name_len=10)
+
+    def no_parsing(*args, **kwargs):  # the central directory must not be parsed at all
+        raise AssertionError("zipfile.ZipFile was opened")
+
+    monkeypatch.setattr(zipfile, "ZipFile", no_parsing)
+    assert "more than 10000 members" in refused(data).message
+
+
+def test_a_zip_whose_end_record_understates_its_entries_is_still_refused():
+    from tests.ingest.hostile_shapes import zip_lying_end_record
+
+    assert "more than 10000 members" in refused(zip_lying_end_record(40_000)).message
+    assert "central directory is larger than 2 MB" in refused(zip_lying_end_record(60_000)).message

@@ -76,3 +76,31 @@ def test_the_kickoff_refuses_connectivity_runs_on_the_periodic_cluster(demo_lab)
     assert refused.value.status == 409 and "basic-only" in refused.value.message
     kinds = dict(Run.objects.values_list("cluster__name", "battery"))
     assert kinds == {"calico-iptables": "basic", "calico-ipvs": "all", "antrea-iptables": "all"}
+
+
+def test_the_demo_seeds_two_vendor_submissions_from_its_own_runs_and_they_never_count(demo_lab, maintainer):
+    from dashboard.demo_seed import seed_submissions
+    from dashboard.models import Submission
+    from tests import factories as f
+
+    maintainer.username = "maintainer"
+    maintainer.save()
+    f.vendor("Calico vendor", ("calico",))
+    f.vendor("Antrea vendor", ("antrea",))
+    run_queued()
+    made = seed_submissions(wait_seconds=0)
+    assert len(made) == 2
+    subs = list(Submission.objects.order_by("id"))
+    assert [s.status for s in subs] == ["verified", "pending_review"]
+    assert all(s.emulated and s.run_at_source == "file" for s in subs)
+    assert {s.plugin.slug for s in subs} == {"calico", "antrea"}
+    assert seed_submissions(wait_seconds=0) == []  # once per database
+
+    data = Client().get("/api/v1/readiness/").json()
+    entries = [e for t in data["transitions"] for c in t["criteria"] for e in c["evidence"] if e["kind"] == "submission"]
+    assert entries and all(not e["counts"] and e["emulated"] for e in entries)
+    client = Client()
+    client.force_login(maintainer)
+    report = client.get("/review/report.md").content.decode()
+    row = next(line for line in report.splitlines() if line.startswith(f"| [{subs[0].id}]"))
+    assert "emulated, not counted" in row and "maintainer" in row

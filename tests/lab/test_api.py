@@ -25,6 +25,12 @@ def test_version_reports_the_profile_kubernetes_version(make_kube: Any) -> None:
     assert (info.major, info.minor) == ("1", "30")
 
 
+def test_version_says_the_cluster_is_emulated(kube: Kube) -> None:
+    # The evidence policy reads this raw field (the typed VersionInfo model drops it).
+    answer = json.loads(kube.version.get_code(_preload_content=False).data)
+    assert answer["emulated"] is True and answer["gitVersion"] == "v1.31.2"
+
+
 def test_nodes_are_listed_with_their_pod_cidrs(make_kube: Any) -> None:
     kube = make_kube(nodes=3)
     nodes = kube.core.list_node().items

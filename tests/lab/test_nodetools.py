@@ -97,7 +97,8 @@ def test_iptables_save_has_the_kube_proxy_sctp_rules(kube: Kube) -> None:
     sep = re.search(rf"^-A {svc_chain} -m comment --comment \"a/sctp-svc -> {re.escape(pod_ip)}:5060\" "
                     r"-j (KUBE-SEP-[A-Z2-7]{16})$", text, re.MULTILINE)
     assert sep, text
-    assert (f"-A {sep.group(1)} -p sctp -m comment --comment a/sctp-svc -m sctp -j DNAT "
+    # libxtables quotes any comment with a character outside [_-0-9a-zA-Z], so "a/sctp-svc" too.
+    assert (f'-A {sep.group(1)} -p sctp -m comment --comment "a/sctp-svc" -m sctp -j DNAT '
             f"--to-destination {pod_ip}:5060\n") in text
     assert "loads" not in text and not loaded(kube, "c1-worker")
 
@@ -130,9 +131,10 @@ def test_ipvsadm_lists_sctp_virtual_servers_in_ipvs_mode(make_kube: Any) -> None
     assert lines[:3] == ["IP Virtual Server version 1.2.1 (size=4096)",
                          "Prot LocalAddress:Port Scheduler Flags",
                          "  -> RemoteAddress:Port           Forward Weight ActiveConn InActConn"]
-    at = lines.index(f"SCTP  {vip}:95 rr")
+    # ipvsadm prints the protocol as %-4s: "SCTP 10.96…", "TCP  10.96…" (kernel golden).
+    at = lines.index(f"SCTP {vip}:95 rr")
     assert lines[at + 1] == f"  -> {pod_ip + ':5060':<28} Masq    1      0          0         "
-    assert f"SCTP  172.18.0.3:{svc.spec.ports[0].node_port} rr" in lines
+    assert f"SCTP 172.18.0.3:{svc.spec.ports[0].node_port} rr" in lines
     assert "TCP  10.96.0.1:443 rr" in lines
 
 

@@ -38,22 +38,25 @@ def post(client, token, data: bytes, name: str = "junit_01.xml", **fields):  # t
 
 
 def test_a_vendor_submits_the_real_v1_30_junit_and_gets_the_contract_answer(client, vendor_token):
-    data = b.real_v130()
+    # The real file with its 13 SCTP testcases rewritten as ginkgo v2 writes passed specs.
+    data = b.with_sctp_status(b.real_v130(), "passed")
     resp = post(client, vendor_token, data)
     assert resp.status_code == 201, resp.content
     body = resp.json()
     assert body["status"] == "pending_review"
     assert body["sha256"] == hashlib.sha256(data).hexdigest()
     # v1.30 has no upstream test for service-iptables-rules, and none exists for the load balancer
-    assert body["counts"] == {"passed": 0, "failed": 0, "skipped": 6, "not_run": 2}
+    assert body["counts"] == {"passed": 6, "failed": 0, "skipped": 0, "not_run": 2}
     assert body["results"]["service-iptables-rules"]["outcome"] == "not_run"
-    assert body["results"]["pod-to-service"]["outcome"] == "skipped"
+    assert body["results"]["pod-to-service"]["outcome"] == "passed"
     assert len(body["results"]["pod-to-service"]["upstream_names"]) == 4
     lb = body["results"]["pod-to-loadbalancer"]
     assert (lb["outcome"], lb["upstream_names"]) == ("not_run", [])
     assert "no upstream e2e test" in lb["reasons"][0]
-    assert isinstance(body["warnings"], list)
+    assert body["warnings"] == [] and "warnings" not in body["report"]
+    assert (body["run_at"], body["run_at_source"], body["emulated"]) == ("2024-05-01T14:20:30+00:00", "file", False)
     sub = Submission.objects.get(pk=body["id"])
+    assert sub.run_at.isoformat() == "2024-05-01T14:20:30+00:00" and sub.run_at_source == "file"
     assert bytes(sub.content) == data and sub.size == len(data) and sub.kind == "junit"
     assert "Calico vendor" in sub.uploaded_by
     assert AuditEvent.objects.filter(action="submission.create").count() == 1
@@ -64,9 +67,10 @@ def test_the_list_filters_by_plugin_and_status_newest_first(client, vendor_token
     a = post(client, vendor_token, connectivity_junit(salt="a")).json()["id"]
     c = post(client, vendor_token, connectivity_junit(salt="c")).json()["id"]
     post(client, other_vendor_token, connectivity_junit(salt="b"), plugin="cilium")
-    ids = [s["id"] for s in client.get("/api/v1/submissions/?plugin=calico").json()]
-    assert ids == [c, a]
-    assert client.get("/api/v1/submissions/?status=verified").json() == []
+    page = client.get("/api/v1/submissions/?plugin=calico").json()
+    assert [s["id"] for s in page["results"]] == [c, a]
+    assert (page["count"], page["next"], page["previous"]) == (2, None, None)
+    assert client.get("/api/v1/submissions/?status=verified").json()["results"] == []
     assert client.get("/api/v1/submissions/?status=bogus").status_code == 400
 
 
@@ -232,3 +236,76 @@ def test_submissions_move_the_verdicts_only_once_verified(client, maintainer_tok
     assert verdicts(client)["two-out-of-tree-plugins"] == "met"  # pending: not counted yet
     verify("cilium")
     assert verdicts(client)["two-out-of-tree-plugins"] == "at_risk"
+
+
+# --- issue 10 item 8: files that are no evidence, through the API --------------------------
+
+KUBE_PROXY_LOG = b'I1130 09:12:01.123999       1 server_linux.go:69] "Using ipvs Proxier"\n'
+CILIUM_DS = b'{"items": [{"kind": "DaemonSet", "metadata": {"name": "cilium", "namespace": "kube-system"}}]}'
+
+
+def no_evidence(resp, words: str) -> None:
+    assert resp.status_code == 422, resp.content
+    assert words in resp.json()["error"]
+    assert Submission.objects.count() == 0 and not AuditEvent.objects.exists()
+
+
+def test_the_real_conformance_junit_with_no_sctp_test_selected_is_422(client, vendor_token):
+    no_evidence(post(client, vendor_token, b.real_v130()), "no SCTP test ran")
+
+
+def test_a_junit_whose_sctp_tests_were_all_skipped_is_422(client, vendor_token):
+    no_evidence(post(client, vendor_token, b.with_sctp_status(b.real_v130(), "skipped")), "no SCTP test ran")
+
+
+def test_a_sonobuoy_tarball_whose_kube_proxy_ran_another_proxier_is_422(client, vendor_token):
+    tarball = b.tar_gz({"plugins/e2e/results/global/junit_01.xml": connectivity_junit(),
+                        "podlogs/kube-system/kube-proxy-4hx8s/logs/kube-proxy.txt": KUBE_PROXY_LOG})
+    no_evidence(post(client, vendor_token, tarball, name="sonobuoy.tar.gz", proxier="iptables"),
+                "ipvs proxier, but the submission declares iptables")
+    resp = post(client, vendor_token, tarball, name="sonobuoy.tar.gz", proxier="ipvs")
+    assert resp.status_code == 201, resp.content
+    assert resp.json()["report"]["proxier_detected"] == "ipvs"
+
+
+def test_a_sonobuoy_tarball_showing_another_cni_is_422(client, vendor_token):
+    tarball = b.tar_gz({"plugins/e2e/results/global/junit_01.xml": connectivity_junit(),
+                        "resources/ns/kube-system/daemonsets.json": CILIUM_DS})
+    no_evidence(post(client, vendor_token, tarball, name="sonobuoy.tar.gz"), "running cilium as its CNI")
+
+
+def test_unselected_tests_are_not_run_and_environment_skips_are_skipped(client, vendor_token):
+    data = b.junit_v2([(SCTP["pod-to-service"], "passed"), (SCTP["pod-to-pod"], "not_selected"),
+                       (SCTP["declare-sctp-ports"], "skipped")])
+    body = post(client, vendor_token, data).json()
+    assert body["results"]["pod-to-pod"]["outcome"] == "not_run"
+    assert body["results"]["declare-sctp-ports"]["outcome"] == "skipped"
+    assert body["counts"] == {"passed": 1, "failed": 0, "skipped": 1, "not_run": 6}
+
+
+def test_openshift_style_names_are_matched(client, vendor_token):
+    name = (SCTP["pod-to-service"] + " [Skipped:Network/OpenShiftSDN] [Suite:openshift/conformance/parallel] "
+            "[Suite:k8s]")
+    body = post(client, vendor_token, b.junit_v2([(name, "passed")])).json()
+    assert body["results"]["pod-to-service"]["outcome"] == "passed" and body["warnings"] == []
+
+
+@pytest.mark.parametrize("members, expected", [
+    ({"junit_01.xml": b.junit_v2([(SCTP["pod-to-service"], "passed")], timestamp=None),
+      "e2e.log": b.e2e_log(passed=1) + b"STEP: Creating a kubernetes client @ 10/03/26 04:05:06.789\n"},
+     "2026-10-03T04:05:06+00:00"),
+    ({"plugins/e2e/results/global/junit_01.xml": b.junit_v2([(SCTP["pod-to-service"], "passed")], timestamp=None),
+      "meta/run.log": b'time="2026-09-02T01:02:03Z" level=info msg="Starting server"\n'},
+     "2026-09-02T01:02:03+00:00"),
+], ids=["e2e.log", "sonobuoy-meta"])
+def test_the_run_time_is_read_from_the_archive(client, vendor_token, members, expected):
+    body = post(client, vendor_token, b.tar_gz(members), name="results.tar.gz").json()
+    assert (body["run_at"], body["run_at_source"]) == (expected, "file")
+    assert Submission.objects.get(pk=body["id"]).run_at.isoformat() == expected
+
+
+def test_a_file_without_a_run_time_ages_from_the_upload_with_a_warning(client, vendor_token):
+    body = post(client, vendor_token, b.junit_v2([(SCTP["pod-to-service"], "passed")], timestamp=None)).json()
+    sub = Submission.objects.get(pk=body["id"])
+    assert sub.run_at_source == "upload" and sub.run_at == sub.created
+    assert any("its age counts from the upload" in w for w in body["warnings"])

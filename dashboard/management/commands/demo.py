@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 from django.conf import settings
@@ -70,6 +71,8 @@ class Command(BaseCommand):
         start("beat", celery + ["beat", "-l", "warning", "-s", str(settings.VAR_DIR / "celerybeat-schedule")])
         if not opts["no_web"]:
             start("web", [py, manage, "runserver", WEB, "--noreload"])
+        # Two vendor submissions made from the lab's own runs once they finish (emulated: never counted).
+        threading.Thread(target=self.seed_submissions, name="demo-seed", daemon=True).start()
         self.stdout.write(self.style.SUCCESS(f"\nSCTP readiness dashboard: http://{WEB}/  ({broker})"))
         self.stdout.write("Log in as maintainer / maintainer-demo, calico-vendor / calico-demo, "
                           "cilium-vendor / cilium-demo. Ctrl-C stops everything.\n")
@@ -104,6 +107,21 @@ class Command(BaseCommand):
                     proc.wait(timeout=10)
                 except subprocess.TimeoutExpired:
                     proc.kill()
+
+    def seed_submissions(self) -> None:
+        from django.db import connection
+
+        from dashboard.demo_seed import seed_submissions
+
+        try:
+            made = seed_submissions()
+            if made:
+                self.stdout.write(f"demo: {len(made)} vendor submissions made from the lab's runs "
+                                  f"({', '.join(f'/submissions/{s.id}/' for s in made)})")
+        except Exception as exc:  # the demo goes on without them
+            self.stderr.write(f"demo: could not seed vendor submissions: {exc}")
+        finally:
+            connection.close()
 
     def ensure_users(self) -> None:
         from dashboard.models import Plugin, Vendor

@@ -5,7 +5,7 @@ nftables is reported beside it, not required."""
 
 from __future__ import annotations
 
-from dashboard.catalog import Proxier
+from dashboard.catalog import Proxier, criterion_title
 from dashboard.policy import PROXIERS, evidence_entry
 
 from ..base import Context, Verdict
@@ -13,7 +13,7 @@ from ..evidence_lookup import connectivity_candidates, plugins_by_id
 from ..whatif import with_what_if
 
 KEY = PROXIERS
-TITLE = "Both iptables and ipvs proxiers demonstrated to work with SCTP"
+TITLE = criterion_title(KEY)
 REQUIRED = (Proxier.IPTABLES, Proxier.IPVS)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.db.models import OuterRef, Subquery
 
-from dashboard.catalog import Battery
+from dashboard.catalog import Battery, criterion_title
 from dashboard.models import Run, Schedule
 from dashboard.policy import PERIODIC, evidence_entry
 
@@ -17,7 +17,7 @@ from ..evidence_lookup import load, plugins_by_id
 from ..whatif import with_what_if
 
 KEY = PERIODIC
-TITLE = 'A periodic job runs the "Basic Tests", and it passes'
+TITLE = criterion_title(KEY)
 
 TERMINAL = [Run.State.FINISHED, Run.State.ERROR, Run.State.CANCELLED]
 

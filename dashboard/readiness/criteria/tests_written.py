@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.db.models import OuterRef, Subquery
 
-from dashboard.catalog import ALL_KEYS, Outcome
+from dashboard.catalog import ALL_KEYS, Outcome, criterion_title
 from dashboard.models import CatalogTest, Submission, TestResult
 from dashboard.policy import LB_KEY, TESTS_WRITTEN, countable_runs_q, countable_submissions_q, evidence_entry, verdict_keys
 
@@ -15,7 +15,7 @@ from ..evidence_lookup import load, plugins_by_id
 from ..whatif import with_what_if
 
 KEY = TESTS_WRITTEN
-TITLE = "The e2e tests described in the Test Plan have been written"
+TITLE = criterion_title(KEY)
 RECENT_SUBMISSIONS = 200
 
 

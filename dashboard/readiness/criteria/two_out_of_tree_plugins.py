@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from dashboard.catalog import criterion_title
 from dashboard.policy import TWO_PLUGINS, evidence_entry, qualifying
 
 from ..base import Context, Verdict, plural
@@ -14,7 +15,7 @@ from ..evidence_lookup import connectivity_candidates, plugins_by_id
 from ..whatif import with_what_if
 
 KEY = TWO_PLUGINS
-TITLE = "At least 2 out-of-tree network plugins pass the [Feature:SCTPConnectivity] tests"
+TITLE = criterion_title(KEY)
 NEEDED = 2
 
 

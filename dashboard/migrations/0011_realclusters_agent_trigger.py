@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('dashboard', '0009_evidence_policy'),
+        ('dashboard', '0010_published_readiness'),
     ]
 
     operations = [

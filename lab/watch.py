@@ -1,0 +1,161 @@
+"""`?watch=true` and list `resourceVersion`, as kube-apiserver serves them.
+
+A watch answers 200 with a chunked body of newline-delimited JSON events
+(`{"type": "ADDED"|"MODIFIED"|"DELETED"|"ERROR", "object": {...}}`), the shape the
+`kubernetes` client's `watch.Watch().stream(...)` reads. Without `resourceVersion` (or with
+"0") it starts with an ADDED event per current object, then streams changes; from a given
+resourceVersion it sends every change after it, or one ERROR event carrying a 410 `Expired`
+Status when that version has left the history (as after an etcd compaction). It ends after
+`timeoutSeconds`, when the client goes away, or when the lab stops.
+
+The cluster logs its changes (`Cluster.events`); a watcher waits on `Cluster.changed` and,
+since pods start lazily, calls `advance()` itself when the next pod start or LB IP is due.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from lab.errors import ApiError
+from lab.labels import matches_query
+
+if TYPE_CHECKING:
+    from lab.cluster import Cluster, WatchEvent
+
+# kube-apiserver's --min-request-timeout is 1800 s; a watch without timeoutSeconds lasts
+# between it and twice it. The lab ends idle watches sooner: the client re-watches anyway.
+DEFAULT_TIMEOUT_S = 1800.0
+POLL_S = 0.5
+
+
+def _q(query: dict[str, list[str]], key: str) -> str | None:
+    values = query.get(key)
+    return values[0] if values else None
+
+
+def is_watch(query: dict[str, list[str]]) -> bool:
+    return (_q(query, "watch") or "").lower() in ("true", "1")
+
+
+def _field_matches(selector: str | None, obj: dict[str, Any]) -> bool:
+    """fieldSelector on metadata.name / metadata.namespace (what clients wait with)."""
+    if not selector:
+        return True
+    meta = obj.get("metadata") or {}
+    for term in selector.split(","):
+        term = term.strip()
+        if not term:
+            continue
+        negate = "!=" in term
+        key, _, value = term.partition("!=" if negate else "=")
+        value = value.lstrip("=")
+        field = {"metadata.name": meta.get("name"), "metadata.namespace": meta.get("namespace")}
+        if key not in field:
+            raise ApiError(400, f'"{key}" is not a known field selector: only "metadata.name", '
+                                '"metadata.namespace"')
+        if (field[key] == value) == negate:
+            return False
+    return True
+
+
+def _parse_rv(raw: str | None) -> int | None:
+    if raw in (None, "", "0"):
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise ApiError(400, f"resourceVersion: Invalid value: \"{raw}\": strconv.ParseUint: "
+                            f"parsing \"{raw}\": invalid syntax") from None
+
+
+def check_list_resource_version(cluster: Cluster, query: dict[str, list[str]]) -> None:
+    """A list at a resourceVersion the server cannot serve answers as the watch cache does."""
+    rv = _parse_rv(_q(query, "resourceVersion"))
+    if rv is None:
+        return
+    current = cluster.resource_version
+    if rv > current:
+        raise ApiError(504, f"Timeout: Too large resource version: {rv}, current: {current}",
+                       reason="Timeout",
+                       details={"causes": [{"reason": "ResourceVersionTooLarge",
+                                            "message": "Too large resource version"}],
+                                "retryAfterSeconds": 1})
+    if _q(query, "resourceVersionMatch") == "Exact" and rv != current:
+        raise ApiError(410, "The resourceVersion for the provided list is too old.", reason="Expired")
+
+
+class WatchStream:
+    """The events one watch request sends; iterate `lines()` outside the cluster lock."""
+
+    def __init__(self, cluster: Cluster, resource: str, namespace: str | None,
+                 query: dict[str, list[str]], snapshot: list[dict[str, Any]],
+                 stopping: threading.Event) -> None:
+        self.cluster = cluster
+        self.resource = resource
+        self.namespace = namespace
+        self.labels = _q(query, "labelSelector")
+        self.fields = _q(query, "fieldSelector")
+        timeout = _q(query, "timeoutSeconds")
+        try:
+            self.timeout = float(timeout) if timeout else DEFAULT_TIMEOUT_S
+        except ValueError:
+            raise ApiError(400, f"invalid timeoutSeconds {timeout!r}") from None
+        self.stopping = stopping
+        self.start_rv = _parse_rv(_q(query, "resourceVersion"))
+        # Taken now, under the lock the request holds: nothing can happen in between.
+        self.current = cluster.resource_version
+        self.initial: list[dict[str, Any]] = []
+        self.expired: str | None = None
+        if self.start_rv is None:
+            self.initial = [{"type": "ADDED", "object": o} for o in snapshot if self._matches(o)]
+            self.last = self.current
+        else:
+            oldest = cluster.events[0].rv if cluster.events else self.current + 1
+            if len(cluster.events) == cluster.events.maxlen and self.start_rv < oldest - 1:
+                self.expired = f"too old resource version: {self.start_rv} ({self.current})"
+            self.last = self.start_rv
+
+    def _matches(self, obj: dict[str, Any]) -> bool:
+        meta = obj.get("metadata") or {}
+        if self.namespace is not None and meta.get("namespace") != self.namespace:
+            return False
+        return matches_query(self.labels, meta.get("labels")) and _field_matches(self.fields, obj)
+
+    def _new_events(self) -> list[WatchEvent]:
+        found = []
+        for event in reversed(self.cluster.events):
+            if event.rv <= self.last:
+                break
+            found.append(event)
+        found.reverse()
+        if found:
+            self.last = found[-1].rv
+        return [e for e in found if e.resource == self.resource and self._matches(e.obj)]
+
+    def lines(self) -> Iterator[dict[str, Any]]:
+        if self.expired:
+            yield {"type": "ERROR", "object": ApiError(410, self.expired, reason="Expired").status()}
+            return
+        yield from self.initial
+        deadline = time.monotonic() + self.timeout
+        cluster = self.cluster
+        while not self.stopping.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            with cluster.changed:
+                cluster.advance()
+                batch = self._new_events()
+                if not batch:
+                    wait = min(left, POLL_S)
+                    due = cluster.next_due()
+                    if due is not None:
+                        wait = min(wait, max(due - cluster.clock(), 0.005))
+                    cluster.changed.wait(wait)
+                    cluster.advance()
+                    batch = self._new_events()
+            for event in batch:
+                yield {"type": event.type, "object": event.obj}
