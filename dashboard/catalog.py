@@ -10,56 +10,51 @@ import re
 
 from django.db import models
 
+from workers import vocabulary as vocab
+
 
 class Battery(models.TextChoices):
-    BASIC = "basic", "Basic"
-    CONNECTIVITY = "connectivity", "Connectivity"
-    ALL = "all", "All"
+    BASIC = vocab.Battery.BASIC.value, "Basic"
+    CONNECTIVITY = vocab.Battery.CONNECTIVITY.value, "Connectivity"
+    ALL = vocab.Battery.ALL.value, "All"
 
 
 class Outcome(models.TextChoices):
-    PASSED = "passed", "passed"
-    FAILED = "failed", "failed"
-    SKIPPED = "skipped", "skipped"
-    ERROR = "error", "error"
-    NOT_RUN = "not_run", "not run"
+    PASSED = vocab.Outcome.PASSED.value, "passed"
+    FAILED = vocab.Outcome.FAILED.value, "failed"
+    SKIPPED = vocab.Outcome.SKIPPED.value, "skipped"
+    ERROR = vocab.Outcome.ERROR.value, "error"
+    NOT_RUN = vocab.Outcome.NOT_RUN.value, "not run"
 
 
 class Proxier(models.TextChoices):
-    IPTABLES = "iptables", "iptables"
-    IPVS = "ipvs", "ipvs"
-    NFTABLES = "nftables", "nftables"
+    IPTABLES = vocab.Proxier.IPTABLES.value, "iptables"
+    IPVS = vocab.Proxier.IPVS.value, "ipvs"
+    NFTABLES = vocab.Proxier.NFTABLES.value, "nftables"
 
 
 class Stage(models.TextChoices):
-    ALPHA = "alpha", "alpha"
-    BETA = "beta", "beta"
-    STABLE = "stable", "stable"
+    ALPHA = vocab.Stage.ALPHA.value, "alpha"
+    BETA = vocab.Stage.BETA.value, "beta"
+    STABLE = vocab.Stage.STABLE.value, "stable"
 
 
 class CriterionStatus(models.TextChoices):
-    MET = "met", "met"
-    UNMET = "unmet", "unmet"
-    AT_RISK = "at_risk", "at risk"
-    STALE = "stale", "stale"
+    MET = vocab.CriterionStatus.MET.value, "met"
+    UNMET = vocab.CriterionStatus.UNMET.value, "unmet"
+    AT_RISK = vocab.CriterionStatus.AT_RISK.value, "at risk"
+    STALE = vocab.CriterionStatus.STALE.value, "stale"
 
 
-BASIC_KEYS = (
-    "declare-sctp-ports",
-    "hostport-kubenet",
-    "service-iptables-rules",
-    "netpol-sctp-blocks-tcp-udp",
-)
-CONNECTIVITY_KEYS = ("pod-to-pod", "pod-to-service", "pod-to-loadbalancer", "netpol-allow-deny")
-ALL_KEYS = BASIC_KEYS + CONNECTIVITY_KEYS
+# The keys themselves live in workers.vocabulary (the battery and ingest use them too).
+BASIC_KEYS = vocab.BASIC_KEYS
+CONNECTIVITY_KEYS = vocab.CONNECTIVITY_KEYS
+ALL_KEYS = vocab.ALL_KEYS
+Key = vocab.Key
 
 
 def keys_of(battery: str) -> tuple[str, ...]:
-    if battery == Battery.BASIC:
-        return BASIC_KEYS
-    if battery == Battery.CONNECTIVITY:
-        return CONNECTIVITY_KEYS
-    return ALL_KEYS
+    return vocab.BATTERY_KEYS.get(battery, ALL_KEYS)
 
 
 # The catalog as the KEP's Test Plan states it. `upstream_names` are the core names (tags

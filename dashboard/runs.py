@@ -12,9 +12,13 @@ from typing import Any
 from django.db import transaction
 from django.utils.timezone import now
 
+from workers import app
+
 from .catalog import Battery, kubernetes_minor
 from .models import Cluster, Run, Schedule
 from .trust import refuse_run
+
+EXECUTE_RUN = "workers.tasks.execute_run"
 
 log = logging.getLogger(__name__)
 
@@ -62,10 +66,9 @@ def request_run(
 
 def dispatch(run_id: int) -> bool:
     """Sends the run to the workers; False (and the run stays queued) when the broker is down."""
-    from workers.tasks import execute_run
-
     try:
-        result = execute_run.apply_async(args=[run_id], retry=False)
+        # By name: the web process never imports the tasks (nor, through them, the battery).
+        result = app.send_task(EXECUTE_RUN, args=[run_id], retry=False)
     except Exception as exc:  # the broker is unreachable: the dispatcher retries later
         log.warning("run %s stays queued: broker unavailable (%s)", run_id, exc)
         return False

@@ -126,6 +126,8 @@ class Cluster:
         self.pod_rt: dict[tuple[str, str], PodRuntime] = {}
         self.svc_rt: dict[tuple[str, str], ServiceRuntime] = {}
         self.module_events: list[ModuleEvent] = []
+        # Pods deleted while the endpoints_never_removed fault holds (see dataplane).
+        self.ghost_pods: set[tuple[str, str]] = set()
         self.events: deque[WatchEvent] = deque(maxlen=WATCH_HISTORY)
         self.changed = threading.Condition(self.lock)
         # Endpoints and EndpointSlices are computed; their last rendering, to tell what changed.
@@ -233,6 +235,7 @@ class Cluster:
         rt.started = True
         node = self.nodes[rt.node]
         work = rt.workload
+        dataplane.pod_started(self, key)
         pod_name = f"{key[0]}/{key[1]}"
         if any(proto == "SCTP" for proto, _port in work.listens):
             self.module_load(node, f"pod {pod_name} serves SCTP")
@@ -247,6 +250,8 @@ class Cluster:
             rt.exit_code, rt.log = (0, "") if failure is None else (1, failure + "\n")
         elif work.hostexec is not None:
             rt.exit_code, rt.log = nodetools.run(self, node, work.hostexec)
+        elif work.curl is not None:
+            rt.exit_code, rt.log = dataplane.curl(self, key, work.curl)
         else:
             rt.exit_code, rt.log = 0, ""
         rt.finished_at = now
@@ -326,6 +331,8 @@ class Cluster:
         if body_ns and body_ns != namespace:
             raise ApiError(400, "the namespace of the provided object does not match the "
                                 "namespace sent on the request")
+        if (namespace, name) in self.ghost_pods and kind == "pods":
+            self._drop(kind, (namespace, name))  # the name of a stale endpoint's pod is free
         spec = copy.deepcopy(body.get("spec") or {})
         if kind == "pods":
             obj = self._create_pod(namespace, name, body, spec)
@@ -342,22 +349,26 @@ class Cluster:
         return rendered
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any]:
-        if (namespace, name) not in self.objects[kind]:
+        if (namespace, name) not in self.objects[kind] or (namespace, name) in self.ghost_pods:
             raise not_found(kind, name, GROUP_OF[kind])
         return self.render(kind, (namespace, name))
 
     def list(self, kind: str, namespace: str | None, selector: str | None) -> list[dict[str, Any]]:
         keys = [k for k, o in self.objects[kind].items()
-                if (namespace is None or k[0] == namespace)
+                if (namespace is None or k[0] == namespace) and k not in self.ghost_pods
                 and matches_query(selector, o["metadata"].get("labels"))]
         return [self.render(kind, k, in_list=True) for k in keys]
 
     def delete(self, kind: str, namespace: str, name: str) -> dict[str, Any]:
         key = (namespace, name)
-        if key not in self.objects[kind]:
+        if key not in self.objects[kind] or key in self.ghost_pods:
             raise not_found(kind, name, GROUP_OF[kind])
         rendered = self.render(kind, key)
-        self._drop(kind, key)
+        if kind == "pods" and self.faults.get("endpoints_never_removed"):
+            self.ghost_pods.add(key)  # gone for the API, still listed as an endpoint
+            self.next_rv()
+        else:
+            self._drop(kind, key)
         rendered["metadata"]["resourceVersion"] = str(self.resource_version)
         self._emit(kind, "DELETED", copy.deepcopy(rendered))
         if kind == "networkpolicies":
@@ -373,6 +384,7 @@ class Cluster:
     def _drop(self, kind: str, key: tuple[str, str]) -> None:
         self.objects[kind].pop(key, None)
         if kind == "pods":
+            self.ghost_pods.discard(key)
             self.pod_rt.pop(key, None)
         if kind == "services":
             self.svc_rt.pop(key, None)
@@ -445,12 +457,9 @@ class Cluster:
                                          sctp=bool(self.profile["sctp_feature_gate"]))
         if causes:
             raise invalid("Pod", name, causes)
-        if not self.profile["node_access"]:
-            violations = dataplane.pod_security_violations(spec)
-            if violations:
-                raise ApiError(403, f'pods "{name}" is forbidden: violates PodSecurity '
-                                    f'"baseline:latest": {", ".join(violations)}',
-                               details={"name": name, "kind": "pods"})
+        refusal = dataplane.admission_refusal(self.profile, name, spec)
+        if refusal is not None:
+            raise refusal
         if (namespace, name) in self.objects["pods"]:
             raise already_exists("pods", name)
         node = self._schedule(spec.get("nodeName"))

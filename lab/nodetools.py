@@ -74,6 +74,11 @@ def service_ports(cluster: Cluster) -> list[ServicePort]:
     return out
 
 
+def kube_proxy_mode(cluster: Cluster) -> str:
+    """The mode kube-proxy really runs (profile `kube_proxy`), not the one registered."""
+    return str(cluster.profile.get("kube_proxy") or cluster.profile["proxier"])
+
+
 # ---------------------------------------------------------------- command dispatch
 
 
@@ -118,7 +123,8 @@ def _run_one(cluster: Cluster, node: Node, command: str) -> tuple[int, str]:
     if tool == "nft" and argv[1:3] == ["list", "ruleset"]:
         return 0, nft_ruleset(cluster)
     if tool == "curl" and any(a.endswith(":10249/proxyMode") for a in argv):
-        return 0, cluster.profile["proxier"]
+        mode = kube_proxy_mode(cluster)
+        return (7, "") if mode == "none" else (0, mode)
     if tool == "cat" and argv[1:] == ["/proc/sys/kernel/osrelease"]:
         return 0, "6.8.0-45-generic\n"
     if tool == "true":
@@ -161,7 +167,7 @@ def _lsmod_line(name: str, size: int, used: int, holders: str) -> str:
 
 def lsmod(cluster: Cluster, node: Node) -> str:
     modules = list(_BASE_MODULES)
-    proxier = cluster.profile["proxier"]
+    proxier = kube_proxy_mode(cluster)
     if proxier == "ipvs":
         modules = [("ip_vs_rr", 12288, 4, ""), ("ip_vs_wrr", 12288, 0, ""),
                    ("ip_vs_sh", 12288, 0, ""), ("ip_vs", 200704, 10, "ip_vs_rr,ip_vs_sh,ip_vs_wrr"),
@@ -381,7 +387,7 @@ def iptables_save(cluster: Cluster, node: Node, table: str | None = None) -> str
     filt = _Table("filter", ["INPUT", "FORWARD", "OUTPUT"])
     mangle = _Table("mangle", ["PREROUTING", "INPUT", "FORWARD", "OUTPUT", "POSTROUTING"])
     _kubelet_chains(nat, filt, mangle)
-    proxier = cluster.profile["proxier"]
+    proxier = kube_proxy_mode(cluster)
     if proxier == "iptables":
         _iptables_proxier(cluster, nat, filt)
     elif proxier == "ipvs":
@@ -406,7 +412,7 @@ def ipvsadm(cluster: Cluster) -> str:
     head = ("IP Virtual Server version 1.2.1 (size=4096)\n"
             "Prot LocalAddress:Port Scheduler Flags\n"
             "  -> RemoteAddress:Port           Forward Weight ActiveConn InActConn\n")
-    if cluster.profile["proxier"] != "ipvs":
+    if kube_proxy_mode(cluster) != "ipvs":
         return head
     virtuals: list[tuple[str, str, int, list[tuple[str, int]]]] = []
     for sp in service_ports(cluster):
@@ -477,7 +483,7 @@ def _elements(items: list[str], per_line: int = 1) -> str:
 
 
 def nft_ruleset(cluster: Cluster) -> str:
-    if cluster.profile["proxier"] != "nftables":
+    if kube_proxy_mode(cluster) != "nftables":
         return ""
     ports = service_ports(cluster)
     cluster_ips = sorted({sp.cluster_ip for sp in ports if sp.cluster_ip},

@@ -20,6 +20,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from lab import rbac
 from lab.cluster import KIND_OF, Cluster
+from lab.daemonsets import daemonsets
 from lab.errors import ApiError
 from lab.profiles import load_profiles, validate_profile
 from lab.watch import WatchStream, check_list_resource_version, is_watch
@@ -152,6 +153,11 @@ def _build_router() -> _Router:
           GET=lambda c, a, q, b: _list_or_watch(
               "endpointslices", "EndpointSliceList", "discovery.k8s.io/v1", c, None, q,
               lambda: c.list_endpointslices(None, _q(q, "labelSelector"))))
+    # The CNI's and kube-proxy's DaemonSets (lab/daemonsets.py), read to detect the CNI.
+    r.add("/apis/apps/v1/daemonsets", GET=lambda c, a, q, b: (200, _list(
+        "DaemonSetList", "apps/v1", daemonsets(c), c)))
+    r.add(f"/apis/apps/v1/namespaces/{_NS}/daemonsets", GET=lambda c, a, q, b: (200, _list(
+        "DaemonSetList", "apps/v1", daemonsets(c, a["ns"]), c)))
     return r
 
 

@@ -27,6 +27,8 @@ class Workload:
     connect: Connect | None = None
     hostexec: str | None = None  # the shell command of a node inspection pod
     bad_usage: str | None = None  # a one-shot that cannot even start (log line)
+    curl: str | None = None  # a one-shot `curl URL` (netexec /dial, kube-proxy /proxyMode)
+    netexec: bool = False  # answers netexec's "hostname" request on every port it serves
 
 
 def _argv(container: dict[str, Any]) -> list[str]:
@@ -94,8 +96,30 @@ def _shell_connect(script: str) -> list[str] | None:
     return ["connect", *shlex.split(match.group(1))]
 
 
+_URL = re.compile(r"""['"]?(https?://[^'"\s]+)['"]?""")
+
+
+def _curl_url(argv: list[str]) -> str | None:
+    """The URL of `curl [flags] URL` (flags with a value are skipped, quotes stripped)."""
+    if not argv or argv[0].rsplit("/", 1)[-1] != "curl":
+        return None
+    for arg in argv[1:]:
+        found = _URL.fullmatch(arg)
+        if found:
+            return found.group(1)
+    return None
+
+
+def _shell_curl(script: str) -> str | None:
+    match = re.search(r"\bcurl\b[^;&|]*?" + _URL.pattern, script)
+    return match.group(1) if match else None
+
+
 def read_container(container: dict[str, Any]) -> Workload:
     argv = _argv(container)
+    url = _curl_url(argv)
+    if url is not None:
+        return Workload(long_running=False, curl=url)
     if argv[:1] == ["nsenter"] and "--" in argv:
         rest = argv[argv.index("--") + 1:]
         if len(rest) >= 3 and rest[0] in ("sh", "/bin/sh", "bash") and rest[1] == "-c":
@@ -103,6 +127,9 @@ def read_container(container: dict[str, Any]) -> Workload:
         return Workload(long_running=False, hostexec=" ".join(rest))
     if argv[:2] in (["sh", "-c"], ["/bin/sh", "-c"]) and len(argv) >= 3:
         inner = _shell_connect(argv[2])
+        shell_url = _shell_curl(argv[2]) if inner is None else None
+        if shell_url is not None:
+            return Workload(long_running=False, curl=shell_url)
         if inner is not None:
             argv = inner
         else:
@@ -114,7 +141,7 @@ def read_container(container: dict[str, Any]) -> Workload:
     if sub == "porter":
         return Workload(long_running=True, listens=_porter(container))
     if sub == "netexec":
-        return Workload(long_running=True, listens=_netexec(argv))
+        return Workload(long_running=True, listens=_netexec(argv), netexec=True)
     if sub == "connect":
         parsed = _parse_connect(argv)
         if isinstance(parsed, str):
@@ -135,6 +162,8 @@ def read_pod(spec: dict[str, Any]) -> Workload:
     for workload in workloads:
         listens |= workload.listens
     return Workload(
+        netexec=any(w.netexec for w in workloads),
+        curl=first.curl,
         long_running=first.long_running,
         listens=listens,
         connect=first.connect,

@@ -102,6 +102,7 @@ class Kube:
         self.core = k8s.CoreV1Api(api_client)
         self.networking = k8s.NetworkingV1Api(api_client)
         self.discovery = k8s.DiscoveryV1Api(api_client)
+        self.apps = k8s.AppsV1Api(api_client)
         self.version_api = k8s.VersionApi(api_client)
         self.request_timeout = request_timeout
         self.tries = max(1, tries)
@@ -112,8 +113,13 @@ class Kube:
 
     def server_version(self) -> str:
         """gitVersion from GET /version (read raw: strict models reject partial answers)."""
+        return str(self.version_info().get("gitVersion") or "")
+
+    def version_info(self) -> dict[str, Any]:
+        """GET /version as sent, with fields the client's model drops (the lab's `emulated`)."""
         response = self.call(self.version_api.get_code, _preload_content=False)
-        return str(json.loads(response.data or b"{}").get("gitVersion") or "")
+        data = json.loads(response.data or b"{}")
+        return data if isinstance(data, dict) else {}
 
     def call(
         self,

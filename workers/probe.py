@@ -4,8 +4,10 @@
 hostNetwork pod, whether SCTP can work there: is ``sctp.ko`` available, loaded, loadable (or
 disabled by modprobe configuration); can an SCTP socket be opened (plain ``socket`` and
 pysctp); does conntrack and ipvs know SCTP; which kube-proxy rules exist for SCTP. It exits 0
-when SCTP is usable (or will be as soon as a socket loads the module) and 1 otherwise, always
-with the reason.
+when SCTP is usable (or will be as soon as a socket loads the module), 1 when it is not, and 2
+when it cannot tell, always with the reason. Only a socket that opens, or an sctp.ko that is
+found on disk, makes SCTP available: with no module tree and no modinfo, and no socket tried,
+the answer is UNKNOWN, never LOADABLE.
 
 It never loads ``sctp.ko`` by itself unless asked with ``--load``: opening an SCTP socket makes
 the kernel load the module, and KEP-614's basic tests require that nothing loads it behind the
@@ -103,7 +105,7 @@ class ProxierFacts:
 
 @dataclass
 class Report:
-    verdict: str  # usable | loadable | unavailable
+    verdict: str  # usable | loadable | unavailable | unknown
     reason: str
     module: ModuleFacts
     sockets: SocketFacts
@@ -380,8 +382,17 @@ def _verdict(module: ModuleFacts, sockets: SocketFacts) -> tuple[str, str]:
         return "unavailable", reason
     if module.disabled_by:
         return "unavailable", f"sctp.ko is on disk but disabled: {module.disabled_by}"
+    if module.available is not True:
+        # Nothing showed a module: no module tree for this kernel, no modinfo, and the socket
+        # test was skipped (it could load one, if there is one). Unknown is unknown.
+        return "unknown", (
+            f"cannot tell: no module directory for kernel {module.kernel} and no modinfo to "
+            "look for sctp.ko, and no SCTP socket was tried (it would load the module if one "
+            "exists; run with --load to find out)"
+        )
+    where = f" ({module.path})" if module.path else ""
     return "loadable", (
-        f"sctp.ko is available ({module.path}) but not loaded; the first SCTP socket will load it"
+        f"sctp.ko is available{where} but not loaded; the first SCTP socket will load it"
     )
 
 
@@ -634,7 +645,7 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(to_json(report), indent=2))
         else:
             print(render(report))
-        return 0 if report.ok else 1
+        return 0 if report.ok else (2 if report.verdict == "unknown" else 1)
     if args.command == "serve":
         protocols = [p.strip() for p in args.protocols.split(",") if p.strip()]
         bad = [p for p in protocols if p not in ("sctp", "tcp", "udp")]

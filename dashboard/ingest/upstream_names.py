@@ -28,26 +28,20 @@ import html
 import re
 from collections.abc import Iterable, Mapping
 
-DECLARE = "declare-sctp-ports"
-HOSTPORT = "hostport-kubenet"
-IPTABLES = "service-iptables-rules"
-NETPOL_BLOCKS = "netpol-sctp-blocks-tcp-udp"
-POD_TO_POD = "pod-to-pod"
-POD_TO_SERVICE = "pod-to-service"
-POD_TO_LB = "pod-to-loadbalancer"
-NETPOL_ALLOW_DENY = "netpol-allow-deny"
+from workers.vocabulary import ALL_KEYS, Key
+from workers.vocabulary import CONNECTIVITY_KEYS as vocab_connectivity
 
-CATALOG_KEYS: tuple[str, ...] = (
-    DECLARE,
-    HOSTPORT,
-    IPTABLES,
-    NETPOL_BLOCKS,
-    POD_TO_POD,
-    POD_TO_SERVICE,
-    POD_TO_LB,
-    NETPOL_ALLOW_DENY,
-)
-CONNECTIVITY_KEYS: tuple[str, ...] = (POD_TO_POD, POD_TO_SERVICE, POD_TO_LB, NETPOL_ALLOW_DENY)
+DECLARE = Key.DECLARE_SCTP_PORTS
+HOSTPORT = Key.HOSTPORT_KUBENET
+IPTABLES = Key.SERVICE_IPTABLES_RULES
+NETPOL_BLOCKS = Key.NETPOL_SCTP_BLOCKS_TCP_UDP
+POD_TO_POD = Key.POD_TO_POD
+POD_TO_SERVICE = Key.POD_TO_SERVICE
+POD_TO_LB = Key.POD_TO_LOADBALANCER
+NETPOL_ALLOW_DENY = Key.NETPOL_ALLOW_DENY
+
+CATALOG_KEYS: tuple[str, ...] = ALL_KEYS
+CONNECTIVITY_KEYS: tuple[str, ...] = vocab_connectivity
 
 _SN = "[sig-network]"
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from tests.battery.conftest import spec_for
+from tests.battery.conftest import FAST, spec_for
 from workers.battery import BASIC_KEYS, REGISTRY
 
 
@@ -39,13 +41,49 @@ def test_the_hostport_rule_and_the_clusterip_rule_are_the_evidence(start_lab):
     assert "-A KUBE-SERVICES -d 10.96." in clusterip and "-m sctp --dport 5060" in clusterip
 
 
-def test_a_disabled_feature_gate_fails_declare_sctp_ports_with_the_api_error(start_lab):
-    report = start_lab(sctp_feature_gate=False).run("basic")
-    declare = report.results["declare-sctp-ports"]
-    assert declare.outcome == "failed"
-    assert declare.reason.startswith("feature gate off: API rejected protocol SCTP (422 Invalid:")
-    assert 'Unsupported value: "SCTP"' in declare.reason
+def test_a_disabled_feature_gate_skips_the_sctp_tests_with_the_api_error(start_lab):
+    # Contract: an environment that cannot is `skipped` with that reason, never `failed`.
+    report = start_lab(sctp_feature_gate=False).run("all")
+    for key in ("declare-sctp-ports", "hostport-kubenet", "service-iptables-rules",
+                "pod-to-pod", "pod-to-service", "netpol-allow-deny"):
+        result = report.results[key]
+        assert result.outcome == "skipped", (key, result.reason)
+        assert result.reason.startswith("feature gate off: the API refuses protocol SCTP (422 Invalid:")
+        assert 'Unsupported value: "SCTP"' in result.reason
     assert report.fingerprint["feature_gate"] == "off"
+    # TCP and UDP need no gate: the conformance extras still ran.
+    assert report.results["conformance-tcp-pod-to-service"].outcome == "passed"
+
+
+def _api_exception(status, body):
+    import json
+
+    from kubernetes.client.exceptions import ApiException
+
+    exc = ApiException(status=status, reason="Unprocessable Entity")
+    exc.body = json.dumps(body)
+    return exc
+
+
+def test_only_a_422_whose_cause_is_the_protocol_field_means_the_gate_is_off():
+    from workers.battery.runner import sctp_refused
+
+    gate = {"message": 'Service "s" is invalid: spec.ports[0].protocol: Unsupported value: '
+                       '"SCTP": supported values: "TCP", "UDP"',
+            "details": {"causes": [{"reason": "FieldValueNotSupported",
+                                    "message": 'Unsupported value: "SCTP": supported values: '
+                                               '"TCP", "UDP"',
+                                    "field": "spec.ports[0].protocol"}]}}
+    other = {"message": 'Service "s" is invalid: spec.ports[0].port: Invalid value: 0: must be '
+                        "between 1 and 65535, inclusive (port 5060/SCTP)",
+             "details": {"causes": [{"reason": "FieldValueInvalid",
+                                     "message": "Invalid value: 0: must be between 1 and 65535, "
+                                                "inclusive", "field": "spec.ports[0].port"}]}}
+    both = {"details": {"causes": gate["details"]["causes"] + other["details"]["causes"]}}
+    assert sctp_refused(_api_exception(422, gate)) is True
+    assert sctp_refused(_api_exception(422, other)) is False
+    assert sctp_refused(_api_exception(422, both)) is False
+    assert sctp_refused(_api_exception(422, {"message": gate["message"]})) is True
 
 
 def test_without_node_access_the_node_tests_are_skipped_and_the_invariant_not_checked(start_lab):
@@ -70,13 +108,67 @@ def test_a_cluster_registered_without_node_access_is_never_sent_a_hostexec_pod(s
     assert "403" not in report.results["declare-sctp-ports"].evidence
 
 
-def test_hostport_kubenet_is_skipped_when_the_plugin_is_not_kubenet(start_lab):
+def test_hostport_kubenet_runs_on_every_cluster_and_checks_iptables_only_on_kubenet(start_lab):
     report = start_lab(kubenet=False).run("basic")
     hostport = report.results["hostport-kubenet"]
-    assert (hostport.outcome, hostport.reason) == (
-        "skipped",
-        "kubenet not in use: the cluster's network plugin is calico",
-    )
+    assert hostport.outcome == "passed"
+    assert hostport.reason.startswith("a pod with SCTP hostPort 5060 runs on lab-worker")
+    assert "iptables hostPort rule not checked: kubenet is not in use (calico)" in hostport.reason
+    assert "sctp.ko before: lab-worker=not loaded" in hostport.evidence
+
+
+def test_an_sctp_hostport_that_loads_sctp_ko_fails_on_a_non_kubenet_cluster(start_lab):
+    # Upstream would fail too: the module invariant is the point of its hostPort test.
+    report = start_lab(kubenet=False, faults={"hostport_loads_module": True}).run("basic")
+    hostport = report.results["hostport-kubenet"]
+    assert hostport.outcome == "failed"
+    assert hostport.reason.startswith(
+        "The state of the sctp module has changed due to the test case (sctp.ko got loaded on "
+        "lab-worker)")
+
+
+@pytest.mark.parametrize(("mode", "code", "words"), [
+    ("forbid", "403 Forbidden", 'violates PodSecurity "baseline:latest"'),
+    ("webhook-deny", "400 BadRequest", 'admission webhook "pod-policy.example.com" denied the request'),
+])
+def test_admission_refusing_privileged_pods_skips_node_checks_and_the_run_goes_on(
+    start_lab, mode, code, words
+):
+    lab = start_lab(kubenet=True, admission={"privileged_pods": mode})
+    # Registered with node access: the refusal itself decides, and is quoted.
+    report = lab.run("all", spec=spec_for(lab.profile, node_access=True))
+    for key in ("hostport-kubenet", "service-iptables-rules"):
+        result = report.results[key]
+        assert result.outcome == "skipped", (key, result.reason)
+        assert result.reason.startswith(f"no node access: {code}: ")
+        assert words in result.reason
+    # Tests that need no privileged pod still ran and passed; nothing ended in error.
+    assert report.results["declare-sctp-ports"].outcome == "passed"
+    assert report.results["pod-to-service"].outcome == "passed"
+    assert "error" not in {r.outcome for r in report.results.values()}
+    assert report.fingerprint["proxier_detected"] is None  # no host-network pod either
+
+
+def test_endpoints_that_are_never_removed_fail_declare_sctp_ports(start_lab):
+    lab = start_lab(faults={"endpoints_never_removed": True})
+    # The wait for the endpoints to go is bounded by pod_start: keep it short here.
+    spec = spec_for(lab.profile, timeouts=dataclasses.replace(FAST, pod_start=0.5))
+    report = lab.run("basic", spec=spec)
+    declare = report.results["declare-sctp-ports"]
+    assert declare.outcome == "failed"
+    assert declare.reason.startswith(
+        "the Endpoints of service sctp-endpoint-test after the pod was deleted list "
+        "{'sctp-declare': ['5060/SCTP']}, expected nothing (within 0.5s)")
+
+
+def test_declare_sctp_ports_reads_the_endpoint_lifecycle_from_both_apis(start_lab):
+    declare = start_lab().run("basic").results["declare-sctp-ports"]
+    assert declare.outcome == "passed"
+    for api in ("Endpoints", "EndpointSlice"):
+        assert f"{api} of sctp-endpoint-test before the pod exists: none" in declare.evidence
+        assert (f"{api} of sctp-endpoint-test while the pod runs: "
+                "{'sctp-declare': ['5060/SCTP']}") in declare.evidence
+        assert f"{api} of sctp-endpoint-test after the pod was deleted: none" in declare.evidence
 
 
 def test_hostport_kubenet_fails_when_no_iptables_rule_appears(start_lab):
@@ -177,7 +269,43 @@ def test_the_policy_test_never_judges_a_policy_when_tcp_did_not_work_without_one
     )
 
 
+def test_a_plugin_that_blocks_everything_fails_the_positive_control(start_lab):
+    # TCP and UDP "blocked" by a plugin (or client) that drops all traffic is no pass.
+    report = start_lab(dataplane={"network_policy": "deny-all"}).run("basic")
+    result = report.results["netpol-sctp-blocks-tcp-udp"]
+    assert result.outcome == "failed"
+    assert result.reason.startswith("positive control failed: TCP to the unselected pod 10.244.")
+    assert result.reason.endswith(
+        ":8081 timed out (TIMEOUT) after the policy, so the denials above cannot be read as "
+        "the policy's doing")
+
+
 def test_endpoints_are_read_from_the_core_api_before_endpoint_slices_existed(start_lab):
     report = start_lab(kubernetes_version="1.20.4").run("basic")
     assert report.results["declare-sctp-ports"].outcome == "passed"
     assert report.fingerprint["kubernetes_version"] == "1.20.4"
+
+
+def test_the_filter_tables_reject_rule_does_not_pass_service_iptables_rules(start_lab, monkeypatch):
+    # kube-proxy sees no endpoints for the SCTP service (e.g. it never got them): it writes
+    # only the filter table's "has no endpoints" REJECT, which names the VIP, the port and
+    # -p sctp under KUBE-SERVICES, and carries no traffic. Upstream's check would pass on it.
+    from lab import nodetools
+
+    plain = nodetools.service_ports
+
+    def without_sctp_endpoints(cluster):
+        ports = plain(cluster)
+        for sp in ports:
+            if sp.protocol == "SCTP":
+                sp.endpoints = []
+        return ports
+
+    monkeypatch.setattr(nodetools, "service_ports", without_sctp_endpoints)
+    lab = start_lab()
+    spec = spec_for(lab.profile, timeouts=dataclasses.replace(FAST, rules_poll=0.2))
+    result = lab.run("basic", spec=spec).results["service-iptables-rules"]
+    assert result.outcome == "failed"
+    assert result.reason.startswith(
+        "no nat-table KUBE-SERVICES rule with -p sctp for 10.96.")
+    assert "jumping to a service chain that DNATs to 10.244." in result.reason

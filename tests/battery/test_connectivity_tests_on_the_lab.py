@@ -19,13 +19,25 @@ def test_a_healthy_cluster_passes_every_connectivity_test(start_lab):
     assert report.fingerprint["load_balancer"] is True
 
 
-def test_pod_to_pod_fails_with_the_clients_words_when_sctp_between_pods_is_dropped(start_lab):
+def test_pod_to_pod_fails_with_netexecs_words_when_sctp_between_pods_is_dropped(start_lab):
     report = start_lab(dataplane={"pod_to_pod": False}).run("connectivity")
     result = report.results["pod-to-pod"]
     assert result.outcome == "failed"
-    assert result.reason.startswith("SCTP from a pod on lab-control-plane to pod 10.244.")
-    assert result.reason.endswith("on lab-worker timed out (TIMEOUT)")
-    assert "TIMEOUT (attempt 1/1, expected success)" in result.evidence
+    assert result.reason.startswith(
+        "SCTP from the test container did not reach 2 of 2 endpoint pod(s): pod netserver-0 "
+        "(10.244.1.2:8082 on lab-worker): no answer: reading from sctp connection failed.")
+    assert "i/o timeout" in result.reason
+
+
+def test_pod_to_pod_reaches_every_endpoint_pod_on_distinct_nodes(start_lab):
+    result = start_lab(nodes=3).run("connectivity").results["pod-to-pod"]
+    assert result.outcome == "passed"
+    assert result.reason == (
+        "SCTP from the test container reached every endpoint pod with its hostname "
+        "(netserver-0 on lab-worker, netserver-1 on lab-worker2, netserver-2 on "
+        "lab-control-plane; 3 distinct node(s))")
+    # The exchange carries data: each pod answered netexec's "hostname" with its name.
+    assert "hostnames ['netserver-2']" in result.evidence
 
 
 @pytest.mark.parametrize(
@@ -48,9 +60,52 @@ def test_pod_to_service_fails_when_the_clusterip_path_drops_sctp(start_lab):
     report = start_lab(dataplane={"via_service": False}).run("connectivity")
     result = report.results["pod-to-service"]
     assert result.outcome == "failed"
-    assert result.reason.startswith("SCTP to the ClusterIP 10.96.")
-    assert result.reason.endswith(":95 timed out (TIMEOUT)")
+    assert result.reason.startswith(
+        "SCTP from the test container to node-port-service: through the ClusterIP 10.96.")
+    assert ":95 endpoint(s) netserver-0, netserver-1 never answered" in result.reason
+    assert "NodePort" not in result.reason
     assert report.results["pod-to-pod"].outcome == "passed"
+
+
+def test_pod_to_service_fails_when_only_the_node_port_is_broken(start_lab):
+    result = start_lab(dataplane={"via_node_port": False}).run("connectivity").results[
+        "pod-to-service"]
+    assert result.outcome == "failed"
+    assert result.reason.startswith(
+        "SCTP from the test container to node-port-service: through the NodePort 172.18.0.3:")
+    assert "ClusterIP" not in result.reason
+
+
+def test_pod_to_service_fails_when_one_endpoint_is_unreachable(start_lab):
+    # One connect that works is no pass: upstream expects every endpoint's hostname.
+    result = start_lab(dataplane={"endpoints_reachable": "one"}).run("connectivity").results[
+        "pod-to-service"]
+    assert result.outcome == "failed"
+    assert result.reason.count("endpoint(s) netserver-1 never answered") == 2
+    assert "netserver-0" not in result.reason
+
+
+def test_pod_to_service_passes_with_every_hostname_through_both_paths(start_lab):
+    result = start_lab().run("connectivity").results["pod-to-service"]
+    assert result.outcome == "passed"
+    assert result.reason.startswith(
+        "SCTP reached all 2 endpoint(s), each answering with its hostname, through the "
+        "ClusterIP 10.96.")
+    assert "and the NodePort 172.18.0.3:3" in result.reason
+    assert "ClusterIP: SCTP dial to 10.96." in result.evidence
+
+
+def test_cilium_without_kube_proxy_fails_95_to_8082_and_the_reason_names_the_limit(start_lab):
+    report = start_lab(plugin="cilium", kube_proxy="none").run("connectivity")
+    result = report.results["pod-to-service"]
+    assert result.outcome == "failed"
+    assert result.reason.endswith(
+        "known Cilium limit: its SCTP service translation requires a Service's targetPort to "
+        "equal its port, so upstream's 95 -> 8082 fails there too")
+    # Same port on both sides: the load balancer test still gets through.
+    assert report.results["pod-to-loadbalancer"].outcome == "passed"
+    assert report.fingerprint["proxier_detected"] is None
+    assert report.fingerprint["cni_detected"] == "cilium"
 
 
 def test_pod_to_loadbalancer_is_skipped_at_once_without_a_declared_load_balancer(start_lab):
@@ -127,24 +182,46 @@ def test_a_worker_that_cannot_reach_the_load_balancer_falls_back_to_a_pod(start_
 
 
 def test_netpol_allow_deny_passes_when_policies_are_enforced_for_sctp(start_lab):
-    report = start_lab().run("connectivity")
-    evidence = report.results["netpol-allow-deny"].evidence
-    assert "default-deny-ingress: SCTP to 10.244." in evidence
-    assert "allow policy, other pod: SCTP" in evidence
+    lab = start_lab()
+    result = lab.run("connectivity").results["netpol-allow-deny"]
+    assert result.outcome == "passed"
+    assert result.reason == (
+        "SCTP NetworkPolicy cases across namespaces x, y, z (default-deny-ingress, "
+        "allow-ingress-on-port-81, allow-ns-y-pod-b): all 10 allowed and denied probes as "
+        "expected")
+    assert "default-deny-ingress, z/c -> x/a:80: SCTP to 10.244." in result.evidence
+    assert "allow-ns-y-pod-b, y/b -> x/a:80: SCTP" in result.evidence
+    assert lab.battery_namespaces() == []  # x, y and z are gone with the test
 
 
 def test_netpol_allow_deny_fails_when_sctp_rules_are_ignored(start_lab):
     report = start_lab(dataplane={"network_policy": "no-sctp"}).run("connectivity")
     result = report.results["netpol-allow-deny"]
     assert result.outcome == "failed"
-    assert result.reason.endswith(
-        "was denied (TIMEOUT) although a policy allows SCTP/5060 from the client"
-    )
+    assert result.reason == (
+        "2 SCTP probe(s) wrong: allow-ingress-on-port-81: z/c -> x/a:81 should be allowed but "
+        "timed out (TIMEOUT); allow-ns-y-pod-b: y/b -> x/a:80 should be allowed but timed out "
+        "(TIMEOUT)")
 
 
 def test_netpol_allow_deny_fails_when_sctp_rules_are_read_as_tcp(start_lab):
     report = start_lab(dataplane={"network_policy": "sctp-as-tcp"}).run("connectivity")
-    assert "although a policy allows SCTP/5060" in report.results["netpol-allow-deny"].reason
+    assert report.results["netpol-allow-deny"].reason == (
+        "1 SCTP probe(s) wrong: allow-ingress-on-port-81: z/c -> x/a:81 should be allowed but "
+        "timed out (TIMEOUT)")
+
+
+def test_netpol_allow_deny_fails_when_the_namespace_selector_is_ignored(start_lab):
+    report = start_lab(dataplane={"namespace_selector": False}).run("connectivity")
+    assert report.results["netpol-allow-deny"].reason == (
+        "1 SCTP probe(s) wrong: allow-ns-y-pod-b: y/b -> x/a:80 should be allowed but timed "
+        "out (TIMEOUT)")
+
+
+def test_netpol_allow_deny_fails_when_a_plugin_blocks_more_than_the_policy_says(start_lab):
+    reason = start_lab(dataplane={"network_policy": "deny-all"}).run("connectivity").results[
+        "netpol-allow-deny"].reason
+    assert "allow-ingress-on-port-81: z/c -> x/b:80 should be allowed but timed out" in reason
 
 
 def test_netpol_allow_deny_fails_when_default_deny_is_not_enforced(start_lab):
@@ -152,7 +229,9 @@ def test_netpol_allow_deny_fails_when_default_deny_is_not_enforced(start_lab):
     report = lab.run("connectivity", spec=spec_for(lab.profile, implements_network_policy=True))
     result = report.results["netpol-allow-deny"]
     assert result.outcome == "failed"
-    assert result.reason.endswith("got through a default-deny-ingress policy")
+    assert result.reason.startswith(
+        "6 SCTP probe(s) wrong: default-deny-ingress: z/c -> x/a:80 should be denied but got "
+        "through")
 
 
 def test_netpol_allow_deny_is_skipped_for_plugins_without_network_policy(start_lab):

@@ -5,8 +5,11 @@ from __future__ import annotations
 from workers.battery.nodeparse import (
     IpvsService,
     iptables_sctp_rules,
+    iptables_service_path,
+    iptables_table,
     ipvs_sctp_services,
     nft_sctp_service_elements,
+    proxier_modes_with,
     proxy_mode,
     sctp_module_loaded,
 )
@@ -172,3 +175,69 @@ def test_proxy_mode_accepts_known_modes_only():
     assert proxy_mode("nftables") == "nftables"
     assert proxy_mode("") is None
     assert proxy_mode("404 page not found") is None
+
+
+# kube-proxy v1.31 iptables mode for an SCTP ClusterIP with one endpoint (nat), and the
+# filter table's rule for a service whose endpoints are gone (pkg/proxy/iptables/proxier.go).
+SAVE_WITH_PATH = """\
+*filter
+:KUBE-SERVICES - [0:0]
+-A KUBE-SERVICES -d 10.96.20.7/32 -p sctp -m comment --comment "b/gone:sctp has no endpoints" -m sctp --dport 5060 -j REJECT --reject-with icmp-port-unreachable
+COMMIT
+*nat
+:KUBE-SERVICES - [0:0]
+:KUBE-SVC-ABCDEFGHIJKLMNOP - [0:0]
+:KUBE-SEP-QRSTUVWXYZ234567 - [0:0]
+-A KUBE-SERVICES -d 10.96.20.8/32 -p sctp -m comment --comment "a/sctp-clusterip:sctp-5060 cluster IP" -m sctp --dport 5060 -j KUBE-SVC-ABCDEFGHIJKLMNOP
+-A KUBE-SVC-ABCDEFGHIJKLMNOP ! -s 10.244.0.0/16 -d 10.96.20.8/32 -p sctp -m comment --comment "a/sctp-clusterip:sctp-5060 cluster IP" -m sctp --dport 5060 -j KUBE-MARK-MASQ
+-A KUBE-SVC-ABCDEFGHIJKLMNOP -m comment --comment "a/sctp-clusterip:sctp-5060 -> 10.244.1.4:5060" -j KUBE-SEP-QRSTUVWXYZ234567
+-A KUBE-SEP-QRSTUVWXYZ234567 -s 10.244.1.4/32 -m comment --comment a/sctp-clusterip:sctp-5060 -j KUBE-MARK-MASQ
+-A KUBE-SEP-QRSTUVWXYZ234567 -p sctp -m comment --comment a/sctp-clusterip:sctp-5060 -m sctp -j DNAT --to-destination 10.244.1.4:5060
+COMMIT
+"""
+
+
+def test_the_service_path_is_the_nat_jump_its_chain_and_the_endpoint_dnat():
+    path = iptables_service_path(SAVE_WITH_PATH, "10.96.20.8", 5060)
+    assert path is not None
+    assert path.chain == "KUBE-SVC-ABCDEFGHIJKLMNOP"
+    assert path.jump.startswith("-A KUBE-SERVICES -d 10.96.20.8/32 -p sctp")
+    assert path.destinations == ["10.244.1.4:5060"]
+    assert path.dnat == [
+        "-A KUBE-SEP-QRSTUVWXYZ234567 -p sctp -m comment --comment a/sctp-clusterip:sctp-5060 "
+        "-m sctp -j DNAT --to-destination 10.244.1.4:5060"
+    ]
+
+
+def test_the_filter_tables_no_endpoints_reject_is_no_service_path():
+    # It names the VIP, the port and -p sctp in KUBE-SERVICES, and carries no traffic.
+    assert iptables_sctp_rules(SAVE_WITH_PATH, dest_ip="10.96.20.7", dport=5060,
+                               chain_prefix="KUBE-SERVICES")
+    assert iptables_service_path(SAVE_WITH_PATH, "10.96.20.7", 5060) is None
+    assert iptables_service_path(SAVE_WITH_PATH, "10.96.20.8", 95) is None
+
+
+def test_only_the_named_table_is_returned():
+    nat = iptables_table(SAVE_WITH_PATH, "nat")
+    assert "REJECT" not in nat and nat.startswith(":KUBE-SERVICES")
+    assert iptables_table(SAVE_WITH_PATH, "mangle") == ""
+
+
+def test_the_modes_holding_a_service_are_found_in_each_tools_own_text():
+    ipvs = ("IP Virtual Server version 1.2.1 (size=4096)\nProt LocalAddress:Port Scheduler Flags\n"
+            "  -> RemoteAddress:Port           Forward Weight ActiveConn InActConn\n"
+            "TCP  10.96.0.9:80 rr\n  -> 10.244.1.4:8080               Masq    1      0          0\n")
+    nft = "\t\telements = { 10.96.0.9 . tcp . 80 : goto service-ABCDEFGH-a/p/tcp/ }\n"
+    tcp_nat = SAVE_WITH_PATH.replace("-p sctp", "-p tcp").replace("5060", "80").replace(
+        "10.96.20.8", "10.96.0.9")
+    assert proxier_modes_with("10.96.0.9", 80, "tcp", iptables=tcp_nat, ipvs="", nftables="") == [
+        "iptables"]
+    assert proxier_modes_with("10.96.0.9", 80, "tcp", iptables="", ipvs=ipvs, nftables="") == [
+        "ipvs"]
+    assert proxier_modes_with("10.96.0.9", 80, "tcp", iptables="", ipvs="", nftables=nft) == [
+        "nftables"]
+    # A node that switched modes keeps both: ambiguous, and the caller takes neither.
+    assert proxier_modes_with("10.96.0.9", 80, "tcp", iptables=tcp_nat, ipvs=ipvs,
+                              nftables="") == ["iptables", "ipvs"]
+    assert proxier_modes_with("10.96.0.99", 80, "tcp", iptables=tcp_nat, ipvs=ipvs,
+                              nftables=nft) == []

@@ -77,6 +77,22 @@ def test_check_does_not_open_a_socket_when_that_would_load_sctp_ko(tmp_path: Pat
     assert verdict == "loadable" and "not loaded" in reason
 
 
+@needs_no_sctp
+def test_without_a_module_tree_or_modinfo_the_check_says_unknown_not_loadable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A VM image without /lib/modules/<kernel> and without kmod: nothing shows sctp.ko, and
+    # the socket test is skipped (it could load the module), so nothing shows SCTP works.
+    monkeypatch.setattr(probe.shutil, "which", lambda name: None)
+    report = probe.check(modules_root=str(tmp_path))
+    assert report.module.available is None and report.sockets.attempted is False
+    assert report.verdict == "unknown" and report.ok is False
+    assert "(None)" not in report.reason
+    assert probe.main(["check", "--modules-root", str(tmp_path)]) == 2
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("SCTP on this node: UNKNOWN - cannot tell: no module directory for")
+
+
 def test_a_module_disabled_by_modprobe_config_is_unavailable() -> None:
     module = probe.ModuleFacts(
         kernel="6.1.0", available=True, path="/x/sctp.ko", disabled_by="install sctp /bin/true"

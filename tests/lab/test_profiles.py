@@ -43,7 +43,12 @@ def test_a_minimal_profile_gets_every_default() -> None:
     assert got["sctp_feature_gate"] is True and got["node_access"] is True
     assert got["kubenet"] is False and got["load_balancer"] is False
     assert got["dataplane"] == {"pod_to_pod": True, "via_service": True,
-                                "via_load_balancer": True, "network_policy": "full"}
+                                "via_load_balancer": True, "network_policy": "full",
+                                "via_node_port": True, "endpoints_reachable": "all",
+                                "namespace_selector": True}
+    assert got["admission"] == {"privileged_pods": "allow"}
+    assert (got["cni"], got["kube_proxy"]) == ("calico", "iptables")
+    assert got["faults"]["hostport_loads_module"] is False
     assert got["faults"]["pod_start_delay_s"] == 0.05
     assert got["faults"]["api_error_rate"] == 0.0
     assert got["token"] == "lab-x-token"
@@ -101,3 +106,23 @@ def test_two_files_with_one_cluster_name_are_refused(tmp_path: Path) -> None:
     write(tmp_path, "name: same\nplugin: cilium\n", "b.yaml")
     with pytest.raises(ValueError, match="b.yaml.*name"):
         load_profiles(tmp_path)
+
+
+def test_node_access_false_and_privileged_pods_forbid_mean_the_same() -> None:
+    old = validate_profile({"name": "x", "plugin": "calico", "node_access": False})
+    assert old["admission"]["privileged_pods"] == "forbid"
+    new = validate_profile({"name": "x", "plugin": "calico",
+                            "admission": {"privileged_pods": "webhook-deny"}})
+    # Registered with node access, so the battery meets the webhook's refusal and quotes it.
+    assert new["node_access"] is True
+
+
+@pytest.mark.parametrize(("data", "words"), [
+    ({"kube_proxy": "userspace"}, "field kube_proxy must be one of iptables, ipvs, nftables, none"),
+    ({"dataplane": {"endpoints_reachable": "two"}}, "field dataplane.endpoints_reachable must be one of all, one"),
+    ({"admission": {"privileged_pods": "deny"}}, "field admission.privileged_pods must be one of allow, forbid, webhook-deny"),
+    ({"admission": {"pods": "allow"}}, "unknown field admission.pods"),
+])
+def test_the_new_keys_are_checked(data, words) -> None:
+    with pytest.raises(ValueError, match=words):
+        validate_profile({"name": "x", "plugin": "calico", **data}, "x.yaml")

@@ -18,7 +18,8 @@ def shipped_role() -> dict[str, Any]:
 
 
 def permissions(role: dict[str, Any]) -> list[tuple[int, str, str]]:
-    """(rule index, verb, name as the battery reports it) for every verb the role grants."""
+    """(rule index, verb, permission as the battery names it) for every verb the role grants:
+    `create pods`, `get pods/log`, `list daemonsets in API group "apps"`, `get /version/`."""
     out = []
     for index, rule in enumerate(role["rules"]):
         for verb in rule["verbs"]:
@@ -28,9 +29,8 @@ def permissions(role: dict[str, Any]) -> list[tuple[int, str, str]]:
                 continue
             for resource in rule["resources"]:
                 group = rule["apiGroups"][0]
-                base, _, sub = resource.partition("/")
-                name = f"{base}.{group}" if group else base
-                out.append((index, verb, f"{verb} {name}/{sub}" if sub else f"{verb} {name}"))
+                where = f' in API group "{group}"' if group else ""
+                out.append((index, verb, f"{verb} {resource}{where}"))
     return out
 
 

@@ -17,7 +17,7 @@ from lab.server import LabServer
 from tests.battery.conftest import FAST, profile, spec_for
 from workers import serviceaccount as sa
 from workers.battery import run_battery
-from workers.battery.permissions import PREFIX
+from workers.battery.context import RBAC_PREFIX as PREFIX
 from workers.kubeconfig import api_client_from_kubeconfig, validate_kubeconfig
 
 

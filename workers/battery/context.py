@@ -9,6 +9,8 @@ cancellation.
 from __future__ import annotations
 
 import itertools
+import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,7 +19,6 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 
 from workers.battery import nodeparse, pods
-from workers.battery.permissions import denial_reason, missing_permission
 from workers.battery.base import (
     MANAGED_BY_LABEL,
     MANAGED_BY_VALUE,
@@ -30,7 +31,17 @@ from workers.battery.base import (
 from workers.kube import Kube, api_error_message
 
 FINISHED_PHASES = ("Succeeded", "Failed")
-CONNECT_WORDS = ("TIMEOUT", "REFUSED", "DNS", "OTHER")
+CONNECT_WORDS = ("TIMEOUT", "REFUSED", "DNS", "OTHER", "UNKNOWN")
+# agnhost connect writes one of these to stderr before exiting 1, alone (`TIMEOUT`) or with
+# the Go error (`OTHER: connection refused`, `DNS: lookup x: no such host`, UDP's
+# `TIMEOUT: read udp …: i/o timeout`); test/images/agnhost/connect/connect.go.
+_WORD_LINE = re.compile(r"^(TIMEOUT|REFUSED|DNS|OTHER|UNKNOWN)(?::\s*(.*))?$")
+# Kubernetes RBAC's words: `User "x" cannot create resource "pods" in API group "" in the
+# namespace "y"` (staging/src/k8s.io/apiserver/pkg/endpoints/handlers/responsewriters).
+# For a non-resource URL: `User "x" cannot get path "/version/"`.
+_RBAC = re.compile(r'cannot (\S+) (?:resource "([^"]+)"(?: in API group "([^"]*)")?|path "([^"]+)")')
+RBAC_PREFIX = "the battery's credentials lack the RBAC permission to "
+TESTER_PORT = 9080  # upstream's testContainerHTTPPort: netexec in the test container
 
 
 class Cancelled(Exception):
@@ -38,7 +49,48 @@ class Cancelled(Exception):
 
 
 class NodeAccessForbidden(Exception):
-    """The API refused a hostexec pod (403): this cluster gives the battery no node access."""
+    """Admission refused a privileged pod: this cluster gives the battery no node access."""
+
+
+def parse_connect_log(log: str) -> tuple[str, str]:
+    """(word, detail) of agnhost connect's failure line; ("", "") when there is none."""
+    for line in reversed((log or "").splitlines()):
+        found = _WORD_LINE.match(line.strip())
+        if found:
+            return found.group(1), (found.group(2) or "").strip()
+    return "", ""
+
+
+def refusal_kind(exc: ApiException) -> str | None:
+    """"rbac" for an RBAC 403, "admission" for an admission refusal, None otherwise.
+
+    Pod Security admission answers 403 (`violates PodSecurity`); a validating webhook
+    answers its own code, 400 unless it says otherwise (`admission webhook "…" denied the
+    request`). RBAC's 403 says `cannot <verb> resource …`: a missing permission, not a
+    cluster policy, so it must never turn into a skip.
+    """
+    message = api_error_message(exc)
+    if exc.status == 403 and _RBAC.search(message):
+        return "rbac"
+    if exc.status == 403 or (
+        exc.status in (400, 422) and "admission webhook" in message and "denied" in message
+    ):
+        return "admission"
+    return None
+
+
+def rbac_reason(exc: ApiException) -> str:
+    message = api_error_message(exc)
+    found = _RBAC.search(message)
+    if found is None:
+        return f"Kubernetes API error: {message}"
+    verb, resource, group = found.group(1), found.group(2) or found.group(4), found.group(3) or ""
+    where = f' in API group "{group}"' if group else ""
+    return f"{RBAC_PREFIX}{verb} {resource}{where} ({message})"
+
+
+def admission_reason(exc: ApiException) -> str:
+    return f"admission refused a pod the test needs: {api_error_message(exc)}"
 
 
 @dataclass
@@ -47,9 +99,23 @@ class ConnectResult:
     word: str  # "" on success, else TIMEOUT / REFUSED / DNS / OTHER / exit code text
     log: str
     pod: str
+    detail: str = ""  # what agnhost wrote after the word (`connection refused`, …)
 
     def describe(self) -> str:
-        return "connected" if self.ok else (self.word or "failed")
+        if self.ok:
+            return "connected"
+        word = self.word or "failed"
+        return f"{word}: {self.detail}" if self.detail else word
+
+
+@dataclass
+class DialResult:
+    """What netexec's /dial answered: the hostnames that replied and the errors of the rest."""
+
+    responses: list[str]
+    errors: list[str]
+    pod: str
+    reached_tester: bool = True
 
 
 class RunContext:
@@ -123,12 +189,12 @@ class RunContext:
             labels["pod-security.kubernetes.io/enforce"] = "privileged"
         return labels
 
-    def create_namespace(self, suffix: str) -> str:
+    def create_namespace(self, suffix: str, labels: dict[str, str] | None = None) -> str:
         name = self.namespace_name(suffix)
         body = {
             "apiVersion": "v1",
             "kind": "Namespace",
-            "metadata": {"name": name, "labels": self.labels()},
+            "metadata": {"name": name, "labels": {**self.labels(), **(labels or {})}},
         }
         # A retried create that meets 409 went through the first time; nothing is read back
         # (the object is not used), so the role needs no `get namespaces`.
@@ -148,7 +214,8 @@ class RunContext:
             if exc.status == 404:
                 self.deleted_namespaces.add(name)
                 return None
-            return f"deleting namespace {name}: {denial_reason(exc) or api_error_message(exc)}"
+            rbac = exc.status == 403 and refusal_kind(exc) == "rbac"
+            return f"deleting namespace {name}: {rbac_reason(exc) if rbac else api_error_message(exc)}"
         except Exception as exc:  # noqa: BLE001 - cleanup must never hide the run's own outcome
             return f"deleting namespace {name}: {exc}"
         return None
@@ -246,7 +313,7 @@ class TestContext:
         try:
             text = self.kube.call(self.kube.core.read_namespaced_pod_log, name, self.namespace)
         except ApiException as exc:
-            if missing_permission(exc):
+            if exc.status == 403 and refusal_kind(exc) == "rbac":
                 raise  # the battery's role lacks pods/log: an error, not a log that says so
             return f"(log unavailable: {api_error_message(exc)})"
         return text if isinstance(text, str) else str(text)
@@ -283,8 +350,11 @@ class TestContext:
             try:
                 self.create_pod(pods.hostexec_pod(name, self.image, node, cmd))
             except ApiException as exc:
-                if exc.status == 403 and not missing_permission(exc):
+                kind = refusal_kind(exc)
+                if kind == "admission":
                     raise NodeAccessForbidden(api_error_message(exc)) from exc
+                if kind == "rbac":
+                    raise TestError(rbac_reason(exc)) from exc
                 raise
             names[node] = name
         results: dict[str, tuple[bool, str]] = {}
@@ -348,9 +418,10 @@ class TestContext:
         )
         if pod.status.phase == "Succeeded":
             return ConnectResult(True, "", log, name)
-        words = [w for w in log.split() if w in CONNECT_WORDS]
-        word = words[-1] if words else f"exit {self._exit_code(pod)}: {log.strip()[-200:]!r}"
-        return ConnectResult(False, word, log, name)
+        word, detail = parse_connect_log(log)
+        if not word:
+            word = f"exit {self._exit_code(pod)}: {log.strip()[-200:]!r}"
+        return ConnectResult(False, word, log, name, detail)
 
     @staticmethod
     def _exit_code(pod: Any) -> str:
@@ -392,13 +463,167 @@ class TestContext:
         assert result is not None
         return result
 
-    def wait_endpoints(self, service_name: str, protocol: str = "SCTP") -> list[str]:
-        """Ready endpoint addresses of a service whose slice carries a `protocol` port."""
+    # --- netexec dial (upstream's DialFromTestContainer, without exec) --------------------
+
+    def dial_once(
+        self, tester_ip: str, host: str, port: int, protocol: str, tries: int, node: str | None
+    ) -> DialResult:
+        """One `curl …/dial?request=hostname…` to the netexec test container, in a pod.
+
+        Upstream execs that curl inside the test container; the battery runs it in a
+        one-shot pod instead (no exec permission needed). The SCTP (or UDP) exchange itself
+        still happens between the test container and the target, as upstream's does.
+        """
+        timeouts = self.spec.timeouts
+        max_time = tries * timeouts.connect + 5
+        name = self.run.unique(f"dial-{protocol.lower()}")
+        url = (
+            f"http://{pods.connect_target(tester_ip, TESTER_PORT)}/dial?request=hostname"
+            f"&protocol={protocol.lower()}&host={host}&port={port}&tries={tries}"
+        )
+        pod, log = self.run_oneshot(
+            pods.curl_pod(name, self.image, url, max_time, {"app": "dial-client"}, node),
+            timeouts.pod_start + max_time + 5 * timeouts.poll_interval,
+        )
+        if pod.status.phase != "Succeeded":
+            return DialResult([], [f"curl to the test container failed (exit "
+                                   f"{self._exit_code(pod)})"], name, reached_tester=False)
+        try:
+            data = json.loads(log.strip().splitlines()[-1] if log.strip() else "{}")
+        except ValueError:
+            return DialResult([], [f"netexec answered {log.strip()[-200:]!r}"], name)
+        if not isinstance(data, dict):
+            data = {}
+        responses = [str(r).strip() for r in data.get("responses") or [] if str(r).strip()]
+        return DialResult(responses, [str(e) for e in data.get("errors") or []], name)
+
+    def dial_expect(
+        self,
+        tester_ip: str,
+        host: str,
+        port: int,
+        protocol: str,
+        expected: set[str],
+        *,
+        node: str | None,
+        what: str,
+    ) -> tuple[set[str], list[str]]:
+        """Dial until every expected hostname answered (bounded); (hostnames seen, errors).
+
+        Like upstream's DialFromContainer: answers accumulate over the attempts, and the
+        target passes only when the set of hostnames equals `expected`.
+        """
+        attempts = max(1, self.spec.timeouts.connect_attempts)
+        # Through a service the endpoint is picked at random: enough tries to meet each one.
+        # A pod IP has one answerer: two tries tell a lost packet from a dead path.
+        tries = 2 if len(expected) == 1 else max(10, 5 * len(expected))
+        seen: set[str] = set()
+        errors: list[str] = []
+        for attempt in range(1, attempts + 1):
+            result = self.dial_once(tester_ip, host, port, protocol, tries, node)
+            seen |= set(result.responses)
+            errors = result.errors
+            self.note(
+                f"{what}: {protocol.upper()} dial to {pods.connect_target(host, port)} "
+                f"({tries} tries) from the test container via {result.pod}: hostnames "
+                f"{sorted(set(result.responses))}"
+                + (f", {len(result.errors)} error(s), last: {result.errors[-1]}"
+                   if result.errors else "")
+                + f" (attempt {attempt}/{attempts}, expected {sorted(expected)})"
+            )
+            if seen == expected:
+                break
+            if attempt < attempts:
+                self.run.pause(self.spec.timeouts.poll_interval)
+        return seen, errors
+
+    def node_ip(self, node: str) -> str:
+        """The address upstream's NodePort checks use: ExternalIP, else InternalIP."""
+        obj = self.kube.call(self.kube.core.read_node, node)
+        addresses = {a.type: a.address for a in (obj.status.addresses or [])}
+        ip = addresses.get("ExternalIP") or addresses.get("InternalIP")
+        if not ip:
+            raise TestError(f"node {node} reports no ExternalIP or InternalIP")
+        return str(ip)
+
+    def delete_pod(self, name: str) -> None:
+        try:
+            self.kube.call(self.kube.core.delete_namespaced_pod, name, self.namespace,
+                           grace_period_seconds=0)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+    # --- endpoints --------------------------------------------------------------------------
+
+    def endpoint_ports(self, service_name: str) -> dict[str, dict[str, list[str]]]:
+        """{"Endpoints"|"EndpointSlice": {pod name: ["5060/SCTP", …]}} of a service's ready
+        addresses, read from both APIs (upstream's validateEndpointsPortsOrFail)."""
+        out: dict[str, dict[str, list[str]]] = {"Endpoints": {}}
+        try:
+            endpoints = self.kube.call(
+                self.kube.core.read_namespaced_endpoints, service_name, self.namespace
+            )
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            endpoints = None
+        for subset in (endpoints.subsets if endpoints else None) or []:
+            ports = sorted(f"{p.port}/{p.protocol}" for p in subset.ports or [])
+            for address in subset.addresses or []:
+                ref = address.target_ref.name if address.target_ref else address.ip
+                out["Endpoints"].setdefault(ref, []).extend(ports)
+        if self.run.no_endpoint_slices:
+            return out
+        try:
+            slices = self.kube.call(
+                self.kube.discovery.list_namespaced_endpoint_slice,
+                self.namespace,
+                label_selector=f"kubernetes.io/service-name={service_name}",
+            )
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            self.run.no_endpoint_slices = True
+            return out
+        out["EndpointSlice"] = {}
+        for item in slices.items or []:
+            ports = sorted(f"{p.port}/{p.protocol}" for p in item.ports or [])
+            for endpoint in item.endpoints or []:
+                if endpoint.conditions and endpoint.conditions.ready is False:
+                    continue
+                ref = endpoint.target_ref.name if endpoint.target_ref else ",".join(
+                    endpoint.addresses or [])
+                out["EndpointSlice"].setdefault(ref, []).extend(ports)
+        return out
+
+    def wait_endpoint_ports(
+        self, service_name: str, expected: dict[str, list[str]]
+    ) -> dict[str, dict[str, list[str]]]:
+        """Poll both endpoint APIs until each shows exactly `expected`; the last reading.
+
+        The caller compares the reading with `expected` to tell which API never got there.
+        """
+        want = {pod: sorted(ports) for pod, ports in expected.items()}
+        deadline = self.run.clock() + self.spec.timeouts.pod_start
+        while True:
+            self.run.tick()
+            seen = self.endpoint_ports(service_name)
+            if all({k: sorted(v) for k, v in got.items()} == want for got in seen.values()):
+                return seen
+            if self.run.clock() >= deadline:
+                return seen
+            self.run.pause(self.spec.timeouts.poll_interval)
+
+    def wait_endpoints(
+        self, service_name: str, protocol: str = "SCTP", count: int = 1
+    ) -> list[str]:
+        """Ready endpoint addresses (at least `count`) of a service with a `protocol` port."""
         deadline = self.run.clock() + self.spec.timeouts.pod_start
         while True:
             self.run.tick()
             addresses = self._ready_addresses(service_name, protocol)
-            if addresses:
+            if len(addresses) >= max(1, count):
                 return addresses
             if self.run.clock() >= deadline:
                 raise TestError(

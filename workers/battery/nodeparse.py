@@ -14,8 +14,11 @@ import shlex
 from dataclasses import dataclass, field
 
 __all__ = [
+    "IptablesServicePath",
     "IpvsService",
     "iptables_sctp_rules",
+    "iptables_service_path",
+    "iptables_table",
     "ipvs_sctp_services",
     "nft_sctp_service_elements",
     "proxy_mode",
@@ -103,6 +106,63 @@ def iptables_sctp_rules(
     return found
 
 
+def iptables_table(save_text: str, table: str) -> str:
+    """The lines of one table (`*nat` … `COMMIT`) of `iptables-save` output; "" when absent."""
+    out: list[str] = []
+    inside = False
+    for raw in (save_text or "").splitlines():
+        line = raw.strip()
+        if line.startswith("*"):
+            inside = line[1:] == table
+            continue
+        if inside and line == "COMMIT":
+            inside = False
+            continue
+        if inside:
+            out.append(line)
+    return "\n".join(out) + ("\n" if out else "")
+
+
+def _jump(tokens: list[str]) -> str:
+    values = _option_values(tokens, "-j", "--jump")
+    return values[-1] if values else ""
+
+
+@dataclass
+class IptablesServicePath:
+    """How kube-proxy's nat table carries one SCTP ClusterIP: the jump, its chain, the DNATs."""
+
+    jump: str  # the `-A KUBE-SERVICES … -p sctp … -j KUBE-SVC-…` line
+    chain: str  # KUBE-SVC-…
+    dnat: list[str] = field(default_factory=list)  # `-A KUBE-SEP-… -p sctp … -j DNAT …` lines
+    destinations: list[str] = field(default_factory=list)  # "ip:port" of each DNAT
+
+
+def iptables_service_path(save_text: str, vip: str, port: int) -> IptablesServicePath | None:
+    """The nat-table path of SCTP `vip:port`, or None when kube-proxy wrote none.
+
+    Only the nat table counts: the filter table's `… has no endpoints … -j REJECT` rule also
+    names the VIP, the port and `-p sctp`, yet carries no traffic.
+    """
+    nat = iptables_table(save_text, "nat")
+    for line in iptables_sctp_rules(nat, dport=port, dest_ip=vip, chain_prefix="KUBE-SERVICES"):
+        chain = _jump(_rule_tokens(line))
+        if not chain.startswith("KUBE-SVC-"):
+            continue
+        path = IptablesServicePath(jump=line, chain=chain)
+        rules = [(raw.strip(), _rule_tokens(raw.strip())) for raw in nat.splitlines()
+                 if raw.strip().startswith("-A ")]
+        endpoints = [_jump(t) for _l, t in rules
+                     if len(t) > 1 and t[1] == chain and _jump(t).startswith("KUBE-SEP-")]
+        for text, tokens in rules:
+            if len(tokens) > 1 and tokens[1] in endpoints and _jump(tokens) == "DNAT" \
+                    and _protocol_is_sctp(tokens):
+                path.dnat.append(text)
+                path.destinations += _option_values(tokens, "--to-destination")
+        return path
+    return None
+
+
 @dataclass
 class IpvsService:
     vip: str
@@ -172,6 +232,37 @@ def nft_sctp_service_elements(ruleset_text: str) -> list[tuple[str, int, str]]:
             continue
         found.append((ip, int(match.group("port")), " ".join(match.group("verdict").split())))
     return found
+
+
+def proxier_modes_with(
+    vip: str, port: int, protocol: str, *, iptables: str, ipvs: str, nftables: str
+) -> list[str]:
+    """The kube-proxy modes whose own tables carry service `vip:port/protocol`.
+
+    iptables: a nat-table `KUBE-SERVICES` rule for the VIP and port jumping to a KUBE-SVC
+    chain; ipvs: an `ipvsadm -Ln` virtual service; nftables: a `service-ips` (or
+    `no-endpoint-services`) element `vip . proto . port`. A node that switched modes may
+    keep both: the caller takes a mode only when exactly one is found.
+    """
+    proto = protocol.lower()
+    modes: list[str] = []
+    for raw in iptables_table(iptables, "nat").splitlines():
+        tokens = _rule_tokens(raw.strip())
+        if (len(tokens) > 1 and tokens[1] == "KUBE-SERVICES" and _dest_matches(tokens, vip)
+                and _dport_matches(tokens, port) and _jump(tokens).startswith("KUBE-SVC-")
+                and proto in [v.lower() for v in _option_values(tokens, "-p", "--protocol")]):
+            modes.append("iptables")
+            break
+    for raw in (ipvs or "").splitlines():
+        fields = raw.split()
+        if len(fields) >= 2 and fields[0].lower() == proto and \
+                _split_host_port(fields[1]) == (vip, port):
+            modes.append("ipvs")
+            break
+    element = re.compile(rf"(?<![0-9.]){re.escape(vip)}\s*\.\s*{proto}\s*\.\s*{port}\s*:")
+    if element.search(nftables or ""):
+        modes.append("nftables")
+    return modes
 
 
 _PROXY_MODES = ("iptables", "ipvs", "nftables", "kernelspace", "userspace")

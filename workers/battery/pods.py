@@ -87,6 +87,21 @@ def porter_pod(
     )
 
 
+def porter_multi_pod(
+    name: str, image: str, sctp_ports: tuple[int, ...], labels: dict[str, str], node: str | None
+) -> dict[str, Any]:
+    """An SCTP server on several ports (upstream's netpol model serves 80 and 81)."""
+    return _pod(
+        name,
+        image,
+        args=["porter"],
+        env={f"SERVE_SCTP_PORT_{p}": "foo" for p in sctp_ports},
+        ports=[port(p, "SCTP") for p in sctp_ports],
+        labels=labels,
+        node=node,
+    )
+
+
 def netexec_tcp_udp_pod(
     name: str, image: str, tcp_udp_port: int, labels: dict[str, str], node: str | None
 ) -> dict[str, Any]:
@@ -99,6 +114,52 @@ def netexec_tcp_udp_pod(
         labels=labels,
         node=node,
     )
+
+
+def netexec_pod(
+    name: str,
+    image: str,
+    labels: dict[str, str],
+    node: str | None,
+    *,
+    http_port: int,
+    sctp_port: int | None = None,
+    udp_port: int | None = None,
+) -> dict[str, Any]:
+    """agnhost netexec: answers `hostname` with the pod's name on every port it serves, and
+    its HTTP /dial makes it a test container (upstream's NetworkingTestConfig pods)."""
+    args = ["netexec", f"--http-port={http_port}"]
+    ports = [port(http_port, "TCP")]
+    if udp_port is not None:
+        args.append(f"--udp-port={udp_port}")
+        ports.append(port(udp_port, "UDP"))
+    if sctp_port is not None:
+        args.append(f"--sctp-port={sctp_port}")
+        ports.append(port(sctp_port, "SCTP"))
+    return _pod(name, image, args=args, ports=ports, labels=labels, node=node)
+
+
+def curl_pod(
+    name: str, image: str, url: str, max_time: int, labels: dict[str, str], node: str | None
+) -> dict[str, Any]:
+    """One `curl` (the agnhost image ships it); stdout is the answer, read from the log."""
+    return _pod(
+        name,
+        image,
+        command=["curl", "-g", "-q", "-s", "--max-time", str(max(1, int(max_time))), url],
+        labels=labels,
+        node=node,
+    )
+
+
+def proxy_mode_pod(name: str, image: str, node: str) -> dict[str, Any]:
+    """A host-network pod whose own container asks kube-proxy for its mode, as upstream's
+    ProxyMode does (no nsenter, no privilege: only the node's network namespace)."""
+    manifest = _pod(name, image, command=["sh", "-c", PROXY_MODE_CMD],
+                    labels={LABEL_ROLE: "proxy-mode"}, node=node)
+    manifest["spec"]["hostNetwork"] = True
+    manifest["spec"]["tolerations"] = [{"operator": "Exists"}]
+    return manifest
 
 
 def connect_target(host: str, port_number: int) -> str:
@@ -156,6 +217,7 @@ def service(
     target_port: int,
     protocol: str = "SCTP",
     service_type: str = "ClusterIP",
+    port_name: str | None = None,
 ) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
@@ -166,7 +228,7 @@ def service(
             "selector": dict(selector),
             "ports": [
                 {
-                    "name": f"{protocol.lower()}-{port_number}",
+                    "name": port_name or f"{protocol.lower()}-{port_number}",
                     "port": port_number,
                     "targetPort": target_port,
                     "protocol": protocol,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from workers import vocabulary
 from workers.battery.base import BatteryTest
 from workers.battery.checks.conformance import EXTRA_BASIC
 from workers.battery.checks.declare_sctp_ports import DeclareSctpPorts
@@ -12,6 +13,7 @@ from workers.battery.checks.pod_to_loadbalancer import PodToLoadBalancer
 from workers.battery.checks.pod_to_pod import PodToPod
 from workers.battery.checks.pod_to_service import PodToService
 from workers.battery.checks.service_iptables_rules import ServiceIptablesRules
+from workers.battery.implemented import IMPLEMENTED
 
 _TESTS: list[type[BatteryTest]] = [
     DeclareSctpPorts,
@@ -25,13 +27,16 @@ _TESTS: list[type[BatteryTest]] = [
 ]
 
 REGISTRY: dict[str, type[BatteryTest]] = {test.key: test for test in _TESTS}
-BASIC_KEYS: tuple[str, ...] = tuple(t.key for t in _TESTS if t.battery == "basic")
-CONNECTIVITY_KEYS: tuple[str, ...] = tuple(t.key for t in _TESTS if t.battery == "connectivity")
-BATTERIES: dict[str, tuple[str, ...]] = {
-    "basic": BASIC_KEYS,
-    "connectivity": CONNECTIVITY_KEYS,
-    "all": BASIC_KEYS + CONNECTIVITY_KEYS,
-}
+BASIC_KEYS: tuple[str, ...] = vocabulary.BASIC_KEYS
+CONNECTIVITY_KEYS: tuple[str, ...] = vocabulary.CONNECTIVITY_KEYS
+BATTERIES: dict[str, tuple[str, ...]] = dict(vocabulary.BATTERY_KEYS)
+
+# The catalog is the vocabulary's; the classes must implement exactly it, in its batteries, and
+# implemented.IMPLEMENTED (what the web process reads without importing this) must agree.
+if tuple(REGISTRY) != vocabulary.ALL_KEYS or any(t.battery != vocabulary.battery_of(t.key) for t in _TESTS):
+    raise ImportError("workers.battery.registry does not implement the catalog of workers.vocabulary")
+if {k: t.__module__ for k, t in REGISTRY.items()} != IMPLEMENTED:
+    raise ImportError("workers.battery.implemented.IMPLEMENTED disagrees with the registry")
 
 # Network conformance checks the basic battery adds after the catalog tests (KEP: "a few other
 # network conformance tests"); reported separately, never part of a criterion.

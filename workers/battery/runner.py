@@ -6,7 +6,9 @@ namespace the run created is deleted whatever happens (try/finally).
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 import time
 import traceback
 from collections.abc import Callable
@@ -29,14 +31,17 @@ from workers.battery.base import (
     TestVerdict,
 )
 from workers.battery.context import (
+    FINISHED_PHASES,
     Cancelled,
+    RBAC_PREFIX,
     NodeAccessForbidden,
     RunContext,
     TestContext,
+    admission_reason,
+    rbac_reason,
+    refusal_kind,
 )
 from workers.battery.invariant import apply_module_invariant
-from workers.battery.permissions import PREFIX as DENIED_PREFIX
-from workers.battery.permissions import denial_reason
 from workers.battery.registry import BATTERIES, EXTRAS, EXTRAS_OF, REGISTRY
 from workers.kube import ClusterUnreachable, Kube, KubeError, api_error_message
 
@@ -75,6 +80,10 @@ def run_battery(
         {
             "proxier_declared": spec.declared_proxier,
             "proxier_detected": None,
+            "proxier_source": None,
+            "emulated": False,
+            "cni_detected": None,
+            "cni_mismatch": None,
             "node_access": None,
             "load_balancer": None,
             "feature_gate": None,
@@ -108,6 +117,8 @@ def run_battery(
         _probe_node_access(run, probe)
         if run.node_access:
             report.fingerprint["sctp_module_before"] = probe.module_states()
+        _detect_proxier(run, probe)
+        _detect_cni(run)
         for key, test in _plan(battery, keys):
             if kube.unreachable:
                 stop_reason = f"not run: the cluster became unreachable ({kube.unreachable})"
@@ -127,7 +138,8 @@ def run_battery(
         report.errors.append(str(exc))
     except (KubeError, ApiException) as exc:
         message = api_error_message(exc) if isinstance(exc, ApiException) else str(exc)
-        message = denial_reason(exc) or message
+        if isinstance(exc, ApiException) and refusal_kind(exc) == "rbac":
+            message = rbac_reason(exc)
         stop_reason = f"not run: the battery could not prepare the cluster ({message})"
         report.errors.append(message)
     except Exception as exc:  # a bug in the battery: report it, keep the cleanup promise
@@ -161,7 +173,10 @@ def _plan(battery: str, keys: list[str]) -> list[tuple[str, type[BatteryTest]]]:
 
 def _fingerprint_cluster(run: RunContext) -> None:
     kube, fingerprint = run.kube, run.report.fingerprint
-    fingerprint["kubernetes_version"] = kube.server_version().lstrip("v") or None
+    version = kube.version_info()
+    fingerprint["kubernetes_version"] = str(version.get("gitVersion") or "").lstrip("v") or None
+    # An emulator says so in its /version answer (the lab always does): its runs never count.
+    fingerprint["emulated"] = version.get("emulated") is True
     nodes = kube.call(kube.core.list_node).items or []
     fingerprint["node_count"] = len(nodes)
     fingerprint["node_names"] = [n.metadata.name for n in nodes]
@@ -194,7 +209,7 @@ def _probe_node_access(run: RunContext, probe: TestContext) -> None:
         return
     node = run.nodes[0]
     try:
-        ok, output = probe.hostexec(node, pods.PROXY_MODE_CMD)
+        probe.hostexec(node, "true")
     except NodeAccessForbidden as exc:
         run.node_access = False
         run.node_access_reason = f"no node access: {exc}"
@@ -205,7 +220,111 @@ def _probe_node_access(run: RunContext, probe: TestContext) -> None:
         return
     run.node_access = True
     run.node_access_reason = "node access: hostexec pods run"
-    run.proxier_detected = nodeparse.proxy_mode(output) if ok else None
+
+
+def _detect_proxier(run: RunContext, probe: TestContext) -> None:
+    """kube-proxy's mode, as upstream reads it, else from one mode's tables, else None.
+
+    Upstream's ProxyMode asks `localhost:10249/proxyMode` from a host-network pod's own
+    container; the battery does the same and reads the answer from the pod's log. When that
+    says nothing (no kube-proxy, admission refused the pod), a probe service is looked up in
+    the iptables, IPVS and nftables tables of a node: found in exactly one mode's tables,
+    that is the mode. The mode the cluster was registered with is never taken for it.
+    """
+    fingerprint = run.report.fingerprint
+    name = run.unique("proxy-mode")
+    try:
+        probe.create_pod(pods.proxy_mode_pod(name, run.spec.agnhost_image, run.nodes[0]))
+        pod = probe.wait_pod(name, FINISHED_PHASES, run.spec.timeouts.pod_start)
+        answer = probe.pod_log(name) if pod.status.phase == "Succeeded" else ""
+        mode = nodeparse.proxy_mode(answer)
+        fingerprint["proxy_mode_answer"] = answer.strip()[:60] or f"(pod {pod.status.phase})"
+    except ApiException as exc:
+        mode = None
+        fingerprint["proxy_mode_answer"] = f"(not asked: {api_error_message(exc)})"
+    except TestVerdict as exc:
+        mode = None
+        fingerprint["proxy_mode_answer"] = f"(not asked: {exc.reason})"
+    if mode in ("iptables", "ipvs", "nftables"):
+        run.proxier_detected, fingerprint["proxier_source"] = mode, "proxyMode"
+        return
+    if run.node_access is not True:
+        return
+    modes = _modes_with_probe_service(run, probe)
+    fingerprint["proxier_tables"] = modes
+    if len(modes) == 1:
+        run.proxier_detected, fingerprint["proxier_source"] = modes[0], "rules"
+
+
+def _modes_with_probe_service(run: RunContext, probe: TestContext) -> list[str]:
+    """The proxier modes whose node tables carry a fresh TCP probe service (TCP: a basic
+    run must not need SCTP for this, and a cluster with the SCTP gate off still answers)."""
+    labels = {"app": "proxier-probe"}
+    try:
+        probe.start_server(pods.pause_pod("proxier-probe", run.spec.agnhost_image,
+                                          [pods.port(8080, "TCP")], labels, run.nodes[0]))
+        service = probe.create_service(
+            pods.service("proxier-probe", labels, 80, 8080, protocol="TCP"))
+        probe.wait_endpoints("proxier-probe", "TCP")
+        vip = service.spec.cluster_ip
+        node = run.nodes[0]
+        outputs = {
+            "iptables": probe.node_output(node, "iptables-save -t nat"),
+            "ipvs": probe.node_output(node, "ipvsadm -Ln"),
+            "nftables": probe.node_output(node, "nft list ruleset"),
+        }
+    except (ApiException, TestVerdict, KubeError) as exc:
+        run.report.fingerprint["proxier_tables_error"] = (
+            api_error_message(exc) if isinstance(exc, ApiException) else str(exc))
+        return []
+    return nodeparse.proxier_modes_with(vip, 80, "tcp", **outputs)
+
+
+# DaemonSet name (or its k8s-app/app label) -> plugin slug, from each CNI's own manifests.
+CNI_DAEMONSETS = {
+    "calico-node": "calico",
+    "cilium": "cilium",
+    "kube-flannel-ds": "flannel",
+    "flannel": "flannel",
+    "ovnkube-node": "ovn-kubernetes",
+    "antrea-agent": "antrea",
+    "kube-router": "kube-router",
+    "weave-net": "weave",
+    "kindnet": "kindnet",
+    "canal": "canal",
+}
+
+
+def _detect_cni(run: RunContext) -> None:
+    """The CNI from its DaemonSet; a mismatch with the registered plugin is recorded."""
+    fingerprint, kube = run.report.fingerprint, run.kube
+    try:
+        response = kube.call(kube.apps.list_daemon_set_for_all_namespaces, _preload_content=False)
+        items = json.loads(response.data or b"{}").get("items") or []
+    except (ApiException, KubeError, ValueError) as exc:
+        message = api_error_message(exc) if isinstance(exc, ApiException) else str(exc)
+        fingerprint["cni_detection_error"] = f"DaemonSets not listed: {message}"
+        return
+    found: list[tuple[str, str]] = []
+    for item in items:
+        meta = item.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        for key in (meta.get("name"), labels.get("k8s-app"), labels.get("app")):
+            slug = CNI_DAEMONSETS.get(str(key or ""))
+            if slug:
+                found.append((slug, f"{meta.get('namespace')}/{meta.get('name')}"))
+                break
+    if not found:
+        return
+    slugs = sorted({slug for slug, _ in found})
+    fingerprint["cni_daemonsets"] = [where for _, where in found]
+    detected = slugs[0] if len(slugs) == 1 else "+".join(slugs)
+    fingerprint["cni_detected"] = detected
+    if detected != run.spec.plugin_slug:
+        fingerprint["cni_mismatch"] = (
+            f"the cluster runs {detected} (DaemonSet {', '.join(w for _, w in found)}), "
+            f"registered as {run.spec.plugin_slug}"
+        )
 
 
 def _run_one(run: RunContext, test: BatteryTest) -> TestOutcome:
@@ -214,7 +333,7 @@ def _run_one(run: RunContext, test: BatteryTest) -> TestOutcome:
         problem = run.delete_namespace(namespace)
         if problem:
             run.report.errors.append(problem)
-            if DENIED_PREFIX in problem:
+            if RBAC_PREFIX in problem:
                 # Objects stay behind on the cluster: the harness broke, whatever the test saw.
                 outcome.reason = f"{problem} (the test itself ended {outcome.outcome}: {outcome.reason})"
                 outcome.outcome = "error"
@@ -263,7 +382,12 @@ def _run_body(run: RunContext, test: BatteryTest) -> tuple[TestOutcome, str | No
         return done("error", "cancelled during this test")
     except ClusterUnreachable as exc:
         return done("error", str(exc))
-    except (KubeError, ApiException) as exc:
+    except ApiException as exc:
+        kind = refusal_kind(exc)
+        if kind == "admission":
+            return done("skipped", admission_reason(exc))
+        return done("error", rbac_reason(exc) if kind == "rbac" else _api_reason(exc))
+    except KubeError as exc:
         return done("error", _api_reason(exc))
     except Exception as exc:
         log.exception("test %s crashed", test.key)
@@ -278,24 +402,48 @@ def _verdict(ctx: TestContext, test: BatteryTest) -> tuple[str, str]:
     except TestVerdict as verdict:
         return verdict.outcome, verdict.reason
     except ApiException as exc:
-        if exc.status == 422 and "SCTP" in (exc.body or ""):
+        if exc.status == 422 and sctp_refused(exc):
             ctx.run.feature_gate = "off"
             return (
-                "failed",
-                f"feature gate off: API rejected protocol SCTP ({api_error_message(exc)})",
+                "skipped",
+                f"feature gate off: the API refuses protocol SCTP ({api_error_message(exc)})",
             )
-        denied = denial_reason(exc)
-        if denied:  # the battery's role lacks a permission: the harness, not the cluster
-            return "error", denied
-        if exc.status == 403:
-            return "skipped", f"no node access: {api_error_message(exc)}"
+        kind = refusal_kind(exc)
+        if kind == "admission":
+            return "skipped", admission_reason(exc)
+        if kind == "rbac":
+            return "error", rbac_reason(exc)
         return "error", _api_reason(exc)
 
 
+_SCTP_CAUSE = re.compile(r'(\S+\.protocol): Unsupported value: "SCTP"')
+
+
+def sctp_refused(exc: ApiException) -> bool:
+    """True when a 422's only causes are protocol fields refusing "SCTP" (the SCTPSupport
+    gate off); a 422 about any other field is the battery's own bad object, not the gate."""
+    try:
+        body = json.loads(exc.body or "{}")
+    except (TypeError, ValueError):
+        body = {}
+    if not isinstance(body, dict):
+        body = {}
+    causes = (body.get("details") or {}).get("causes") or []
+    if causes:
+        return all(
+            str(c.get("field", "")).endswith(".protocol")
+            and '"SCTP"' in str(c.get("message", ""))
+            and c.get("reason") in (None, "FieldValueNotSupported")
+            for c in causes
+        )
+    message = str(body.get("message") or exc.body or "")
+    # Without causes, the message holds one error, or a bracketed list of several.
+    return bool(_SCTP_CAUSE.search(message)) and "is invalid: [" not in message
+
+
 def _api_reason(exc: BaseException) -> str:
-    denied = denial_reason(exc)
-    if denied:
-        return denied
+    if isinstance(exc, ApiException) and refusal_kind(exc) == "rbac":
+        return rbac_reason(exc)
     if isinstance(exc, ApiException):
         return f"Kubernetes API error: {api_error_message(exc)}"
     return str(exc)

@@ -10,6 +10,8 @@ from dashboard.catalog import ALL_KEYS, Outcome, criterion_title
 from dashboard.models import CatalogTest, Submission, TestResult
 from dashboard.policy import LB_KEY, TESTS_WRITTEN, countable_runs_q, countable_submissions_q, evidence_entry, verdict_keys
 
+from workers.battery.implemented import implemented_keys as battery_implemented_keys
+
 from ..base import Context, Verdict
 from ..evidence_lookup import load, plugins_by_id
 from ..whatif import with_what_if
@@ -20,9 +22,8 @@ RECENT_SUBMISSIONS = 200
 
 
 def implemented_keys() -> set[str]:
-    from workers.battery import REGISTRY
-
-    return set(REGISTRY)
+    # Read without importing the battery (and the kubernetes client) into the web process.
+    return set(battery_implemented_keys())
 
 
 def evaluate(ctx: Context) -> Verdict:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from workers.battery import pods
 from workers.battery.base import BatteryTest, TestFailed
-from workers.battery.checks._common import verb
+from workers.battery.checks._common import why
 from workers.battery.context import TestContext
 
 SERVICE_PORT = 80
@@ -31,7 +31,7 @@ class _PodToServiceOver(BatteryTest):
         result = ctx.connect_expect(vip, SERVICE_PORT, self.protocol, expect_ok=True, node=ctx.node(1))
         if not result.ok:
             raise TestFailed(f"{self.protocol.upper()} to the ClusterIP {vip}:{SERVICE_PORT} "
-                             f"{verb(result)} ({result.word})")
+                             f"{why(result)}")
         return f"{self.protocol.upper()} connected from a pod to the ClusterIP {vip}:{SERVICE_PORT}"
 
 

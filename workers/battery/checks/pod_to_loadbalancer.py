@@ -7,14 +7,15 @@ from typing import Any
 from workers import sctp_host
 from workers.battery import pods
 from workers.battery.base import BatteryTest, TestFailed, TestSkipped
-from workers.battery.checks._common import SCTP_PORT, verb
+from workers.battery.checks._common import SCTP_PORT, why
 from workers.battery.context import RunContext, TestContext
+from workers.vocabulary import Battery, Key
 
 
 class PodToLoadBalancer(BatteryTest):
-    key = "pod-to-loadbalancer"
+    key = Key.POD_TO_LOADBALANCER
     title = "A pod can connect to another pod via SCTP via a Load Balancer"
-    battery = "connectivity"
+    battery = Battery.CONNECTIVITY
 
     def skip_reason(self, run: RunContext) -> str | None:
         if not run.spec.load_balancer:
@@ -48,7 +49,7 @@ class PodToLoadBalancer(BatteryTest):
         result = ctx.connect_expect(address, SCTP_PORT, "sctp", expect_ok=True, node=ctx.node(1))
         if not result.ok:
             raise TestFailed(
-                f"SCTP to the load balancer {address}:{SCTP_PORT} {verb(result)} ({result.word})"
+                f"SCTP to the load balancer {address}:{SCTP_PORT} {why(result)}"
             )
         return f"SCTP connected from a pod to the load balancer {address}:{SCTP_PORT}"
 

@@ -1,33 +1,52 @@
-"""pod-to-pod: a pod connects directly to another pod's IP via SCTP."""
+"""pod-to-pod: every endpoint pod answers SCTP with its hostname, pod IP to pod IP.
+
+Upstream's "Granular Checks: Pods should function for intra-pod communication: sctp"
+(test/e2e/common/network/networking.go, checkPodToPodConnectivity): one netexec endpoint per
+node, each dialled from the test container over SCTP and expected to reply with its name.
+"""
 
 from __future__ import annotations
 
-from workers.battery import pods
 from workers.battery.base import BatteryTest, TestFailed
-from workers.battery.checks._common import SCTP_PORT, verb
+from workers.battery.checks._common import (
+    ENDPOINT_SCTP_PORT,
+    start_endpoint_pods,
+    start_test_container,
+)
 from workers.battery.context import TestContext
+from workers.vocabulary import Battery, Key
 
 
 class PodToPod(BatteryTest):
-    key = "pod-to-pod"
+    key = Key.POD_TO_POD
     title = "A pod can connect directly to another pod via SCTP"
-    battery = "connectivity"
+    battery = Battery.CONNECTIVITY
 
     def run(self, ctx: TestContext) -> str:
-        server = ctx.start_server(
-            pods.porter_pod(
-                "sctp-server", ctx.image, SCTP_PORT, {"app": "sctp-server"}, ctx.node(0)
+        endpoints = start_endpoint_pods(ctx, {"app": "sctp-netserver"})
+        # The test container on another node than the first endpoint when there is one.
+        tester_ip = start_test_container(ctx, ctx.node(1))
+        P = ENDPOINT_SCTP_PORT
+        failures: list[str] = []
+        reached: list[str] = []
+        for pod in endpoints:
+            name, ip, node = pod.metadata.name, pod.status.pod_ip, pod.spec.node_name
+            seen, errors = ctx.dial_expect(
+                tester_ip, ip, P, "sctp", {name}, node=ctx.node(1), what=f"to {name}"
             )
-        )
-        ip, server_node = server.status.pod_ip, server.spec.node_name
-        # On another node when there is one: the interesting path crosses the network.
-        client_node = ctx.node(1)
-        result = ctx.connect_expect(ip, SCTP_PORT, "sctp", expect_ok=True, node=client_node)
-        if not result.ok:
+            if seen == {name}:
+                reached.append(f"{name} on {node}")
+            else:
+                last = f": {errors[-1]}" if errors else ""
+                got = f"answered {sorted(seen)}" if seen else "no answer"
+                failures.append(f"pod {name} ({ip}:{P} on {node}): {got}{last}")
+        nodes = sorted({pod.spec.node_name for pod in endpoints})
+        if failures:
             raise TestFailed(
-                f"SCTP from a pod on {client_node} to pod {ip}:{SCTP_PORT} on {server_node} "
-                f"{verb(result)} ({result.word})"
+                f"SCTP from the test container did not reach {len(failures)} of "
+                f"{len(endpoints)} endpoint pod(s): " + "; ".join(failures)
             )
         return (
-            f"SCTP connected from a pod on {client_node} to pod {ip}:{SCTP_PORT} on {server_node}"
+            f"SCTP from the test container reached every endpoint pod with its hostname "
+            f"({', '.join(reached)}; {len(nodes)} distinct node(s))"
         )

@@ -1,4 +1,12 @@
-"""service-iptables-rules: kube-proxy (iptables mode) writes rules for an SCTP ClusterIP."""
+"""service-iptables-rules: kube-proxy (iptables mode) carries an SCTP ClusterIP in its nat table.
+
+Upstream's "should create a ClusterIP Service with SCTP ports" (test/e2e/network/service.go)
+looks for `-A KUBE-SERVICES` with `-p sctp` in `iptables-save -t nat`. The battery asks for
+the rule of this service: the nat-table KUBE-SERVICES jump for its VIP and port with
+`-p sctp` to its KUBE-SVC chain, and that chain's DNAT to the endpoint. The filter table's
+`… has no endpoints … -j REJECT` rule names the same VIP, port and protocol and carries no
+traffic: it does not pass.
+"""
 
 from __future__ import annotations
 
@@ -6,56 +14,70 @@ from workers.battery import nodeparse, pods
 from workers.battery.base import BatteryTest, TestFailed
 from workers.battery.checks._common import SCTP_PORT, poll_node_rules
 from workers.battery.context import RunContext, TestContext
+from workers.vocabulary import Battery, Key
 
 
 class ServiceIptablesRules(BatteryTest):
-    key = "service-iptables-rules"
+    key = Key.SERVICE_IPTABLES_RULES
     title = "Services can declare SCTP ServicePorts when using the iptables proxier"
-    battery = "basic"
+    battery = Battery.BASIC
     needs_node_access = True
 
     def skip_reason(self, run: RunContext) -> str | None:
-        # What kube-proxy says on :10249/proxyMode beats what the cluster was registered as.
-        mode = run.proxier_detected or run.spec.declared_proxier
-        source = "detected" if run.proxier_detected else "declared"
+        # Only the detected mode decides; the registered one is shown beside it.
+        mode = run.proxier_detected
+        if mode is None:
+            if run.node_access is not True:
+                return None  # the runner skips it for the node access reason
+            return (
+                "The test doesn't work if kube-proxy is not in iptables mode (proxier not "
+                f"detected; registered as {run.spec.declared_proxier})"
+            )
         if mode != "iptables":
             return (
                 "The test doesn't work if kube-proxy is not in iptables mode "
-                f"({source} proxier: {mode})"
+                f"(detected proxier: {mode})"
             )
         return None
 
     def run(self, ctx: TestContext) -> str:
         labels = {"app": "sctp-clusterip"}
-        ctx.start_server(
+        pod = ctx.start_server(
             pods.pause_pod(
                 "sctp-clusterip", ctx.image, [pods.port(SCTP_PORT, "SCTP")], labels, ctx.node(0)
             )
         )
         service = ctx.create_service(pods.service("sctp-clusterip", labels, SCTP_PORT, SCTP_PORT))
         vip = service.spec.cluster_ip
-        ctx.note(f"service sctp-clusterip: ClusterIP {vip}, port {SCTP_PORT}/SCTP")
+        endpoint = f"{pod.status.pod_ip}:{SCTP_PORT}"
+        ctx.note(f"service sctp-clusterip: ClusterIP {vip}, port {SCTP_PORT}/SCTP -> {endpoint}")
         # Real kube-proxy writes the nat KUBE-SERVICES jump only for services with endpoints.
         ctx.wait_endpoints("sctp-clusterip", "SCTP")
 
         missing: list[str] = []
         for node in ctx.run.nodes:
-            rules = poll_node_rules(
-                ctx,
-                node,
-                "iptables-save",
-                lambda text: nodeparse.iptables_sctp_rules(
-                    text, dport=SCTP_PORT, dest_ip=vip, chain_prefix="KUBE-SERVICES"
-                ),
-            )
+            found: list[nodeparse.IptablesServicePath] = []
+
+            def find(text: str, found: list[nodeparse.IptablesServicePath] = found) -> list[str]:
+                path = nodeparse.iptables_service_path(text, vip, SCTP_PORT)
+                if path is None or endpoint not in path.destinations:
+                    return []
+                found[:] = [path]
+                return [path.jump, *path.dnat]
+
+            rules = poll_node_rules(ctx, node, "iptables-save", find)
             if rules:
-                ctx.note(f"iptables-save on {node}:")
+                ctx.note(f"iptables-save on {node} (nat table):")
                 ctx.evidence.extend(f"  {line}" for line in rules)
             else:
                 missing.append(node)
         if missing:
             raise TestFailed(
-                f"no KUBE-SERVICES rule for SCTP {vip}:{SCTP_PORT} on node(s) "
+                f"no nat-table KUBE-SERVICES rule with -p sctp for {vip}:{SCTP_PORT} jumping "
+                f"to a service chain that DNATs to {endpoint} on node(s) "
                 f"{', '.join(missing)} within {ctx.spec.timeouts.rules_poll:g}s"
             )
-        return f"kube-proxy wrote KUBE-SERVICES rules for SCTP {vip}:{SCTP_PORT} on every node"
+        return (
+            f"kube-proxy wrote the nat-table KUBE-SERVICES jump for SCTP {vip}:{SCTP_PORT} "
+            f"and its DNAT to {endpoint} on every node"
+        )
