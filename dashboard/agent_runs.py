@@ -51,9 +51,17 @@ def max_bytes() -> int:
     return int(getattr(settings, "AGENT_RUN_MAX_BYTES", 2 * 1024 * 1024))
 
 
-def _extras(battery: str) -> tuple[str, ...]:
-    from workers.battery.registry import EXTRAS_OF
+# The basic battery's TCP/UDP conformance checks, reported beside the catalog; the same as
+# workers.battery.registry.EXTRAS_OF (a test keeps them equal), written out so the web process
+# never imports the battery.
+EXTRAS_OF: dict[str, tuple[str, ...]] = {
+    "basic": ("conformance-tcp-pod-to-service", "conformance-udp-pod-to-service"),
+    "connectivity": (),
+    "all": ("conformance-tcp-pod-to-service", "conformance-udp-pod-to-service"),
+}
 
+
+def _extras(battery: str) -> tuple[str, ...]:
     return EXTRAS_OF.get(battery, ())
 
 

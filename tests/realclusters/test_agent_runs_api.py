@@ -190,3 +190,10 @@ def test_the_openapi_schema_describes_the_endpoint(api):
     assert set(body["properties"]) == {"cluster", "plugin", "plugin_version", "kubernetes_version", "proxier",
                                        "battery", "started", "finished", "fingerprint", "results", "errors",
                                        "agent_version"}
+
+
+def test_the_extra_checks_accepted_are_the_batterys_own():
+    from dashboard.agent_runs import EXTRAS_OF
+    from workers.battery.registry import EXTRAS_OF as BATTERY_EXTRAS
+
+    assert EXTRAS_OF == BATTERY_EXTRAS
