@@ -66,7 +66,11 @@ def test_removing_any_verb_makes_the_battery_name_the_missing_permission(index, 
                                                                          role_file):
     path = role_file(without(shipped_role(), index, verb))
     changes = LEGACY if name == "get endpoints" else {}
-    report, swept = _run(profile(**changes, rbac=path))
+    # the basic battery first (quicker); the whole battery when basic never needs the verb
+    report, swept = _run(profile(**changes, rbac=path), battery="basic")
+    outside_tests = name == "list namespaces" or name.startswith("list daemonsets")
+    if not outside_tests and not [r for r in report.results.values() if f"{PREFIX}{name} (" in r.reason]:
+        report, swept = _run(profile(**changes, rbac=path))
     if name == "list namespaces":  # only the sweeper of dead runs' namespaces lists them
         assert rbac_reason(swept).startswith(f"{PREFIX}{name} ("), swept
         return
