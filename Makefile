@@ -2,32 +2,37 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+SUM := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+# Two stamps: the demo installs only what it runs; the tests add the test extra on top.
+RUNTIME_STAMP := $(VENV)/.runtime-$(SUM)
+TEST_STAMP := $(VENV)/.test-$(SUM)
 
-.PHONY: demo test test-sqlite test-fast bench install clean-demo lint
-
-$(STAMP): pyproject.toml
+$(RUNTIME_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet ".[test]"
-	rm -f $(VENV)/.installed-*
-	touch $(STAMP)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check .
+	rm -f $(VENV)/.runtime-* $(VENV)/.installed-*
+	touch $(RUNTIME_STAMP)
 
-install: $(STAMP)
+$(TEST_STAMP): $(RUNTIME_STAMP)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check ".[test]"
+	rm -f $(VENV)/.test-*
+	touch $(TEST_STAMP)
+
+install: $(TEST_STAMP)
 
 # Serves http://127.0.0.1:8000 with the lab's clusters registered and their first runs under way.
-demo: $(STAMP)
+demo: $(RUNTIME_STAMP)
 	$(PY) manage.py demo
 
 # The whole suite, as CI runs it (DATABASE_URL selects PostgreSQL; SQLite otherwise).
-test: $(STAMP)
+test: $(TEST_STAMP)
 	DJANGO_ALLOW_ASYNC_UNSAFE=true $(PY) -m pytest -q $(PYTEST_ARGS)
 
 # The database-facing tests again on the embedded SQLite, whatever DATABASE_URL says.
-test-sqlite: $(STAMP)
+test-sqlite: $(TEST_STAMP)
 	DATABASE_URL= DJANGO_ALLOW_ASYNC_UNSAFE=true $(PY) -m pytest -q -m "not browser and not guest" tests/foundation tests/battery tests/ops tests/submissions $(PYTEST_ARGS)
 
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	$(PY) bench/run.py
 
 clean-demo:

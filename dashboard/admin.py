@@ -107,23 +107,36 @@ class SubmissionAdmin(admin.ModelAdmin):
         return super().get_queryset(request).defer("content")
 
 
-@admin.register(models.SignOff)
-class SignOffAdmin(admin.ModelAdmin):
-    list_display = ["from_stage", "to_stage", "maintainer", "created"]
-    readonly_fields = ["snapshot"]
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Records of what happened: readable in the admin, never added, edited or deleted there."""
 
-
-@admin.register(models.AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
-    list_display = ["created", "actor", "action", "target"]
-    list_filter = ["action"]
+    def has_add_permission(self, request):  # type: ignore[no-untyped-def]
+        return False
 
     def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
-        return False  # the audit trail is append-only
+        return False
 
     def has_delete_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
         return False
 
 
+@admin.register(models.SignOff)
+class SignOffAdmin(ReadOnlyAdmin):
+    list_display = ["from_stage", "to_stage", "kubernetes_release", "maintainer", "created"]
+
+
+@admin.register(models.AuditEvent)
+class AuditEventAdmin(ReadOnlyAdmin):
+    """The audit trail is append-only and hash-chained (manage.py verify_audit_chain)."""
+
+    list_display = ["id", "created", "actor", "action", "target"]
+    list_filter = ["action"]
+    search_fields = ["actor", "target"]
+
+
+@admin.register(models.ReadinessSnapshot)
+class ReadinessSnapshotAdmin(ReadOnlyAdmin):
+    list_display = ["created", "reason"]
+
+
 admin.site.register(models.ClusterLease)
-admin.site.register(models.ReadinessSnapshot)

@@ -10,7 +10,7 @@ class DashboardConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_delete, post_save
 
-        from . import notify, schedules
+        from . import checks, notify, schedules  # noqa: F401  (checks registers itself)
         from .models import Schedule
         from .readiness.history import LISTENERS
 

@@ -80,7 +80,7 @@ def register_cluster(
         kubernetes_version=kubernetes_version.lstrip("v") or detected,
         proxier=proxier, node_access=_bool(data.get("node_access", "true")),
         load_balancer=_bool(data.get("load_balancer", "false")), kubenet=_bool(data.get("kubenet", "false")),
-        agnhost_image=image, kubeconfig=kubeconfig,
+        agnhost_image=image, kubeconfig=kubeconfig, credentials_error="",
     )
     if summary.get("emulated"):
         fields["emulated"] = True  # once an emulator, always flagged: re-registering never clears it

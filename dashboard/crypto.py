@@ -1,4 +1,4 @@
-"""Secrets at rest: Fernet encryption for kubeconfigs, SHA-256 digests for API tokens.
+"""Secrets at rest: Fernet encryption for kubeconfigs and webhook secrets, SHA-256 digests for API tokens.
 
 FIELD_ENCRYPTION_KEY holds one or more comma-separated Fernet keys. The first encrypts; all of
 them decrypt, so a key is rotated by putting the new key first, running
@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 import secrets
+from typing import Any
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import models
+from django.db.models.query_utils import DeferredAttribute
 
 
 def _keys() -> list[bytes]:
@@ -58,23 +61,124 @@ def rotate(token: str) -> str:
     return fernet().rotate(token.encode()).decode()
 
 
+class Sealed:
+    """A stored Fernet token not decrypted yet: loading a row never decrypts its secrets."""
+
+    __slots__ = ("token",)
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+    def __repr__(self) -> str:
+        return "<sealed secret>"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sealed) and other.token == self.token
+
+    def __hash__(self) -> int:
+        return hash(self.token)
+
+
+class DecryptOnAccess(DeferredAttribute):
+    """Decrypts the first time the attribute is read, so only code that needs a secret decrypts it.
+
+    A page that loads clusters (readiness, the matrix, the API's list) never reads the field, so
+    one row encrypted under a lost key cannot make it fail; the worker that needs the kubeconfig
+    gets ImproperlyConfigured saying why.
+    """
+
+    def __get__(self, instance, cls=None):  # type: ignore[no-untyped-def]
+        value = super().__get__(instance, cls)
+        if isinstance(value, Sealed):
+            value = decrypt(value.token)
+            instance.__dict__[self.field.attname] = value
+        return value
+
+    def __set__(self, instance, value):  # type: ignore[no-untyped-def]
+        # A data descriptor, so reads come here rather than straight from instance.__dict__.
+        instance.__dict__[self.field.attname] = value
+
+
 class EncryptedTextField(models.TextField):
     """A text column stored as a Fernet token; Python code only ever sees the plaintext."""
+
+    descriptor_class = DecryptOnAccess
 
     def from_db_value(self, value, expression, connection):  # type: ignore[no-untyped-def]
         if value is None or value == "":
             return value
-        return decrypt(value)
+        return Sealed(value)
+
+    def pre_save(self, model_instance, add):  # type: ignore[no-untyped-def]
+        # Saving other fields must not decrypt (nor fail on) a secret nobody read.
+        return model_instance.__dict__.get(self.attname)
 
     def get_prep_value(self, value):  # type: ignore[no-untyped-def]
         if value is None or value == "":
             return value
+        if isinstance(value, Sealed):
+            return value.token  # unchanged since loaded: stored as it was
         return encrypt(str(value))
+
+    def to_python(self, value):  # type: ignore[no-untyped-def]
+        return value if isinstance(value, Sealed) else super().to_python(value)
+
+
+class SealedSecrets(models.Model):
+    """For models with EncryptedTextFields: refresh_from_db() reloads them sealed, not decrypted
+    (Django's would read each field, so refreshing a cluster would decrypt its kubeconfig)."""
+
+    class Meta:
+        abstract = True
+
+    def refresh_from_db(self, using=None, fields=None, from_queryset=None):  # type: ignore[no-untyped-def]
+        if fields is None:
+            sealed = {f.attname for f in self._meta.concrete_fields if isinstance(f, EncryptedTextField)}
+            fields = [f.attname for f in self._meta.concrete_fields if f.attname not in sealed]
+            for name in sealed:  # deferred: loaded (sealed) again when next read
+                self.__dict__.pop(name, None)
+        super().refresh_from_db(using=using, fields=fields, from_queryset=from_queryset)
+
+
+def is_decryptable(token: str) -> bool:
+    try:
+        fernet().decrypt(token.encode())
+    except (InvalidToken, ValueError, TypeError):
+        return False
+    return True
+
+
+TOKEN_PREFIX = "sctp_"
 
 
 def new_token() -> str:
-    return "sctp_" + secrets.token_urlsafe(32)
+    """`sctp_<public id>_<secret>`: the public id (6 hex digits) tells tokens apart in hints,
+    lists and `uploaded_by`; the secret part (256 bits) is never shown anywhere."""
+    return f"{TOKEN_PREFIX}{secrets.token_hex(3)}_{secrets.token_urlsafe(32)}"
+
+
+def token_hint(token: str) -> str:
+    """The public part of a token (`sctp_1a2b3c`); never a character of the secret."""
+    head, sep, _ = token.removeprefix(TOKEN_PREFIX).partition("_")
+    if not sep or len(head) != 6:
+        raise ValueError("not a token of the current format")
+    return TOKEN_PREFIX + head
 
 
 def token_digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+# scheme://user:password@host → scheme://host, wherever a URL appears in a text.
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@?#]*@")
+
+
+def strip_url_credentials(value: Any) -> Any:
+    """The value with the user info of every URL in it removed (strings inside dicts and lists too)."""
+    if isinstance(value, str):
+        return _URL_USERINFO.sub(r"\1", value)
+    if isinstance(value, dict):
+        return {k: strip_url_credentials(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strip_url_credentials(v) for v in value]
+    return value

@@ -10,7 +10,7 @@ from django.db import models
 from django.utils.timezone import now
 
 from .catalog import Battery, Outcome, Proxier, Stage
-from .crypto import EncryptedTextField, new_token, token_digest
+from .crypto import EncryptedTextField, SealedSecrets, new_token, strip_url_credentials, token_digest, token_hint
 from .evidence import EvidenceFlags
 
 
@@ -56,7 +56,7 @@ class ApiToken(models.Model):
     vendor = models.ForeignKey(Vendor, models.CASCADE, null=True, blank=True, related_name="tokens")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, models.CASCADE, null=True, blank=True)
     digest = models.CharField(max_length=64, unique=True, editable=False)
-    hint = models.CharField(max_length=12, editable=False, help_text="First characters, to tell tokens apart")
+    hint = models.CharField(max_length=12, editable=False, help_text="The token's public id, to tell tokens apart")
     created = models.DateTimeField(default=now)
     last_used = models.DateTimeField(null=True, blank=True)
     revoked = models.BooleanField(default=False)
@@ -69,7 +69,7 @@ class ApiToken(models.Model):
     def issue(cls, *, role: str, vendor: Vendor | None = None, user=None) -> tuple[ApiToken, str]:  # type: ignore[no-untyped-def]
         token = new_token()
         obj = cls.objects.create(
-            role=role, vendor=vendor, user=user, digest=token_digest(token), hint=token[:10]
+            role=role, vendor=vendor, user=user, digest=token_digest(token), hint=token_hint(token)
         )
         return obj, token
 
@@ -87,7 +87,7 @@ class ApiToken(models.Model):
         return obj
 
 
-class Cluster(models.Model):
+class Cluster(SealedSecrets):
     name = models.SlugField(max_length=63, unique=True)
     owner = models.ForeignKey(Vendor, models.SET_NULL, null=True, blank=True, related_name="clusters")
     plugin = models.ForeignKey(Plugin, models.PROTECT, related_name="clusters")
@@ -113,6 +113,9 @@ class Cluster(models.Model):
     basic_only = models.BooleanField(
         default=False, help_text="Connectivity runs are refused (they load sctp.ko; the periodic basic job runs here)"
     )
+    # Set when code that needs the kubeconfig (a run, a sweep, a key rotation) could not decrypt
+    # it; cleared when a new one is stored. Pages show it without decrypting anything.
+    credentials_error = models.CharField(max_length=200, blank=True)
     created = models.DateTimeField(default=now)
 
     class Meta:
@@ -120,6 +123,10 @@ class Cluster(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def credentials_ok(self) -> bool:
+        return not self.credentials_error
 
     def get_absolute_url(self) -> str:
         return f"/clusters/{self.name}/"
@@ -384,7 +391,12 @@ class AuditEvent(models.Model):
 
     @classmethod
     def record(cls, actor: object, action: str, target: object = "", **detail: object) -> AuditEvent:
-        return cls.objects.create(actor=str(actor)[:150], action=action, target=str(target)[:200], detail=detail)
+        """Appends to the hash chain (dashboard/audit.py); safe against concurrent writers.
+        URL credentials (https://user:password@…) never reach the log."""
+        from .audit import append
+
+        target, detail = strip_url_credentials(str(target)), strip_url_credentials(detail)
+        return append(cls, str(actor)[:150], action, str(target)[:200], detail, now())
 
 
 class ClusterLease(models.Model):
@@ -451,14 +463,14 @@ class ScheduleHealth(models.Model):
         return f"schedule {self.schedule_id} is {self.state}"
 
 
-class NotificationChannel(models.Model):
+class NotificationChannel(SealedSecrets):
     class Kind(models.TextChoices):
         WEBHOOK = "webhook", "webhook"
         EMAIL = "email", "e-mail"
 
     kind = models.CharField(max_length=10, choices=Kind.choices)
     target = models.CharField(max_length=500, help_text="The webhook URL or the e-mail address")
-    secret = models.CharField(max_length=200, blank=True, help_text="Webhooks: signs the body (X-Signature)")
+    secret = EncryptedTextField(blank=True, help_text="Webhooks: signs the body (X-Signature); stored encrypted")
     enabled = models.BooleanField(default=True)
     created = models.DateTimeField(default=now)
 
@@ -467,6 +479,11 @@ class NotificationChannel(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.target}"
+
+    @property
+    def has_secret(self) -> bool:
+        """Whether a secret is stored, without decrypting it (pages list channels)."""
+        return bool(self.__dict__.get("secret"))
 
 
 class NotificationLog(models.Model):

@@ -32,7 +32,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils.timezone import now
 
-from workers.celery import app
+from workers.celery import send
+
+DELIVER_TASK = "workers.tasks.deliver_notification"
 
 from .models import NotificationChannel, NotificationLog
 
@@ -68,7 +70,8 @@ def emit(event_key: str, event: str, payload: dict[str, Any]) -> list[int]:
 
 def enqueue(log_id: int, countdown: float | None = None) -> bool:
     try:
-        deliver.apply_async(args=[log_id], countdown=countdown, retry=False)
+        # By name: the task lives in workers.tasks; the web process does not import it.
+        send(DELIVER_TASK, args=[log_id], countdown=countdown, retry=False)
     except Exception as exc:  # the broker is down: the beat check sends it later
         log.warning("notification %s stays pending: broker unavailable (%s)", log_id, exc)
         return False
@@ -182,14 +185,14 @@ def attempt(log_id: int) -> str:
     return "sent"
 
 
-@app.task(bind=True, acks_late=True, max_retries=None)
-def deliver(self, log_id: int) -> str:  # type: ignore[no-untyped-def]
+def deliver(log_id: int, retry: Any) -> str:
+    """One delivery attempt; `retry(countdown, max_retries)` reschedules (the task in workers.tasks)."""
     result = attempt(log_id)
     if result == "retry":
         attempts = NotificationLog.objects.filter(pk=log_id).values_list("attempts", flat=True).first() or 1
         try:
             # Bounded by NOTIFY_MAX_ATTEMPTS in attempt(), which marks the row failed at the end.
-            raise self.retry(countdown=backoff(attempts), max_retries=settings.NOTIFY_MAX_ATTEMPTS)
+            raise retry(countdown=backoff(attempts), max_retries=settings.NOTIFY_MAX_ATTEMPTS)
         except MaxRetriesExceededError:
             NotificationLog.objects.filter(pk=log_id, status=NotificationLog.Status.RETRYING).update(
                 status=NotificationLog.Status.FAILED)
@@ -214,7 +217,6 @@ def redispatch(limit: int = 200) -> int:
     return sum(1 for pk in ids if enqueue(pk))
 
 
-@app.task
 def check_schedules() -> int:
     """Beat, every minute: stores each schedule's state and announces the changes."""
     from . import schedules

@@ -17,8 +17,12 @@ from typing import Any, Callable
 
 from django import forms
 from django.conf import settings
+from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.auth import get_user_model
+from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import LoginView
+from django.core.exceptions import PermissionDenied
 from django.core.cache import caches
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
@@ -135,48 +139,126 @@ class ApiRateLimitMiddleware:
         return None
 
 
+def registration_wait(request: HttpRequest, identity: str) -> float:
+    """Counts one cluster registration attempt (page or API): 0 when allowed, else seconds to wait.
+
+    Each attempt makes the dashboard resolve and contact a server someone named, so attempts
+    count per account (`identity`: a user name or token) and per client address, whether they
+    succeed or not.
+    """
+    limit = Limit.parse(settings.CLUSTER_REGISTER_RATE_LIMIT)
+    return max(Limiter("register-user", limit).hit(identity),
+               Limiter("register-ip", limit).hit(client_ip(request)))
+
+
 def login_limiter() -> Limiter:
     return Limiter("login", Limit.parse(settings.LOGIN_RATE_LIMIT))
 
 
-def login_identity(request: HttpRequest) -> str:
-    return f"{request.POST.get('username', '').strip().lower()}|{client_ip(request)}"
+def _login_counters(request: HttpRequest, username: str) -> list[tuple[Limiter, str, bool]]:
+    """(limiter, identity, cleared by a successful log-in): the pair, the user name, the address.
+
+    The address's counter is never cleared by a success: logging into one's own account must
+    not buy more guesses at other people's.
+    """
+    name, ip = (username or "").strip().lower(), client_ip(request)
+    return [
+        (login_limiter(), f"{name}|{ip}", True),
+        (Limiter("login-user", Limit.parse(settings.LOGIN_RATE_LIMIT_USER)), name, True),
+        (Limiter("login-ip", Limit.parse(settings.LOGIN_RATE_LIMIT_IP)), ip, False),
+    ]
 
 
-class LockedOutForm(AuthenticationForm):
-    """The login form while locked out: it refuses without asking the password backend."""
+def login_lock_wait(request: HttpRequest, username: str) -> float:
+    """0 when this user name may try to log in from this address, else the seconds to wait."""
+    return max(limiter.blocked(identity) for limiter, identity, _ in _login_counters(request, username))
 
-    def __init__(self, *args: Any, message: str = "", **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.message = message
 
-    def clean(self) -> dict[str, Any]:
-        raise forms.ValidationError(self.message, code="locked_out")
+def login_failed(request: HttpRequest, username: str) -> None:
+    for limiter, identity, _ in _login_counters(request, username):
+        limiter.hit(identity)
+
+
+def login_succeeded(request: HttpRequest, username: str) -> None:
+    for limiter, identity, clears in _login_counters(request, username):
+        if clears:
+            limiter.reset(identity)
+
+
+def lockout_message(wait: float) -> str:
+    minutes = max(1, math.ceil(wait / 60))
+    return (f"Too many failed log-ins for this user or from your address. "
+            f"Try again in {minutes} minute{'s' if minutes != 1 else ''}.")
+
+
+class LockoutModelBackend(ModelBackend):
+    """Django's ModelBackend behind the log-in lockout: one lockout for every log-in page.
+
+    `/login/` and `/admin/login/` (and anything else calling `authenticate` with a request) go
+    through here, so a lockout earned on one page holds on the other. While locked out the
+    password is never checked, not even the right one.
+    """
+
+    def authenticate(self, request: HttpRequest | None, username: str | None = None,
+                     password: str | None = None, **kwargs: Any) -> Any:
+        if request is None:  # management commands, tests: no address to count
+            return super().authenticate(request, username=username, password=password, **kwargs)
+        name = username if username is not None else kwargs.get(get_user_model().USERNAME_FIELD, "")
+        wait = login_lock_wait(request, str(name or ""))
+        if wait:
+            request.login_locked_out = wait  # type: ignore[attr-defined]
+            raise PermissionDenied(lockout_message(wait))  # ends authenticate(): no other backend
+        user = super().authenticate(request, username=username, password=password, **kwargs)
+        if user is None:
+            login_failed(request, str(name or ""))
+        else:
+            login_succeeded(request, str(name or ""))
+        return user
+
+
+class LockoutAwareMixin:
+    """A log-in form that says "locked out" (not "wrong password") when the lockout refused it."""
+
+    request: HttpRequest | None
+
+    def get_invalid_login_error(self) -> forms.ValidationError:
+        wait = getattr(self.request, "login_locked_out", 0)
+        if wait:
+            return forms.ValidationError(lockout_message(wait), code="locked_out")
+        return super().get_invalid_login_error()  # type: ignore[misc]
+
+
+class LockoutAuthenticationForm(LockoutAwareMixin, AuthenticationForm):
+    pass
+
+
+class LockoutAdminAuthenticationForm(LockoutAwareMixin, AdminAuthenticationForm):
+    pass
+
+
+def locked_out_status(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    """429 with Retry-After on a log-in page the lockout refused."""
+    wait = getattr(request, "login_locked_out", 0)
+    if wait:
+        response.status_code = 429
+        response["Retry-After"] = str(math.ceil(wait))
+    return response
 
 
 class RateLimitedLoginView(LoginView):
-    """Django's LoginView, refusing a user name + address after too many failures."""
+    """Django's LoginView with the lockout's message and status (the backend does the counting)."""
+
+    form_class = LockoutAuthenticationForm
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        identity = login_identity(request)
-        wait = login_limiter().blocked(identity)
-        if wait:
-            minutes = max(1, math.ceil(wait / 60))
-            form = LockedOutForm(
-                request, data=request.POST,
-                message=(f"Too many failed log-ins for this user from your address. "
-                         f"Try again in {minutes} minute{'s' if minutes != 1 else ''}."),
-            )
-            form.is_valid()
-            response = self.render_to_response(self.get_context_data(form=form), status=429)
-            response["Retry-After"] = str(math.ceil(wait))
-            return response
-        return super().post(request, *args, **kwargs)
+        return locked_out_status(request, super().post(request, *args, **kwargs))
 
-    def form_invalid(self, form: AuthenticationForm) -> HttpResponse:
-        login_limiter().hit(login_identity(self.request))
-        return super().form_invalid(form)
 
-    def form_valid(self, form: AuthenticationForm) -> HttpResponse:
-        login_limiter().reset(login_identity(self.request))
-        return super().form_valid(form)
+def admin_login(request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+    """The admin's log-in page under the same lockout (its form and status as /login/'s)."""
+    from django.contrib import admin
+
+    response = admin.site.login(request, extra_context)
+    if hasattr(response, "render") and not getattr(response, "is_rendered", True):
+        response.render()
+    return locked_out_status(request, response)

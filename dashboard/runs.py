@@ -2,6 +2,11 @@
 
 If the broker is down the run stays `queued` with no `dispatched` time, and the dispatcher on
 beat (workers.tasks.dispatch_pending) sends it when the broker is back: nothing is lost.
+
+Runs on one cluster wait for each other (one lease per cluster), so requests are bounded: a
+request for a battery already queued on the cluster answers with that run, and an owner may
+have at most RUNS_QUEUED_PER_OWNER requested runs waiting. Periodic runs are neither merged nor
+counted: a vendor's requests can never push the periodic job out.
 """
 
 from __future__ import annotations
@@ -9,10 +14,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils.timezone import now
 
-from workers import app
+from workers.celery import send
 
 from .catalog import Battery, kubernetes_minor
 from .models import Cluster, Run, Schedule
@@ -46,7 +53,51 @@ def request_run(
     refusal = refuse_run(cluster, battery)
     if refusal:
         raise RunRequestError(409, refusal)
-    run = Run.objects.create(
+    with transaction.atomic():
+        if trigger != Run.Trigger.PERIODIC:
+            # Serializes requests on this cluster, so two at once cannot both queue the battery.
+            Cluster.objects.select_for_update().filter(pk=cluster.pk).first()
+            queued = already_queued(cluster, battery)
+            if queued is not None:
+                queued.deduplicated = True  # type: ignore[attr-defined]
+                return queued
+            refusal = over_queue_cap(cluster, user)
+            if refusal:
+                raise RunRequestError(429, refusal)
+        run = _create(cluster, battery, trigger=trigger, user=user, schedule=schedule)
+    if dispatch_on_commit:
+        transaction.on_commit(lambda: dispatch(run.pk))
+    return run
+
+
+def already_queued(cluster: Cluster, battery: str) -> Run | None:
+    """The requested (not periodic) run of this battery still waiting on this cluster, if any."""
+    return (Run.objects.filter(cluster=cluster, battery=battery, state=Run.State.QUEUED)
+            .exclude(trigger=Run.Trigger.PERIODIC).order_by("created").first())
+
+
+def over_queue_cap(cluster: Cluster, user: Any = None) -> str | None:
+    """Why the owner may not queue another run (RUNS_QUEUED_PER_OWNER waiting already), or None.
+
+    The owner is the cluster's vendor; for a cluster without one (a maintainer's), the user.
+    """
+    cap = int(settings.RUNS_QUEUED_PER_OWNER)
+    waiting = Run.objects.filter(state=Run.State.QUEUED).exclude(trigger=Run.Trigger.PERIODIC)
+    if cluster.owner_id:
+        waiting, who = waiting.filter(cluster__owner_id=cluster.owner_id), "this cluster's owner"
+    elif getattr(user, "is_authenticated", False):
+        waiting, who = waiting.filter(Q(requested_by=user)), "you"
+    else:
+        return None
+    count = waiting.count()
+    if count >= cap:
+        return (f"{who} already {'have' if who == 'you' else 'has'} {count} runs waiting (at most {cap}); "
+                "request more once they have started")
+    return None
+
+
+def _create(cluster: Cluster, battery: str, *, trigger: str, user: Any, schedule: Schedule | None) -> Run:
+    return Run.objects.create(
         cluster=cluster,
         plugin_id=cluster.plugin_id,
         plugin_version=cluster.plugin_version,
@@ -59,16 +110,13 @@ def request_run(
         schedule=schedule,
         requested_by=user if getattr(user, "is_authenticated", False) else None,
     )
-    if dispatch_on_commit:
-        transaction.on_commit(lambda: dispatch(run.pk))
-    return run
 
 
 def dispatch(run_id: int) -> bool:
     """Sends the run to the workers; False (and the run stays queued) when the broker is down."""
     try:
         # By name: the web process never imports the tasks (nor, through them, the battery).
-        result = app.send_task(EXECUTE_RUN, args=[run_id], retry=False)
+        result = send(EXECUTE_RUN, args=[run_id], retry=False)
     except Exception as exc:  # the broker is unreachable: the dispatcher retries later
         log.warning("run %s stays queued: broker unavailable (%s)", run_id, exc)
         return False

@@ -49,11 +49,15 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "dashboard.ops.OpsMiddleware",  # /healthz, /readyz, /metrics: before host checks and redirects
     "django.middleware.security.SecurityMiddleware",
+    # Content-Security-Policy (no inline script), Permissions-Policy: dashboard/headers.py.
+    "dashboard.headers.SecurityHeadersMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Bodies judged by Content-Length and the sender before CSRF or a view reads them.
+    "dashboard.bodyguard.BodyGuardMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -98,6 +102,8 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
 LANGUAGE_CODE = "en-us"
@@ -154,6 +160,13 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = "UTC"
 CELERY_TASK_DEFAULT_QUEUE = env("CELERY_QUEUE", "celery")
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+# Every task ends: the soft limit raises inside it (a run then ends in error and frees its lease),
+# the hard one kills the pool process. Tasks that take longer set their own (execute_run,
+# sweep_cluster: workers/tasks.py); these are the defaults for all the others.
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 120)
+CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 180)
+# The longest a battery run may take on a worker (a real cluster's connectivity battery: minutes).
+RUN_TIME_LIMIT_SECONDS = env_int("RUN_TIME_LIMIT_SECONDS", 2 * 3600)
 
 # --- The product -----------------------------------------------------------------------------
 FIELD_ENCRYPTION_KEY = env("FIELD_ENCRYPTION_KEY", "")
@@ -169,22 +182,39 @@ READINESS_MAX_AGE_SECONDS = env_int("READINESS_MAX_AGE_SECONDS", 120)
 # After a commit that changed evidence, ask a worker to recompute it (at most every 10 s).
 READINESS_REFRESH_ON_COMMIT = env_bool("READINESS_REFRESH_ON_COMMIT", True)
 SUBMISSION_MAX_BYTES = env_int("SUBMISSION_MAX_BYTES", 50 * 1024 * 1024)
+# Any other request body (forms, kubeconfigs, JSON): larger is refused from Content-Length, unread.
+REQUEST_MAX_BYTES = env_int("REQUEST_MAX_BYTES", 2 * 1024 * 1024)
 AGENT_RUN_MAX_BYTES = env_int("AGENT_RUN_MAX_BYTES", 2 * 1024 * 1024)  # POST agent-runs/ (413 above)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 RUN_HEARTBEAT_SECONDS = env_int("RUN_HEARTBEAT_SECONDS", 10)
 RUN_HEARTBEAT_TIMEOUT = env_int("RUN_HEARTBEAT_TIMEOUT", 60)
 RUN_LEASE_SECONDS = env_int("RUN_LEASE_SECONDS", 60)
+# Requested (not periodic) runs an owner may have waiting at once (dashboard/runs.py).
+RUNS_QUEUED_PER_OWNER = env_int("RUNS_QUEUED_PER_OWNER", 5)
 # Keys this deployment writes to Redis directly (run leases) start with it: Redis may be shared.
 REDIS_PREFIX = env("REDIS_PREFIX", "sctp-dashboard")
 AGNHOST_IMAGE = env("AGNHOST_IMAGE", "registry.k8s.io/e2e-test-images/agnhost:2.53")
+# Comma-separated CIDRs cluster servers may use although they are loopback, private, link-local…
+# (workers/netguard.py). Empty: only public addresses. `make demo` and the tests allow 127.0.0.0/8.
+CLUSTER_ALLOWED_NETWORKS = env("CLUSTER_ALLOWED_NETWORKS", "")
+try:
+    import ipaddress as _ipaddress
+
+    [_ipaddress.ip_network(_n.strip(), strict=False) for _n in CLUSTER_ALLOWED_NETWORKS.split(",") if _n.strip()]
+except ValueError as _exc:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(f"CLUSTER_ALLOWED_NETWORKS must be comma-separated CIDRs: {_exc}") from None
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"refusals": {"()": "dashboard.logfilters.RefusalWithoutTraceback"}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
-    "loggers": {"kubernetes": {"level": "WARNING"}, "urllib3": {"level": "WARNING"}},
+    "loggers": {"kubernetes": {"level": "WARNING"}, "urllib3": {"level": "WARNING"},
+                "django.request": {"filters": ["refusals"]}},
 }
 LOG_FORMAT = env("LOG_FORMAT", "text")  # json: one JSON object a line (dashboard/logjson.py)
 if LOG_FORMAT == "json":
@@ -196,8 +226,9 @@ if LOG_FORMAT == "json":
 if not DEBUG:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
-    SESSION_COOKIE_SECURE = True
-    CSRF_COOKIE_SECURE = True
+    # SECURE_COOKIES=false only for plain-HTTP local serving (`make demo`): browsers drop secure
+    # cookies over http, and the log-in would never stick.
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", True)
     SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
@@ -208,6 +239,10 @@ if not DEBUG:
         "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
     }
 SESSION_COOKIE_HTTPONLY = True
+CSRF_FAILURE_VIEW = "dashboard.views.access.csrf_failure"  # the styled 403 page, like every refusal
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
 CSRF_TRUSTED_ORIGINS = [o for o in env("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 
@@ -242,6 +277,13 @@ else:
 API_RATE_LIMIT_TOKEN = env("API_RATE_LIMIT_TOKEN", "120/60")
 API_RATE_LIMIT_IP = env("API_RATE_LIMIT_IP", "300/60")
 LOGIN_RATE_LIMIT = env("LOGIN_RATE_LIMIT", "10/900")
+# The same lockout (dashboard.ratelimit.LockoutModelBackend) also counts failures per user name
+# from any address and per address across user names; /login/ and /admin/login/ share it.
+LOGIN_RATE_LIMIT_USER = env("LOGIN_RATE_LIMIT_USER", "50/900")
+LOGIN_RATE_LIMIT_IP = env("LOGIN_RATE_LIMIT_IP", "30/900")
+AUTHENTICATION_BACKENDS = ["dashboard.ratelimit.LockoutModelBackend"]
+# Cluster registrations (page and API), per account and per address: each one contacts a server.
+CLUSTER_REGISTER_RATE_LIMIT = env("CLUSTER_REGISTER_RATE_LIMIT", "10/3600")
 # The client address: REMOTE_ADDR, or the last hop of this header when a trusted proxy sets it.
 RATE_LIMIT_IP_HEADER = env("RATE_LIMIT_IP_HEADER", "")
 MIDDLEWARE.insert(
@@ -263,4 +305,4 @@ NOTIFY_BACKOFF_MAX_SECONDS = env_int("NOTIFY_BACKOFF_MAX_SECONDS", 1800)
 NOTIFY_TIMEOUT_SECONDS = env_int("NOTIFY_TIMEOUT_SECONDS", 10)
 
 CELERY_BEAT_SCHEDULE["refresh-readiness"] = {"task": "workers.tasks.refresh_readiness", "schedule": 60.0}
-CELERY_BEAT_SCHEDULE["check-schedules"] = {"task": "dashboard.notify.check_schedules", "schedule": 60.0}
+CELERY_BEAT_SCHEDULE["check-schedules"] = {"task": "workers.tasks.check_schedules", "schedule": 60.0}

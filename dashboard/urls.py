@@ -2,13 +2,16 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from dashboard.ratelimit import RateLimitedLoginView
+from dashboard.ratelimit import LockoutAdminAuthenticationForm, RateLimitedLoginView, admin_login
 from dashboard.views import front
 from dashboard.views import register as register_views
 from dashboard.views import schedules as schedule_views
 
+admin.site.login_form = LockoutAdminAuthenticationForm
+
 urlpatterns = [
     path("", front.index, name="readiness"),
+    path("favicon.ico", front.favicon, name="favicon"),
     # Django's LoginView, refusing a user name + address after LOGIN_RATE_LIMIT failures.
     path("login/", RateLimitedLoginView.as_view(template_name="accounts/login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
@@ -27,5 +30,7 @@ urlpatterns = [
     path("clusters/<slug:name>/schedules/new/", schedule_views.cluster_schedule_new, name="cluster-schedule-new"),
     path("clusters/new/", register_views.register, name="cluster-register"),
     path("", include("dashboard.views.urls")),  # the pages: matrix, clusters, runs, submissions, review
+    # The admin's log-in under the same lockout as /login/ (dashboard.ratelimit).
+    path("admin/login/", admin_login, name="admin-login"),
     path("admin/", admin.site.urls),
 ]

@@ -14,6 +14,16 @@ from dashboard.models import ApiToken
 from dashboard.roles import maintainers_group
 from tests import factories
 
+# The lab listens on the loopback, where cluster servers are refused unless allowed
+# (workers/netguard.py): the suite allows exactly that, here and in the processes it starts.
+LAB_NETWORKS = "127.0.0.0/8"
+os.environ.setdefault("CLUSTER_ALLOWED_NETWORKS", LAB_NETWORKS)
+
+
+@pytest.fixture(autouse=True)
+def lab_networks_allowed(settings):  # type: ignore[no-untyped-def]
+    settings.CLUSTER_ALLOWED_NETWORKS = LAB_NETWORKS
+
 
 @pytest.fixture(autouse=True)
 def own_redis_prefix(settings, monkeypatch):  # type: ignore[no-untyped-def]

@@ -79,6 +79,7 @@ def celery_worker(concurrency: int = 1, extra_env: dict[str, str] | None = None,
         "RUN_HEARTBEAT_TIMEOUT": str(settings.RUN_HEARTBEAT_TIMEOUT),
         "RUN_LEASE_SECONDS": str(settings.RUN_LEASE_SECONDS),
         "FIELD_ENCRYPTION_KEY": settings.FIELD_ENCRYPTION_KEY,
+        "CLUSTER_ALLOWED_NETWORKS": settings.CLUSTER_ALLOWED_NETWORKS,
         "SECRET_KEY": settings.SECRET_KEY,
     })
     if embedded_dir is not None:

@@ -58,12 +58,15 @@ def api_error_message(exc: ApiException) -> str:
     message = ""
     body = getattr(exc, "body", None)
     if body:
+        # Only a Kubernetes Status object's words are quoted; anything else the server sent (an
+        # HTML page, a banner) is not repeated on the public run page.
         try:
             data = json.loads(body)
-            message = data.get("message", "") if isinstance(data, dict) else ""
-            reason = (data.get("reason") if isinstance(data, dict) else None) or reason
         except (ValueError, TypeError):
-            message = str(body)[:300]
+            data = None
+        if isinstance(data, dict) and data.get("kind") == "Status":
+            message = str(data.get("message") or "")[:300]
+            reason = str(data.get("reason") or reason)[:60]
     text = f"{status} {reason}".strip()
     return f"{text}: {message}" if message else text
 
@@ -82,8 +85,15 @@ def _is_connection_error(exc: BaseException) -> bool:
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, ApiException):
         return api_error_message(exc)
-    text = str(exc) or type(exc).__name__
-    return f"{type(exc).__name__}: {text}"[:400]
+    # The class says what happened (refused, timed out, cut off); its text may quote what the
+    # peer sent (http.client's BadStatusLine repeats a banner), so it is not shown.
+    cause = exc
+    while isinstance(cause, urllib3.exceptions.MaxRetryError) and cause.reason is not None:
+        cause = cause.reason
+    inner = next((a for a in cause.args if isinstance(a, BaseException)), None) \
+        if isinstance(cause, urllib3.exceptions.ProtocolError) else None
+    name = type(cause).__name__
+    return f"{name} ({type(inner).__name__})" if inner is not None else name
 
 
 class Kube:

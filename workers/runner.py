@@ -111,9 +111,14 @@ def execute(run_id: int, *, worker: str = "", task_id: str = "") -> str:
             unreached = [r for r in report.results.values() if not getattr(r, "reached", True)]
             if unreached:
                 state, error = Run.State.ERROR, unreached[0].reason.removeprefix("not run: ")
+    except CredentialsUnreadable as exc:
+        log.error("run %s: cluster %s: %s", run_id, run.cluster.name, exc)
+        state, error = Run.State.ERROR, str(exc)
     except Exception as exc:
         log.exception("run %s failed", run_id)
         state, error = Run.State.ERROR, f"{type(exc).__name__}: {exc}"
+        if type(exc).__name__ == "SoftTimeLimitExceeded":  # Celery's soft limit (no Celery import here)
+            state, error = Run.State.ERROR, "the run took longer than the worker's time limit (RUN_TIME_LIMIT_SECONDS)"
     finally:
         beat.stop.set()
         beat.join(timeout=10)
@@ -134,7 +139,7 @@ def _run_battery(run: Run, beat: Heartbeat) -> Any:
     def on_result(key: str, result: Any) -> None:
         record_result(run.id, key, result)
 
-    api_client = api_client_from_kubeconfig(run.cluster.kubeconfig)
+    api_client = api_client_from_kubeconfig(kubeconfig_of(run.cluster))
     try:
         return run_battery(
             api_client,
@@ -146,6 +151,28 @@ def _run_battery(run: Run, beat: Heartbeat) -> Any:
         )
     finally:
         api_client.close()
+
+
+CREDENTIALS_UNREADABLE = ("the stored kubeconfig cannot be decrypted: FIELD_ENCRYPTION_KEY does not hold its "
+                          "key; register the cluster again")
+
+
+class CredentialsUnreadable(Exception):
+    """The cluster's kubeconfig is stored under a key this process does not have."""
+
+
+def kubeconfig_of(cluster: Cluster) -> str:
+    """The cluster's kubeconfig; an undecryptable one is marked on the cluster (its page shows it)."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    try:
+        text = cluster.kubeconfig
+    except ImproperlyConfigured:
+        Cluster.objects.filter(pk=cluster.pk).update(credentials_error=CREDENTIALS_UNREADABLE[:200])
+        raise CredentialsUnreadable(CREDENTIALS_UNREADABLE) from None
+    if cluster.credentials_error:
+        Cluster.objects.filter(pk=cluster.pk).update(credentials_error="")
+    return text
 
 
 def record_result(run_id: int, key: str, result: Any) -> None:

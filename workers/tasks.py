@@ -5,12 +5,12 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
-from celery.exceptions import MaxRetriesExceededError
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils.timezone import now
 
+from dashboard import notify
 from dashboard.models import Cluster, Run, Schedule
 
 from . import runner
@@ -19,11 +19,22 @@ from .lease import Lease, LeaseUnavailable
 
 log = logging.getLogger(__name__)
 
+# A run whose cluster is busy with another waits: 5 s, 10 s, 20 s … at most 2 min between tries
+# (not a re-send every 5 s for an hour), and gives up after an hour.
 BUSY_RETRY_SECONDS = 5
-BUSY_MAX_RETRIES = 720  # an hour of waiting for the cluster's lease
+BUSY_RETRY_MAX_SECONDS = 120
+BUSY_MAX_WAIT = timedelta(hours=1)
+RUN_HARD_LIMIT_MARGIN = 300  # seconds between the soft limit (the run ends itself) and the kill
 
 
-@app.task(bind=True, acks_late=True, max_retries=BUSY_MAX_RETRIES)
+def busy_countdown(retries: int) -> float:
+    """Exponential backoff with a cap: the wait before the try after `retries` busy ones."""
+    return float(min(BUSY_RETRY_MAX_SECONDS, BUSY_RETRY_SECONDS * 2 ** min(retries, 16)))
+
+
+@app.task(bind=True, acks_late=True, max_retries=None,
+          soft_time_limit=settings.RUN_TIME_LIMIT_SECONDS,
+          time_limit=settings.RUN_TIME_LIMIT_SECONDS + RUN_HARD_LIMIT_MARGIN)
 def execute_run(self, run_id: int) -> str:  # type: ignore[no-untyped-def]
     try:
         outcome = runner.execute(run_id, worker=self.request.hostname or "", task_id=self.request.id or "")
@@ -35,13 +46,15 @@ def execute_run(self, run_id: int) -> str:  # type: ignore[no-untyped-def]
         Run.objects.filter(pk=run_id, state=Run.State.QUEUED).update(dispatched=None)
         return "lease-unavailable"
     if outcome == runner.BUSY:
-        try:
-            raise self.retry(countdown=BUSY_RETRY_SECONDS)
-        except MaxRetriesExceededError:
-            Run.objects.filter(pk=run_id, state=Run.State.QUEUED).update(
-                state=Run.State.ERROR, finished=now(),
-                error="the cluster stayed busy with another run for an hour",
-            )
+        waiting = Run.objects.filter(pk=run_id, state=Run.State.QUEUED)
+        created = waiting.values_list("created", flat=True).first()
+        if created is not None and now() - created > BUSY_MAX_WAIT:
+            waiting.update(state=Run.State.ERROR, finished=now(),
+                           error="the cluster stayed busy with another run for an hour")
+            return outcome
+        # Still in flight: dispatch_pending must not take it for lost and send it a second time.
+        waiting.update(dispatched=now())
+        raise self.retry(countdown=busy_countdown(self.request.retries or 0))
     return outcome
 
 
@@ -108,6 +121,18 @@ def run_schedule(schedule_id: int) -> int | None:
     return run.id
 
 
+@app.task(bind=True, acks_late=True, max_retries=None)
+def deliver_notification(self, log_id: int) -> str:  # type: ignore[no-untyped-def]
+    """One notification delivery, retried with backoff (dashboard.notify.deliver)."""
+    return notify.deliver(log_id, self.retry)
+
+
+@app.task
+def check_schedules() -> int:
+    """Beat, every minute: schedule states and their notifications (dashboard.notify)."""
+    return notify.check_schedules()
+
+
 @app.task
 def refresh_readiness(reason: str = "every minute") -> bool:
     """Recomputes and stores the published readiness evaluation (and records a snapshot when a
@@ -117,18 +142,22 @@ def refresh_readiness(reason: str = "every minute") -> bool:
     return record_evaluation(reason=reason)
 
 
-@app.task
+@app.task(soft_time_limit=600, time_limit=660)
 def sweep_cluster(cluster_id: int) -> list[str]:
     """Deletes namespaces left behind by runs that are no longer alive."""
     from workers.battery import sweep_namespaces
     from workers.kubeconfig import api_client_from_kubeconfig
 
     cluster = Cluster.objects.filter(pk=cluster_id).first()
-    if cluster is None or not cluster.kubeconfig:
+    if cluster is None or not cluster.__dict__.get("kubeconfig"):
         return []
     live = {str(i) for i in Run.objects.filter(cluster=cluster, state__in=[Run.State.QUEUED, Run.State.RUNNING])
             .values_list("id", flat=True)}
-    api_client = api_client_from_kubeconfig(cluster.kubeconfig)
+    try:
+        text = runner.kubeconfig_of(cluster)
+    except runner.CredentialsUnreadable:
+        return []
+    api_client = api_client_from_kubeconfig(text)
     try:
         return sweep_namespaces(api_client, live)
     finally:
@@ -145,10 +174,11 @@ def sweep_all_clusters() -> int:
 
 @app.task
 def ping(value: str) -> str:
-    """A round trip for health checks and tests: the worker writes nothing, answers the value."""
-    from dashboard.models import AuditEvent
+    """A round trip for health checks and tests: the worker logs the value and answers it.
 
-    AuditEvent.record("worker", "ping", value)
+    A health check is a machine action: it writes nothing to the audit trail (which records
+    what people decided), so the trail does not fill with pings."""
+    log.info("ping %s", value)
     return value
 
 

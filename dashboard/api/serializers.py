@@ -35,6 +35,8 @@ def cluster(c: Cluster, last_run: Run | None = None) -> dict[str, Any]:
         "approved": c.approved,
         "basic_only": c.basic_only,
         "enabled": c.enabled,
+        # False when the stored kubeconfig could not be decrypted (register the cluster again).
+        "credentials_ok": c.credentials_ok,
         "last_run": {"id": last_run.id, "state": last_run.state, "battery": last_run.battery,
                      "finished": iso(last_run.finished)} if last_run else None,
     }

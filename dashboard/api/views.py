@@ -10,9 +10,12 @@ from django.shortcuts import get_object_or_404
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from django.conf import settings
+
 from dashboard import readiness
 from dashboard.clusters import KUBECONFIG_MAX_BYTES, ClusterError, register_cluster
 from dashboard.models import CatalogTest, Cluster, Run, Submission
+from dashboard.ratelimit import registration_wait, too_many
 from dashboard.roles import vendor_has_plugin
 from dashboard.runs import RunRequestError, request_run
 from dashboard.trust import TrustError, approve_cluster
@@ -53,6 +56,9 @@ def clusters(request: HttpRequest) -> JsonResponse:
 @token_required("vendor", "maintainer")
 def _register_cluster(request: HttpRequest) -> JsonResponse:
     token = request.api_token  # type: ignore[attr-defined]
+    wait = registration_wait(request, f"token:{token.pk}")
+    if wait:
+        return too_many(wait, f"too many cluster registrations (limit {settings.CLUSTER_REGISTER_RATE_LIMIT} s)")
     upload = request.FILES.get("kubeconfig")
     try:
         text = upload.read(KUBECONFIG_MAX_BYTES + 1).decode("utf-8") if upload else request.POST.get("kubeconfig", "")
@@ -166,7 +172,7 @@ def _create_submission(request: HttpRequest) -> JsonResponse:
             cluster=request.POST.get("cluster"),
             fileobj=upload,
             filename=upload.name if upload else "",
-            uploaded_by=f"{token.vendor.name} (token {token.hint}…)",
+            uploaded_by=f"{token.vendor.name} (token {token.hint})",
         )
     except SubmissionError as exc:
         return error(exc.status, exc.message, **exc.extra)

@@ -16,6 +16,7 @@ from django.db.models import F
 from django.utils.timezone import now as tz_now
 
 from dashboard.catalog import TRANSITIONS, Stage
+from workers.celery import send
 
 from .base import Context, EvidenceRef, Verdict
 from .criteria import CRITERIA
@@ -208,8 +209,6 @@ def _request_refresh() -> None:
     except Exception:
         pass
     try:
-        from workers.celery import app
-
-        app.send_task("workers.tasks.refresh_readiness", kwargs={"reason": "evidence changed"}, retry=False)
+        send("workers.tasks.refresh_readiness", kwargs={"reason": "evidence changed"}, retry=False)
     except Exception:  # no broker: readers recompute on demand, and beat every minute
         log.debug("readiness refresh not queued", exc_info=True)

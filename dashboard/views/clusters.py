@@ -13,18 +13,21 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.timezone import now
 from django.views.decorators.http import require_POST
 
-from dashboard.catalog import Battery
+from dashboard import trust
+from dashboard.catalog import ALL_KEYS, BASIC_KEYS, Battery
 from dashboard.models import Cluster, Run, TestResult
 from dashboard.roles import can_manage_cluster
 from dashboard.runs import RunRequestError, request_run
 
-from .access import forbidden, login_required
+from .access import forbidden, login_required, maintainer_required
+from .fingerprint import facts
 from .history import WINDOW, grid
-from .outcomes import cell
+from .outcomes import SHORT, cell
 
 # Never load the secret, even into memory, on pages.
 CLUSTER_FIELDS = ("id", "name", "owner", "plugin", "plugin_version", "kubernetes_version", "proxier",
-                  "node_access", "load_balancer", "kubenet", "lab", "enabled", "created")
+                  "node_access", "load_balancer", "kubenet", "lab", "enabled", "credentials_error", "created",
+                  "approved", "approved_at", "basic_only", "emulated")
 
 
 def freshness(last_finished: Any, schedules: list[Any]) -> dict[str, str]:
@@ -42,7 +45,8 @@ def freshness(last_finished: Any, schedules: list[Any]) -> dict[str, str]:
         return {"state": "fresh", "label": "on schedule"}
     if age > timedelta(days=settings.READINESS_FRESH_DAYS):
         return {"state": "stale", "label": f"stale: older than {settings.READINESS_FRESH_DAYS} days"}
-    return {"state": "fresh", "label": "fresh (no periodic schedule)"}
+    # Not the "on schedule" pill: recent, but nothing promises the next run.
+    return {"state": "manual", "label": "fresh (no periodic schedule)"}
 
 
 def cluster_list(request: HttpRequest) -> HttpResponse:
@@ -58,24 +62,37 @@ def cluster_list(request: HttpRequest) -> HttpResponse:
     runs = Run.objects.defer("fingerprint", "error").in_bulk(run_ids) if run_ids else {}
     results: dict[int, list[Any]] = {}
     if run_ids:
-        for r in TestResult.objects.filter(run_id__in=[c.last_finished_id for c in clusters if c.last_finished_id]
-                                           ).only("run_id", "test_key", "outcome").order_by("id"):
+        # Only the catalog's tests: the TCP/UDP conformance checks are not part of any criterion.
+        for r in TestResult.objects.filter(run_id__in=[c.last_finished_id for c in clusters if c.last_finished_id],
+                                           test_key__in=ALL_KEYS).only("run_id", "test_key", "outcome"):
             results.setdefault(r.run_id, []).append(r)
     rows = []
     for c in clusters:
         last, done = runs.get(c.last_run_id), runs.get(c.last_finished_id)
         rows.append({
             "cluster": c, "last": last, "finished": done,
-            "outcomes": [cell(r.outcome, key=r.test_key) for r in results.get(c.last_finished_id, [])],
+            "outcomes": _labelled(results.get(c.last_finished_id, [])),
             "freshness": freshness(done.finished if done else None, list(c.schedules.all())),
             "can_manage": can_manage_cluster(request.user, c),
         })
     return render(request, "clusters/list.html", {"rows": rows})
 
 
+def _labelled(results: list[Any]) -> list[dict[str, Any]]:
+    """The latest finished run's catalog outcomes in catalog order, grouped, each with its name."""
+    by_key = {r.test_key: r for r in results}
+    groups = []
+    for name, keys in (("basic", BASIC_KEYS), ("connectivity", tuple(k for k in ALL_KEYS if k not in BASIC_KEYS))):
+        items = [cell(by_key[k].outcome, key=k, short=SHORT[k]) for k in keys if k in by_key]
+        if items:
+            groups.append({"name": name, "items": items})
+    return groups
+
+
 def cluster_detail(request: HttpRequest, name: str) -> HttpResponse:
-    c = get_object_or_404(Cluster.objects.select_related("plugin", "owner")
-                          .only(*CLUSTER_FIELDS, "plugin__slug", "plugin__name", "owner__name"), name=name)
+    c = get_object_or_404(Cluster.objects.select_related("plugin", "owner", "approved_by")
+                          .only(*CLUSTER_FIELDS, "plugin__slug", "plugin__name", "owner__name", "approved_by",
+                                "approved_by__username"), name=name)
     runs = list(Run.objects.filter(cluster=c).select_related("requested_by").defer("error")
                 .order_by("-created")[:WINDOW])
     results = {
@@ -89,11 +106,11 @@ def cluster_detail(request: HttpRequest, name: str) -> HttpResponse:
     return render(request, "clusters/detail.html", {
         "cluster": c, "runs": runs, "grid": grid(runs, results), "schedules": schedules,
         "fingerprint_run": fingerprint_run,
-        "fingerprint": sorted((fingerprint_run.fingerprint or {}).items()) if fingerprint_run else [],
+        "facts": facts(fingerprint_run.fingerprint) if fingerprint_run else None,
         "freshness": freshness(finished[0].finished if finished else None, schedules),
         "last_finished": finished[0] if finished else None,
         "can_manage": can_manage_cluster(request.user, c), "batteries": Battery.choices,
-        "window": WINDOW,
+        "window": WINDOW, "conflict": trust.periodic_conflict(c) if schedules else None,
     })
 
 
@@ -109,9 +126,43 @@ def run_now(request: HttpRequest, name: str) -> HttpResponse:
     except RunRequestError as exc:
         messages.error(request, exc.message)
         return redirect(c.get_absolute_url())
+    if getattr(run, "deduplicated", False):
+        messages.info(request, f"Run {run.id} ({run.battery}) is already queued on {c.name}.")
+        return redirect(run.get_absolute_url())
     from dashboard.models import AuditEvent
 
     AuditEvent.record(request.user.get_username(), "run.request", f"run {run.id}", cluster=c.name,
                       battery=run.battery)
     messages.success(request, f"Run {run.id} ({run.battery}) queued on {c.name}.")
     return redirect(run.get_absolute_url())
+
+
+# --- Maintainers' trust decisions (dashboard/trust.py): approval and basic-only -------------------
+
+
+@require_POST
+@maintainer_required
+def approve(request: HttpRequest, name: str) -> HttpResponse:
+    c = get_object_or_404(Cluster.objects.select_related("plugin").only(*CLUSTER_FIELDS, "plugin__slug"), name=name)
+    try:
+        if request.POST.get("action") == "revoke":
+            trust.revoke_approval(c, request.user, request.POST.get("reason", ""))
+            messages.success(request, f"Approval of {c.name} withdrawn: its runs no longer count.")
+        else:
+            trust.approve_cluster(c, request.user)
+            messages.success(request, f"Cluster {c.name} approved: its runs count as evidence "
+                             "(unless it is emulated).")
+    except trust.TrustError as exc:
+        messages.error(request, exc.message)
+    return redirect(c.get_absolute_url())
+
+
+@require_POST
+@maintainer_required
+def basic_only(request: HttpRequest, name: str) -> HttpResponse:
+    c = get_object_or_404(Cluster.objects.only(*CLUSTER_FIELDS), name=name)
+    value = request.POST.get("basic_only") == "true"
+    trust.set_basic_only(c, value, request.user)
+    messages.success(request, f"Cluster {c.name} is basic-only: connectivity runs are refused." if value
+                     else f"Cluster {c.name} accepts connectivity runs again.")
+    return redirect(c.get_absolute_url())

@@ -1,11 +1,18 @@
-"""The readiness page (/)."""
+"""The readiness page (/): where SCTP stands, the next decision, and every criterion's evidence.
+
+The first thing on the page is the current stage and the next decision (or, after GA, whether
+the GA criteria still hold); finished transitions fold away below.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.views.decorators.cache import cache_control
+from django.views.decorators.http import require_GET
 
 from dashboard import readiness
 from dashboard.catalog import Stage
@@ -14,34 +21,70 @@ from dashboard.readiness.history import statuses_of
 
 SYMBOLS = {"met": "✔", "unmet": "✘", "at_risk": "⚠", "stale": "⌛"}
 LABELS = {"met": "met", "unmet": "unmet", "at_risk": "at risk", "stale": "stale"}
+STAGES = [Stage.ALPHA, Stage.BETA, Stage.STABLE]
+STAGE_NAMES = {Stage.ALPHA: "alpha", Stage.BETA: "beta", Stage.STABLE: "stable (GA)"}
 
 
-def stage_track(evaluation: dict[str, Any]) -> list[dict[str, Any]]:
-    stages = [Stage.ALPHA, Stage.BETA, Stage.STABLE]
-    current = stages.index(evaluation["stage"])
-    ready = {t["to"]: t["ready"] for t in evaluation["transitions"]}
+def _unmet_summary(transition: dict[str, Any]) -> str:
+    bad = [c for c in transition["criteria"] if c["status"] != "met"]
+    if not bad:
+        return "every criterion is met: a maintainer may sign it off"
+    return f"{len(bad)} of {len(transition['criteria'])} criteria not met"
+
+
+def stage_track(evaluation: dict[str, Any], releases: dict[str, SignOff]) -> list[dict[str, Any]]:
+    """Stages as reached / current / later, and between them what was decided or is next.
+
+    Only the next transition says whether its criteria are met; later ones say "later", so the
+    track never reads as if a stage beyond the next were in reach."""
+    current = STAGES.index(evaluation["stage"])
+    by_to = {t["to"]: t for t in evaluation["transitions"]}
     track = []
-    for i, name in enumerate(stages):
-        if i < current:
-            state, symbol = "done", "✔"
-        elif i == current:
-            state, symbol = "current", "●"
-        else:
-            state, symbol = ("ready" if ready.get(name) else "todo"), ("✔" if ready.get(name) else "…")
-        edge = "done" if i <= current else ("ready" if ready.get(name) else "todo")
-        edge_label = "" if i == 0 else ("signed off" if i <= current else ("criteria met" if ready.get(name) else "criteria unmet"))
-        track.append({"name": name, "x": 70 + i * 230, "state": state, "symbol": symbol, "edge": edge,
-                      "edge_label": edge_label})
+    for i, name in enumerate(STAGES):
+        if i > 0:
+            signoff = releases.get(name)
+            if i <= current:
+                label = "signed off" + (f" in Kubernetes {signoff.kubernetes_release}" if signoff and signoff.kubernetes_release else "")
+                track.append({"kind": "edge", "state": "done", "label": label})
+            elif i == current + 1:
+                t = by_to.get(name)
+                track.append({"kind": "edge", "state": "next",
+                              "label": "next decision: " + ("criteria met" if t and t["ready"] else "criteria not met")})
+            else:
+                track.append({"kind": "edge", "state": "later", "label": "later"})
+        state = "done" if i < current else ("current" if i == current else "later")
+        symbol = {"done": "✔", "current": "●", "later": "○"}[state]
+        track.append({"kind": "stage", "name": name, "label": STAGE_NAMES[name], "state": state, "symbol": symbol})
     return track
 
 
 def decorate(evaluation: dict[str, Any], baseline: dict[str, str] | None) -> None:
     for t in evaluation["transitions"]:
         for c in t["criteria"]:
-            c["symbol"] = SYMBOLS[c["status"]]
-            c["status_label"] = LABELS[c["status"]]
+            c["symbol"] = SYMBOLS.get(c["status"], "?")
+            c["status_label"] = LABELS.get(c["status"], c["status"])
             was = (baseline or {}).get(c["key"])
             c["changed"] = LABELS.get(was) if baseline is not None and was != c["status"] else None
+
+
+def glance(evaluation: dict[str, Any], releases: dict[str, SignOff]) -> dict[str, Any]:
+    stage = evaluation["stage"]
+    nxt = next((t for t in evaluation["transitions"] if t["from"] == stage), None)
+    past = [t for t in evaluation["transitions"] if STAGES.index(t["to"]) <= STAGES.index(stage)]
+    later = [t for t in evaluation["transitions"]
+             if STAGES.index(t["from"]) > STAGES.index(stage)]
+    out: dict[str, Any] = {"stage": stage, "stage_label": STAGE_NAMES.get(stage, stage), "next": nxt,
+                           "since": releases.get(stage), "past": past, "later": later}
+    if nxt is not None:
+        out["next_summary"] = _unmet_summary(nxt)
+    else:
+        # GA reached: keep watching. The criteria that got it there must keep holding.
+        ga = next((t for t in evaluation["transitions"] if t["to"] == Stage.STABLE), None)
+        criteria = ga["criteria"] if ga else []
+        out["watch"] = {"criteria": criteria, "alarms": [c for c in criteria if c["status"] != "met"],
+                        "at_risk": [c for c in criteria if c["status"] == "at_risk"],
+                        "stale": [c for c in criteria if c["status"] == "stale"]}
+    return out
 
 
 def _own_copy(evaluation: dict[str, Any]) -> dict[str, Any]:
@@ -52,7 +95,26 @@ def _own_copy(evaluation: dict[str, Any]) -> dict[str, Any]:
 
 def index(request: HttpRequest) -> HttpResponse:
     evaluation = _own_copy(readiness.published())
-    last = SignOff.objects.select_related("maintainer").order_by("-created").first()
-    decorate(evaluation, statuses_of(last.snapshot) if last else None)
-    return render(request, "front/readiness.html", {"readiness": evaluation, "stage": evaluation["stage"],
-                                                     "track": stage_track(evaluation), "last_signoff": last})
+    signoffs = list(SignOff.objects.select_related("maintainer").defer("snapshot").order_by("-created"))
+    last = signoffs[0] if signoffs else None
+    releases: dict[str, SignOff] = {}
+    for s in reversed(signoffs):  # the newest sign-off into each stage wins
+        releases[s.to_stage] = s
+    baseline = None
+    if last is not None:
+        baseline = statuses_of(SignOff.objects.only("snapshot").get(pk=last.pk).snapshot)
+    decorate(evaluation, baseline)
+    return render(request, "front/readiness.html", {
+        "readiness": evaluation, "stage": evaluation["stage"], "track": stage_track(evaluation, releases),
+        "glance": glance(evaluation, releases), "last_signoff": last,
+    })
+
+
+FAVICON = settings.BASE_DIR / "dashboard" / "static" / "favicon.svg"
+
+
+@require_GET
+@cache_control(public=True, max_age=86400)
+def favicon(request: HttpRequest) -> HttpResponse:
+    """/favicon.ico, which browsers ask for whatever the page links: the SVG icon, not a 404."""
+    return HttpResponse(FAVICON.read_bytes(), content_type="image/svg+xml")

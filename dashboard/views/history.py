@@ -11,6 +11,8 @@ from dashboard.catalog import ALL_KEYS, keys_of
 from .outcomes import DECIDED, cell
 
 WINDOW = 30  # runs shown and counted: the page costs the same after a year of history
+# A trend needs a few points: one or two runs draw a flat line that reads as a verdict.
+MIN_TREND_POINTS = 3
 
 
 @dataclass
@@ -57,11 +59,9 @@ def rolling_pass_rate(outcomes_oldest_first: Sequence[str], width: int = 5) -> l
 
 
 def sparkline(values: Sequence[float], width: int = 120, height: int = 24) -> dict[str, Any] | None:
-    """Points for an inline SVG polyline; values are 0..1 (1 at the top)."""
-    if not values:
+    """Points for an inline SVG polyline; values are 0..1 (1 at the top). None below 3 points."""
+    if len(values) < MIN_TREND_POINTS:
         return None
-    if len(values) == 1:
-        values = [values[0], values[0]]
     step = (width - 4) / (len(values) - 1)
     points = " ".join(f"{2 + i * step:.1f},{2 + (1 - v) * (height - 4):.1f}" for i, v in enumerate(values))
     last = values[-1]
@@ -83,7 +83,7 @@ def grid(runs_newest_first: Sequence[Any], results: dict[tuple[int, str], Any]) 
         for r in runs_newest_first:
             res = results.get((r.id, key))
             if key not in keys_of(r.battery):
-                cells.append({"outcome": "", "symbol": "", "label": "not in this battery", "run": r.id})
+                cells.append(cell("not_run", run=r.id, reason=f"not in the {r.battery} battery"))
                 continue
             if res is None:
                 outcome = r.state if r.state in ("queued", "running") else "not_run"
@@ -99,4 +99,4 @@ def grid(runs_newest_first: Sequence[Any], results: dict[tuple[int, str], Any]) 
             "flakiness": None if st.flakiness is None else round(st.flakiness * 100),
             "sparkline": sparkline(rolling_pass_rate(chronological), width=80, height=18),
         })
-    return {"rows": rows, "sparkline": sparkline(per_run_rate, width=240, height=36)}
+    return {"rows": rows, "sparkline": sparkline(per_run_rate, width=240, height=36), "points": len(per_run_rate)}

@@ -31,7 +31,7 @@ from dashboard.catalog import (
 )
 from dashboard.models import Cluster, Plugin, Run, Submission, TestResult
 
-from .outcomes import cell
+from .outcomes import SHORT, cell
 
 TRUST = {"run": "our run", "verified": "verified vendor", "pending": "pending vendor"}
 TRUST_SHORT = {"run": "ours", "verified": "vendor ✓", "pending": "vendor ?"}
@@ -48,6 +48,8 @@ class Source:
     outcomes: dict[str, str]
     reasons: dict[str, str] = field(default_factory=dict)
     keys: tuple[str, ...] = ALL_KEYS  # the tests this source could speak about (a run: its battery's)
+    name: str = ""  # what a cell names: the cluster of a run, "submission N" for a file
+    emulated: bool = False
 
     @property
     def url(self) -> str:
@@ -55,6 +57,16 @@ class Source:
 
     def outcome(self, key: str) -> str:
         return self.outcomes.get(key) or Outcome.NOT_RUN
+
+    @property
+    def minor(self) -> str:
+        return minor_of(self.kubernetes_version)
+
+
+def minor_of(version: str) -> str:
+    """ "v1.31.2" -> "1.31"; rows group by it, so one row never mixes releases."""
+    parts = version.lstrip("v").split(".")
+    return ".".join(parts[:2]) if len(parts) >= 2 and all(p.isdigit() for p in parts[:2]) else (version or "?")
 
 
 def _cluster_runs() -> set[int]:
@@ -123,24 +135,26 @@ def load_sources() -> list[Source]:
             "run_id", "test_key", "outcome", "reason"
         ):
             results.setdefault(run_id, {})[key] = (outcome, reason)
-        for r in Run.objects.filter(id__in=run_ids).only(
-            "id", "plugin_id", "proxier", "kubernetes_version", "battery", "finished", "created"
+        for r in Run.objects.filter(id__in=run_ids).select_related("cluster").only(
+            "id", "plugin_id", "proxier", "kubernetes_version", "battery", "finished", "created", "emulated",
+            "cluster__name"
         ):
             got = results.get(r.id, {})
             keys = keys_of(r.battery)
             sources.append(Source(
                 "run", r.id, r.finished or r.created, r.plugin_id, r.proxier, r.kubernetes_version,
                 {k: got[k][0] for k in keys if k in got}, {k: got[k][1] for k in keys if k in got}, keys,
+                name=r.cluster.name, emulated=r.emulated,
             ))
     if sub_ids:
         for s in Submission.objects.without_content().filter(id__in=sub_ids).only(
-            "id", "plugin_id", "proxier", "kubernetes_version", "status", "results", "created"
+            "id", "plugin_id", "proxier", "kubernetes_version", "status", "results", "created", "emulated"
         ):
             trust = "verified" if s.status == Submission.Status.VERIFIED else "pending"
             outcomes = {k: v.get("outcome", Outcome.NOT_RUN) for k, v in (s.results or {}).items()}
             reasons = {k: "; ".join(v.get("reasons", [])[:2]) for k, v in (s.results or {}).items()}
             sources.append(Source(trust, s.id, s.created, s.plugin_id, s.proxier, s.kubernetes_version,
-                                  outcomes, reasons))
+                                  outcomes, reasons, name=f"submission {s.id}", emulated=s.emulated))
     return sources
 
 
@@ -164,52 +178,64 @@ def _cell(sources: list[Source], key: str) -> dict[str, Any]:
     else:
         out = cell(main.outcome(key), trust=main.trust, trust_label=TRUST[main.trust],
                    trust_short=TRUST_SHORT[main.trust], url=main.url, when=main.when,
-                   kubernetes_version=main.kubernetes_version, reason=main.reasons.get(key, ""))
+                   kubernetes_version=main.kubernetes_version, reason=main.reasons.get(key, ""),
+                   source=main.name, emulated=main.emulated)
     if pending is not None:
         out["pending"] = cell(pending.outcome(key), trust="pending", trust_label=TRUST["pending"],
-                              url=pending.url, when=pending.when, kubernetes_version=pending.kubernetes_version)
+                              url=pending.url, when=pending.when, kubernetes_version=pending.kubernetes_version,
+                              source=pending.name)
     out["html"] = _cell_html(out)
     return out
 
 
 def _cell_html(c: dict[str, Any]) -> str:
     """A cell's markup, built here: up to 21 rows × 8 cells of template lookups cost more than
-    every query of the page together."""
+    every query of the page together. Everything a tooltip says is also written in the cell
+    (phones have no hover): the source (cluster or submission), its release and trust."""
     if c.get("url"):
-        title = f"{c['label']} · {c['trust_label']} · k8s {c['kubernetes_version']} · {c['when']:%Y-%m-%d}"
+        title = f"{c['label']} · {c['trust_label']} · {c['source']} · k8s {c['kubernetes_version']} · {c['when']:%Y-%m-%d}"
         if c.get("reason"):
             title += f" · {c['reason']}"
-        html = format_html('<a href="{}" class="o o-{} trust-{}" title="{}">{}</a><span class="trust trust-{}">{}</span>',
-                           c["url"], c["outcome"], c["trust"], title, c["symbol"], c["trust"], c["trust_short"])
+        html = format_html(
+            '<a href="{}" class="o o-{} trust-{}" title="{}" aria-label="{}">{}</a>'
+            '<span class="src"><a href="{}">{}</a> <span class="rel">{}</span></span>'
+            '<span class="trust trust-{}">{}{}</span>',
+            c["url"], c["outcome"], c["trust"], title, title, c["symbol"], c["url"], c["source"],
+            c["kubernetes_version"] or "?", c["trust"], c["trust_short"], " · emulated" if c.get("emulated") else "")
     else:
-        html = format_html('<span class="o o-missing" title="no evidence">{}</span>', c["symbol"])
+        html = format_html('<span class="o o-missing" title="no evidence">{}</span><span class="src muted">no evidence</span>',
+                           c["symbol"])
     if p := c.get("pending"):
         html += format_html('<a href="{}" class="pending-note" title="pending vendor submission: {}">'
-                            '<span class="o o-{} trust-pending">{}</span> <span class="trust trust-pending">vendor ?</span></a>',
-                            p["url"], p["label"], p["outcome"], p["symbol"])
+                            '<span class="o o-{} trust-pending">{}</span> <span class="trust trust-pending">{} · vendor ?</span></a>',
+                            p["url"], p["label"], p["outcome"], p["symbol"], p["source"])
     return mark_safe(html)  # every piece went through format_html
 
 
 def build_matrix() -> dict[str, Any]:
+    """Rows: plugin × proxier × Kubernetes minor, so a row never mixes releases; each cell still
+    names the cluster or submission it comes from."""
     plugins = list(Plugin.objects.order_by("name").values("id", "slug", "name", "in_tree",
                                                            "implements_network_policy"))
     sources = load_sources()
-    groups: dict[tuple[int, str], list[Source]] = {}
+    groups: dict[tuple[int, str, str], list[Source]] = {}
     for s in sources:
-        groups.setdefault((s.plugin_id, s.proxier), []).append(s)
+        groups.setdefault((s.plugin_id, s.proxier, s.minor), []).append(s)
     rows = []
     for p in plugins:
-        modes = [m for m in Proxier.values if (p["id"], m) in groups]
-        for mode in modes or [None]:
-            group = groups.get((p["id"], mode), []) if mode else []
+        keys = sorted(((m, minor) for (pid, m, minor) in groups if pid == p["id"]),
+                      key=lambda k: (Proxier.values.index(k[0]), [-int(x) if x.isdigit() else 0 for x in k[1].split(".")]))
+        for i, key in enumerate(keys or [None]):
+            group = groups.get((p["id"], *key), []) if key else []
             cells = []
-            for key in ALL_KEYS:
-                relevant = [s for s in group if key in s.keys]
-                cells.append({"key": key, **_cell(relevant, key)})
+            for test in ALL_KEYS:
+                relevant = [s for s in group if test in s.keys]
+                cells.append({"key": test, "short": SHORT[test], **_cell(relevant, test)})
             versions = sorted({s.kubernetes_version for s in group if s.kubernetes_version})
-            rows.append({"plugin": p, "proxier": mode, "cells": cells, "kubernetes_versions": versions,
-                         "first": mode == (modes[0] if modes else None)})
-    return {"rows": rows, "tests": [{"key": t["key"], "title": t["title"], "battery": t["battery"]} for t in CATALOG],
+            rows.append({"plugin": p, "proxier": key[0] if key else None, "minor": key[1] if key else None,
+                         "cells": cells, "kubernetes_versions": versions, "first": i == 0})
+    return {"rows": rows, "tests": [{"key": t["key"], "title": t["title"], "battery": t["battery"],
+                                     "short": SHORT[t["key"]]} for t in CATALOG],
             "basic_count": len(BASIC_KEYS), "connectivity_count": len(CONNECTIVITY_KEYS)}
 
 

@@ -24,6 +24,17 @@ LABEL = {
     "running": "running",
     "queued": "waiting",
 }
+# Short names for places with room for a word, not a title (the clusters list, phone cards).
+SHORT = {
+    "declare-sctp-ports": "ports",
+    "hostport-kubenet": "hostport",
+    "service-iptables-rules": "svc rules",
+    "netpol-sctp-blocks-tcp-udp": "netpol",
+    "pod-to-pod": "pod→pod",
+    "pod-to-service": "pod→svc",
+    "pod-to-loadbalancer": "pod→LB",
+    "netpol-allow-deny": "netpol",
+}
 # Outcomes that say something about the cluster; skips and gaps do not count in pass rates.
 DECIDED = ("passed", "failed", "error")
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.db.models import OuterRef, Subquery
 from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
-from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_GET
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
 
-from dashboard import badges, readiness
+from dashboard import badges, readiness, trust
 from dashboard.models import Cluster, Plugin, Run, Submission
 
+from .access import maintainer_required
 from .clusters import CLUSTER_FIELDS
 
 SUBMISSIONS_SHOWN = 25
@@ -17,7 +19,7 @@ BADGE_MAX_AGE = 300  # seconds: README renderers (camo) re-fetch often enough to
 
 
 def plugin_detail(request: HttpRequest, slug: str) -> HttpResponse:
-    plugin = get_object_or_404(Plugin, slug=slug)
+    plugin = get_object_or_404(Plugin.objects.select_related("netpol_exempted_by"), slug=slug)
     newest = Run.objects.filter(cluster=OuterRef("pk")).order_by("-created")
     clusters = list(
         Cluster.objects.filter(plugin=plugin).select_related("owner").only(*CLUSTER_FIELDS, "owner__name")
@@ -35,6 +37,29 @@ def plugin_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "badge_markdown": f"[![SCTP]({badge_url})]({page_url})",
         "vendors": list(plugin.vendors.values_list("name", flat=True)),
     })
+
+
+@require_POST
+@maintainer_required
+def netpol_exemption(request: HttpRequest, slug: str) -> HttpResponse:
+    """Records (reason required) or clears a NetworkPolicy exemption; audited by dashboard.trust."""
+    plugin = get_object_or_404(Plugin, slug=slug)
+    back = f"/plugins/{plugin.slug}/"
+    if request.POST.get("action") == "clear":
+        trust.set_netpol_exemption(plugin, "", request.user)
+        messages.success(request, f"The NetworkPolicy exemption of {plugin.name} is cleared.")
+        return redirect(back)
+    reason = request.POST.get("reason", "").strip()
+    if not reason:
+        messages.error(request, "An exemption needs a reason: say why this plugin may qualify without NetworkPolicy.")
+        return redirect(back)
+    try:
+        trust.set_netpol_exemption(plugin, reason, request.user)
+    except trust.TrustError as exc:
+        messages.error(request, exc.message)
+        return redirect(back)
+    messages.success(request, f"{plugin.name} is exempt from netpol-allow-deny: “{reason}”.")
+    return redirect(back)
 
 
 @require_GET

@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
+import math
+
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
 from dashboard.catalog import Proxier
 from dashboard.clusters import ClusterError, register_cluster
 from dashboard.models import Plugin, Vendor
+from dashboard.ratelimit import registration_wait
 from dashboard.roles import is_maintainer, vendor_ids
 
-from .access import login_required, forbidden
+from .access import forbidden, login_required
 
 MAX_UPLOAD = 256 * 1024
 
 
 @require_http_methods(["GET", "POST"])
+@never_cache  # a refused form shows the pasted kubeconfig again: never keep it in a cache
 @login_required
 def register(request: HttpRequest) -> HttpResponse:
     maintainer = is_maintainer(request.user)
@@ -27,6 +32,13 @@ def register(request: HttpRequest) -> HttpResponse:
     plugins = Plugin.objects.all() if maintainer else Plugin.objects.filter(vendors__in=vendors).distinct()
     context = {"plugins": plugins, "proxiers": Proxier.values, "data": request.POST, "error": None, "field": ""}
     if request.method == "POST":
+        wait = registration_wait(request, f"user:{request.user.pk}")
+        if wait:
+            minutes = max(1, math.ceil(wait / 60))
+            context.update(error=f"Too many cluster registrations; try again in {minutes} min.")
+            response = render(request, "clusters/register.html", context, status=429)
+            response["Retry-After"] = str(math.ceil(wait))
+            return response
         text = request.POST.get("kubeconfig_text", "")
         upload = request.FILES.get("kubeconfig")
         if upload is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.contrib import messages
@@ -17,7 +18,8 @@ from dashboard.models import AuditEvent, SignOff, Submission
 from .access import maintainer_required
 from .report import markdown_report
 
-AUDIT_SHOWN = 100
+AUDIT_SHOWN = 10  # the newest; /audit/ has the whole trail
+RELEASE = re.compile(r"^1\.\d{1,3}$")
 PENDING_SHOWN = 50
 
 
@@ -37,7 +39,8 @@ def review_page(request: HttpRequest) -> HttpResponse:
         "readiness": evaluation, "transition": transition, "pending": pending,
         "pending_total": Submission.objects.filter(status=Submission.Status.PENDING).count(),
         "signoffs": list(SignOff.objects.select_related("maintainer").defer("snapshot")[:20]),
-        "audit": list(AuditEvent.objects.all()[:AUDIT_SHOWN]),
+        "audit": list(AuditEvent.objects.order_by("-id")[:AUDIT_SHOWN]),
+        "audit_total": AuditEvent.objects.count(),
     })
 
 
@@ -55,13 +58,18 @@ def sign_off(request: HttpRequest) -> HttpResponse:
     if not comment:
         messages.error(request, "A sign-off needs a comment: say why the evidence is enough.")
         return redirect("/review/")
+    release = request.POST.get("kubernetes_release", "").strip().lstrip("v")
+    if not RELEASE.match(release):
+        messages.error(request, "A sign-off names the Kubernetes release the stage ships in, as 1.N (SCTP: "
+                       "alpha 1.12, beta 1.19, GA 1.20).")
+        return redirect("/review/")
     ready = next(t["ready"] for t in evaluation["transitions"] if t["from"] == from_stage)
     with transaction.atomic():
         signoff = SignOff.objects.create(from_stage=from_stage, to_stage=to_stage, maintainer=request.user,
-                                         comment=comment, snapshot=evaluation)
+                                         comment=comment, snapshot=evaluation, kubernetes_release=release)
         AuditEvent.record(request.user.get_username(), "signoff", f"{from_stage} → {to_stage}",
-                          signoff=str(signoff.uuid), comment=comment, criteria_met=ready)
-    messages.success(request, f"Signed off {from_stage} → {to_stage}. The verdicts and evidence are frozen "
+                          signoff=str(signoff.uuid), comment=comment, criteria_met=ready, kubernetes_release=release)
+    messages.success(request, f"Signed off {from_stage} → {to_stage} in Kubernetes {release}. The verdicts and evidence are frozen "
                      "in the sign-off.")
     return redirect(f"/review/signoffs/{signoff.uuid}/")
 

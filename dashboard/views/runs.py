@@ -14,6 +14,7 @@ from django.shortcuts import get_object_or_404, render
 from dashboard.api import serializers
 from dashboard.models import Run
 
+from .fingerprint import facts
 from .outcomes import cell
 
 ACTIVE = (Run.State.QUEUED, Run.State.RUNNING)
@@ -32,7 +33,7 @@ def _context(run_id: int) -> dict[str, Any]:
     done = sum(1 for t in tests if t["outcome"] not in ("queued", "running"))
     conformance = [{"key": key, **res, **cell(res["outcome"])} for key, res in data["conformance"].items()]
     return {"run": run, "data": data, "tests": tests, "conformance": conformance, "active": run.state in ACTIVE, "done": done,
-            "total": len(tests), "fingerprint": sorted((run.fingerprint or {}).items())}
+            "total": len(tests), "facts": facts(run.fingerprint) if run.fingerprint else None}
 
 
 def run_junit(request: HttpRequest, run_id: int) -> HttpResponse:

@@ -12,25 +12,29 @@ from typing import Any, Callable
 
 from django import forms
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
+from django.contrib.auth.views import redirect_to_login
 from django.core.validators import URLValidator, validate_email
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from dashboard import schedules as ops
+from dashboard import trust
 from dashboard.catalog import Battery
 from dashboard.models import AuditEvent, Cluster, NotificationChannel, NotificationLog, Schedule
 from dashboard.roles import is_maintainer
 
+from .access import forbidden
+
 
 def maintainer_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Anonymous visitors log in; others get the styled 403 page (a refusal, not an exception)."""
     @wraps(view)
-    @login_required
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not request.user.is_authenticated:
+            return redirect_to_login(request.get_full_path())
         if not is_maintainer(request.user):
-            raise PermissionDenied("Only maintainers manage schedules.")
+            return forbidden(request, "Only maintainers manage schedules.")
         return view(request, *args, **kwargs)
 
     return wrapper
@@ -70,8 +74,12 @@ def _list(request: HttpRequest, cluster: Cluster | None) -> HttpResponse:
     qs = Schedule.objects.filter(cluster=cluster) if cluster else Schedule.objects.all()
     rows = ops.statuses(qs)
     form = ScheduleForm(initial={"cluster": cluster.name} if cluster else None)
+    # One warning per cluster whose periodic basic job is spoilt by connectivity runs (trust.py).
+    clusters = {row.schedule.cluster_id: row.schedule.cluster for row in rows}
+    conflicts = [{"cluster": c.name, "text": text} for c in clusters.values()
+                 if (text := trust.periodic_conflict(c))]
     return render(request, "schedules/list.html", {
-        "rows": rows, "form": form, "cluster": cluster,
+        "rows": rows, "form": form, "cluster": cluster, "conflicts": conflicts,
         "channels": NotificationChannel.objects.all(),
     })
 

@@ -8,6 +8,8 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
 from dashboard.catalog import ALL_KEYS, CATALOG, Proxier
@@ -15,7 +17,7 @@ from dashboard.models import Plugin, Submission, Vendor
 from dashboard.roles import is_maintainer, vendor_ids
 from dashboard.submissions import SubmissionError, create_submission, review
 
-from .access import maintainer_required, vendor_required
+from .access import forbidden, login_required, maintainer_required, vendor_required
 from .outcomes import cell
 
 PAGE_SIZE = 50
@@ -59,19 +61,28 @@ def submission_detail(request: HttpRequest, sub_id: int) -> HttpResponse:
     report = sub.report or {}
     qualifying = dict(report.get("qualifying") or {"qualifying": sub.qualifying})
     # The ingest report says nothing when the file qualifies; the stored flags say why.
-    qualifying["reason"] = qualifying.get("reason") or sub.qualifying_reason
+    # The stored flags name what is missing or failed; the report's reason may only say "not qualifying".
+    reason = sub.qualifying_reason or qualifying.get("reason") or ""
+    if reason.strip().lower() in ("qualifying", "not qualifying", "qualifies", "does not qualify"):
+        reason = ""
+    qualifying["reason"] = reason
     return render(request, "submissions/detail.html", {
         "sub": sub, "rows": _report_rows(sub), "report": report,
         "qualifying": qualifying,
         "can_review": is_maintainer(request.user),
         "is_own": sub.vendor_id in vendor_ids(request.user),
+        "can_download": is_maintainer(request.user) or sub.vendor_id in vendor_ids(request.user),
         "version_mismatch": bool(sub.detected_kubernetes_version)
         and sub.detected_kubernetes_version.lstrip("v") != sub.kubernetes_version.lstrip("v"),
     })
 
 
-@maintainer_required
+@login_required
 def submission_download(request: HttpRequest, sub_id: int) -> HttpResponse:
+    """Maintainers download any file; a vendor's members download their own uploads."""
+    owner = get_object_or_404(Submission.objects.only("id", "vendor_id"), pk=sub_id).vendor_id
+    if not (is_maintainer(request.user) or owner in vendor_ids(request.user)):
+        return forbidden(request, "Only maintainers and the vendor that uploaded it may download a submission's file.")
     sub = get_object_or_404(Submission.objects.only("id", "content", "filename", "kind"), pk=sub_id)
     response = HttpResponse(bytes(sub.content), content_type="application/octet-stream")
     name = (sub.filename or f"submission-{sub.id}").replace('"', "")
@@ -123,7 +134,8 @@ def submission_new(request: HttpRequest) -> HttpResponse:
             status, error = exc.status, exc.message
             existing = exc.extra.get("existing_id")
             if existing:
-                error += f" (see /submissions/{existing}/)"
+                url = reverse("submission", args=[existing])
+                error = format_html('{} — <a href="{}">open submission {}</a>', exc.message, url, existing)
         else:
             messages.success(request, f"Submission {sub.id} received; it waits for a maintainer's review.")
             return redirect(sub.get_absolute_url())

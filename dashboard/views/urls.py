@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import clusters, matrix, plugins, review, runs, submissions
+from . import audit, clusters, matrix, plugins, review, runs, submissions
 
 urlpatterns = [
     path("matrix/", matrix.matrix, name="matrix"),
     path("clusters/", clusters.cluster_list, name="clusters"),
     path("clusters/<slug:name>/", clusters.cluster_detail, name="cluster"),
     path("clusters/<slug:name>/run/", clusters.run_now, name="cluster-run-now"),
+    path("clusters/<slug:name>/approve/", clusters.approve, name="cluster-approve"),
+    path("clusters/<slug:name>/basic-only/", clusters.basic_only, name="cluster-basic-only"),
+    path("plugins/<slug:slug>/netpol-exemption/", plugins.netpol_exemption, name="plugin-netpol-exemption"),
     path("runs/<int:run_id>/", runs.run_detail, name="run"),
     path("runs/<int:run_id>/progress/", runs.run_progress, name="run-progress"),
     path("runs/<int:run_id>/junit.xml", runs.run_junit, name="run-junit"),
@@ -25,4 +28,5 @@ urlpatterns = [
     path("review/signoff/", review.sign_off, name="signoff"),
     path("review/signoffs/<uuid:uuid>/", review.signoff_detail, name="signoff-detail"),
     path("review/report.md", review.report_md, name="report"),
+    path("audit/", audit.audit_list, name="audit"),
 ]

@@ -24,7 +24,9 @@ def test_two_workers_of_four_processes_lose_no_result_and_duplicate_no_run():
     profiles = [profile(name=f"drill-pg-{i:02d}", proxier=("iptables", "ipvs")[i % 2]) for i in range(CLUSTERS)]
     with lab_clusters(*profiles) as (_, clusters):
         with celery_worker(concurrency=4) as first, celery_worker(concurrency=4, queue=first["queue"]):
-            ids = [request_run(c, "basic").pk for _ in range(RUNS_PER_CLUSTER) for c in clusters.values()]
+            # Two batteries per cluster: a second request for a battery still queued is that run.
+            ids = [request_run(c, battery).pk for battery in ("basic", "all")[:RUNS_PER_CLUSTER]
+                   for c in clusters.values()]
             wait_for(lambda: not Run.objects.filter(pk__in=ids, state__in=["queued", "running"]).exists(), 120,
                      f"{len(ids)} runs on {connection.vendor}", first["log"])
 

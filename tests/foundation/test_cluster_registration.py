@@ -96,6 +96,8 @@ def test_the_registration_page_shows_the_validation_error(client, vendor_user, l
     resp = client.post("/clusters/new/", form(lab, kubeconfig_text="users: [", kubeconfig=""))
     assert resp.status_code == 400
     assert "kubeconfig" in resp.content.decode()
+    # The pasted text stays in the form to be fixed (only for the one who pasted it, never cached).
+    assert ">users: [</textarea>" in resp.content.decode() and "no-store" in resp["Cache-Control"]
     assert not Cluster.objects.exists()
 
 

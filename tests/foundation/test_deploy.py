@@ -29,6 +29,14 @@ def test_production_mode_passes_check_deploy_without_warnings():
     assert "no issues" in result.stdout
 
 
+def test_production_mode_without_a_field_encryption_key_fails_check_deploy():
+    result = manage("check", "--deploy", DEBUG="false",
+                    SECRET_KEY="k" * 20 + "-production-secret-key-with-enough-entropy-3f9a1c7e",
+                    ALLOWED_HOSTS="sctp.example.org", FIELD_ENCRYPTION_KEY="")
+    assert result.returncode != 0
+    assert "dashboard.E001" in result.stderr + result.stdout and "FIELD_ENCRYPTION_KEY" in result.stderr
+
+
 def test_development_defaults_do_fail_check_deploy():
     result = manage("check", "--deploy", "--fail-level", "WARNING", DEBUG="true")
     assert result.returncode != 0

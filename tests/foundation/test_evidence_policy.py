@@ -183,7 +183,7 @@ def test_the_sign_off_snapshot_and_the_report_say_emulated_and_not_counted(clien
     real = f.run(f.cluster("cilium-prod", plugin_slug="cilium"))
     client.force_login(maintainer)
     assert client.post("/review/signoff/", {"from_stage": "alpha", "to_stage": "beta",
-                                            "comment": "looked at it"}).status_code == 302
+                                            "comment": "looked at it", "kubernetes_release": "1.19"}).status_code == 302
     snapshot = SignOff.objects.get().snapshot
     entries = [e for t in snapshot["transitions"] for c in t["criteria"] for e in c["evidence"]]
     lab_entries = [e for e in entries if e["kind"] == "run" and e["id"] == run.id]

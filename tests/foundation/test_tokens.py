@@ -24,7 +24,8 @@ def test_issue_token_prints_a_token_as_the_last_line_and_stores_only_its_digest(
     assert token.startswith("sctp_") and len(token) > 40
     assert stored.digest == token_digest(token)
     assert token not in (stored.digest, stored.hint)
-    assert stored.hint == token[:10]
+    # The hint is the token's public id, never a character of its secret part.
+    assert stored.hint == token[:11] and token[11] == "_" and token[12:] not in stored.hint
 
 
 def test_issue_token_creates_unknown_plugins_out_of_tree_with_network_policy():

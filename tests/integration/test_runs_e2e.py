@@ -53,7 +53,7 @@ def test_two_runs_on_one_cluster_requested_at_once_never_overlap():
     client = Client()
     with lab_clusters(profile(name="busy", faults={"pod_start_delay_s": 0.1})):
         with celery_worker(concurrency=2) as worker:
-            ids = [request_run(client, token, "busy", "basic"), request_run(client, token, "busy", "basic")]
+            ids = [request_run(client, token, "busy", "basic"), request_run(client, token, "busy", "connectivity")]
             wait_for(lambda: all(r.state == "finished" for r in Run.objects.filter(pk__in=ids)), 120,
                      "both runs", worker["log"])
     first, second = sorted(Run.objects.filter(pk__in=ids), key=lambda r: r.started)

@@ -13,6 +13,7 @@ from django.core import mail
 from django.utils.timezone import now
 
 from dashboard import notify
+from workers.tasks import deliver_notification
 from dashboard import schedules as ops
 from dashboard.models import NotificationChannel, NotificationLog, Run, Schedule, ScheduleHealth
 from dashboard.readiness.history import LISTENERS
@@ -25,7 +26,7 @@ pytestmark = pytest.mark.django_db
 
 def deliver_all(ids: list[int]) -> None:
     for pk in ids:
-        notify.deliver.apply(args=[pk])  # eager: retries run at once, their countdown skipped
+        deliver_notification.apply(args=[pk])  # eager: retries run at once, their countdown skipped
 
 
 def test_a_failing_then_answering_webhook_gets_the_event_once_after_retries() -> None:

@@ -101,7 +101,8 @@ def test_query_counts_do_not_grow_with_history(client: Client) -> None:
     before = (queries(client, "/clusters/"), queries(client, "/clusters/calico-a/"))
     grow_history(a, 50)
     grow_history(b, 20)
-    assert (queries(client, "/clusters/"), queries(client, "/clusters/calico-a/")) == before == (4, 4)
+    # the cluster page adds periodic_conflict (3 indexed lookups) when it hosts a schedule
+    assert (queries(client, "/clusters/"), queries(client, "/clusters/calico-a/")) == before == (4, 7)
 
 
 def test_the_grid_is_bounded_to_the_last_thirty_runs(client: Client) -> None:

@@ -83,3 +83,45 @@ def test_every_form_on_the_pages_carries_a_csrf_token(client: Client, maintainer
     for url in ("/review/", f"/submissions/{sub.id}/", "/clusters/calico-a/"):
         body = client.get(url).content.decode()
         assert body.count('method="post"') == body.count('name="csrfmiddlewaretoken"') > 0, url
+
+
+def test_every_refusal_is_the_styled_page_and_logs_no_traceback(client: Client, vendor_user, caplog) -> None:  # type: ignore[no-untyped-def]
+    client.force_login(vendor_user)
+    for url in ("/schedules/", "/review/", "/audit/", "/schedules/channels/"):
+        response = client.get(url)
+        assert response.status_code == 403 and b'class="error-page" data-status="403"' in response.content, url
+    csrf = Client(enforce_csrf_checks=True)
+    csrf.force_login(vendor_user)
+    response = csrf.post("/submissions/new/", {})
+    assert response.status_code == 403 and b'data-status="403"' in response.content
+    assert not [r for r in caplog.records if r.exc_info], "a refusal logged a traceback"
+
+
+def test_a_raised_permission_denied_is_styled_and_logged_without_traceback(rf) -> None:  # type: ignore[no-untyped-def]
+    import logging
+
+    from django.core.exceptions import PermissionDenied
+
+    from dashboard.logfilters import RefusalWithoutTraceback
+
+    try:
+        raise PermissionDenied("no")
+    except PermissionDenied:
+        import sys
+
+        record = logging.LogRecord("django.request", logging.WARNING, __file__, 1, "Forbidden: /x/", (), sys.exc_info())
+    assert RefusalWithoutTraceback().filter(record) and record.exc_info is None
+    body = Client().get("/no/such/page/")
+    assert body.status_code == 404 and b'data-status="404"' in body.content
+
+
+def test_a_raised_permission_denied_renders_the_styled_page(rf) -> None:  # type: ignore[no-untyped-def]
+    from django.contrib.auth.models import AnonymousUser
+    from django.core.exceptions import PermissionDenied
+    from django.views.defaults import permission_denied
+
+    request = rf.get("/somewhere/")
+    request.user = AnonymousUser()
+    response = permission_denied(request, PermissionDenied("Only maintainers may look here."))
+    assert response.status_code == 403
+    assert b'data-status="403"' in response.content and b"Only maintainers may look here." in response.content

@@ -39,7 +39,7 @@ def test_it_says_what_changed_since_the_last_sign_off(client: Client, maintainer
     factories.run(factories.cluster("cilium-b", plugin_slug="cilium"))
     body = client.get("/").content.decode()
     assert "Changed since the last sign-off: was <strong>unmet</strong>" in body
-    assert "Last sign-off: alpha → beta by maria" in body
+    assert "Signed off alpha → beta by maria" in body
 
 
 def test_its_query_count_does_not_grow_with_history(client: Client) -> None:

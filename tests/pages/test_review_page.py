@@ -24,15 +24,18 @@ def test_the_page_lists_pending_submissions_and_the_next_transition(client: Clie
 
 def test_a_sign_off_freezes_the_evaluation_and_moves_the_stage(client: Client, maintainer) -> None:  # type: ignore[no-untyped-def]
     client.force_login(maintainer)
-    response = client.post("/review/signoff/", {"from_stage": "alpha", "to_stage": "beta",
+    response = client.post("/review/signoff/", {"from_stage": "alpha", "to_stage": "beta", "kubernetes_release": "1.19",
                                                 "comment": "periodic job green for a week"})
     signoff = SignOff.objects.get()
+    assert signoff.kubernetes_release == "1.19"
     assert response.status_code == 302 and response["Location"] == f"/review/signoffs/{signoff.uuid}/"
     assert signoff.snapshot["stage"] == "alpha" and signoff.maintainer == maintainer
     assert {c["key"] for t in signoff.snapshot["transitions"] for c in t["criteria"]} >= {"tests-written"}
     assert readiness.current_stage() == "beta"
     event = AuditEvent.objects.get(action="signoff")
     assert (event.actor, event.target, event.detail["criteria_met"]) == ("maria", "alpha → beta", False)
+    assert event.detail["kubernetes_release"] == "1.19"
+    assert "since Kubernetes 1.19" in client.get("/").content.decode()
     # Later evidence does not change what the sign-off saw.
     factories.run(factories.cluster("calico-a"))
     page = client.get(f"/review/signoffs/{signoff.uuid}/").content.decode()
@@ -47,6 +50,9 @@ def test_a_sign_off_needs_a_comment_and_the_current_stage(client: Client, mainta
     body = client.post("/review/signoff/", {"from_stage": "beta", "to_stage": "stable", "comment": "x"},
                        follow=True).content.decode()
     assert "only alpha → beta can be signed off" in body
+    body = client.post("/review/signoff/", {"from_stage": "alpha", "to_stage": "beta", "comment": "x",
+                                            "kubernetes_release": "soon"}, follow=True).content.decode()
+    assert "names the Kubernetes release" in body
     assert not SignOff.objects.exists()
 
 
@@ -68,7 +74,7 @@ def test_the_audit_log_lists_who_did_what(client: Client, maintainer) -> None:  
     AuditEvent.record("victor", "submission.create", "submission 7", plugin="calico")
     client.force_login(maintainer)
     body = client.get("/review/").content.decode()
-    assert "victor" in body and "submission.create" in body and "plugin=calico" in body
+    assert "victor" in body and "submission.create" in body and "plugin: calico" in body
 
 
 def test_query_counts_do_not_grow_with_history(client: Client, maintainer) -> None:  # type: ignore[no-untyped-def]
@@ -81,4 +87,4 @@ def test_query_counts_do_not_grow_with_history(client: Client, maintainer) -> No
     grow_submissions(60)
     for i in range(30):
         AuditEvent.record("maria", "submission.verify", f"submission {i}")
-    assert (queries(client, "/review/"), queries(client, "/review/report.md")) == before == (24, 24)
+    assert (queries(client, "/review/"), queries(client, "/review/report.md")) == before == (25, 24)

@@ -33,7 +33,9 @@ def test_a_vendor_uploads_a_junit_file_and_lands_on_its_report(client: Client, v
     assert 'data-key="hostport-kubenet" data-outcome="skipped"' in body
     assert 'data-key="pod-to-loadbalancer" data-outcome="not_run"' in body and "missing from the file" in body
     assert sub.sha256 in body and "Qualifies" in body
-    assert "Download the original file" not in body  # the original is for maintainers only
+    assert "Download the original file" in body  # its own upload
+    download = client.get(f"/submissions/{sub.id}/download/")
+    assert download.status_code == 200 and download.content == sctp_junit()
 
 
 def test_the_same_file_twice_is_refused_with_a_link_to_the_first(client: Client, vendor_user) -> None:  # type: ignore[no-untyped-def]
@@ -41,7 +43,7 @@ def test_the_same_file_twice_is_refused_with_a_link_to_the_first(client: Client,
     _upload(client, sctp_junit())
     again = _upload(client, sctp_junit())
     first = Submission.objects.get()
-    assert again.status_code == 409 and f"/submissions/{first.id}/" in again.content.decode()
+    assert again.status_code == 409 and f'<a href="/submissions/{first.id}/">open submission {first.id}</a>' in again.content.decode()
 
 
 def test_a_bad_field_re_renders_the_form_with_the_reason(client: Client, vendor_user) -> None:  # type: ignore[no-untyped-def]
@@ -83,6 +85,25 @@ def test_a_maintainer_downloads_the_original_file(client: Client, maintainer) ->
     response = client.get(f"/submissions/{sub.id}/download/")
     assert response.status_code == 200 and response.content == bytes(sub.content)
     assert response["Content-Disposition"].startswith("attachment")
+
+
+def test_another_vendor_may_not_download_the_file(client: Client, other_vendor_user) -> None:  # type: ignore[no-untyped-def]
+    sub = factories.submission("calico")
+    client.force_login(other_vendor_user)
+    response = client.get(f"/submissions/{sub.id}/download/")
+    assert response.status_code == 403 and b"Not allowed" in response.content
+    assert "Download the original file" not in client.get(f"/submissions/{sub.id}/").content.decode()
+
+
+def test_a_rejected_submission_says_it_never_counts(client: Client, maintainer) -> None:  # type: ignore[no-untyped-def]
+    sub = factories.submission("calico", status="rejected")
+    body = client.get(f"/submissions/{sub.id}/").content.decode()
+    assert "never counts towards the criteria" in body and "once a maintainer verifies it" not in body
+
+
+def test_anonymous_visitors_learn_how_vendors_submit(client: Client) -> None:
+    body = client.get("/submissions/").content.decode()
+    assert "How vendors submit" in body and 'href="/api/v1/docs/"' in body and 'href="/submissions/new/"' in body
 
 
 def test_the_list_filters_by_plugin_and_status_and_marks_the_vendors_own(client: Client, vendor_user) -> None:  # type: ignore[no-untyped-def]

@@ -65,7 +65,8 @@ def test_the_agent_posts_an_all_run_that_shows_as_pending_agent_evidence(live_se
     import urllib.request
     with urllib.request.urlopen(live_server.url + f"/runs/{run.pk}/", timeout=10) as answer:
         page = answer.read().decode()
-    assert "pending agent evidence" in page and "approves cluster calico-prod" in page
+    assert "Pending agent evidence" in page and "approves cluster calico-prod" in page
+    assert "posted by the in-cluster agent" in page
     # the readiness API lists it as evidence that does not count, and says why
     with urllib.request.urlopen(live_server.url + "/api/v1/readiness/", timeout=30) as answer:
         readiness = json.loads(answer.read())

@@ -48,6 +48,12 @@ class Command(BaseCommand):
 
     def handle(self, *args, **opts):  # type: ignore[no-untyped-def]
         env = os.environ.copy()
+        # The lab listens on the loopback, where cluster servers are otherwise refused
+        # (workers/netguard.py): the demo allows exactly that, for every process it starts.
+        allowed = [n for n in (env.get("CLUSTER_ALLOWED_NETWORKS") or "").split(",") if n.strip()]
+        if "127.0.0.0/8" not in allowed:
+            allowed.append("127.0.0.0/8")
+        env["CLUSTER_ALLOWED_NETWORKS"] = settings.CLUSTER_ALLOWED_NETWORKS = ",".join(allowed)
         embedded = settings.EMBEDDED_BROKER
         if not embedded and not redis_reachable(settings.CELERY_BROKER_URL):
             embedded = True
@@ -58,24 +64,30 @@ class Command(BaseCommand):
         if opts["setup_only"]:
             return
         py, manage = sys.executable, str(settings.BASE_DIR / "manage.py")
+        self.serve_like_production(env)
+        # DEBUG=false hashes static file names: collect them with the children's settings.
+        subprocess.run([py, manage, "collectstatic", "--noinput", "-v", "0"], env=env, cwd=settings.BASE_DIR,
+                       check=True)
         procs: dict[str, tuple[list[str], subprocess.Popen]] = {}
         restarts: dict[str, int] = {}
 
         def start(name: str, argv: list[str]) -> None:
             procs[name] = (argv, subprocess.Popen(argv, env=env, cwd=settings.BASE_DIR))
 
+        # The web first: the first page should not wait for the lab and the workers to boot.
+        if not opts["no_web"]:
+            start("web", [py, manage, "runserver", WEB, "--noreload"])
         start("lab", [py, manage, "lab", "--profiles", str(settings.BASE_DIR / "lab" / "profiles"),
                       "--port", str(LAB_PORT), "--register", "--kickoff"])
         celery = [py, "-m", "celery", "-A", "workers"]
         start("worker", celery + ["worker", "-l", "warning", "--concurrency", "4", "-n", "demo@%h"])
         start("beat", celery + ["beat", "-l", "warning", "-s", str(settings.VAR_DIR / "celerybeat-schedule")])
-        if not opts["no_web"]:
-            start("web", [py, manage, "runserver", WEB, "--noreload"])
         # Two vendor submissions made from the lab's own runs once they finish (emulated: never counted).
         threading.Thread(target=self.seed_submissions, name="demo-seed", daemon=True).start()
         self.stdout.write(self.style.SUCCESS(f"\nSCTP readiness dashboard: http://{WEB}/  ({broker})"))
         self.stdout.write("Log in as maintainer / maintainer-demo, calico-vendor / calico-demo, "
-                          "cilium-vendor / cilium-demo. Ctrl-C stops everything.\n")
+                          "cilium-vendor / cilium-demo; the Django admin (/admin/) as admin / admin-demo. "
+                          "Ctrl-C stops everything.\n")
         stop = False
 
         def on_signal(signum, frame):  # type: ignore[no-untyped-def]
@@ -107,6 +119,18 @@ class Command(BaseCommand):
                     proc.wait(timeout=10)
                 except subprocess.TimeoutExpired:
                     proc.kill()
+
+    @staticmethod
+    def serve_like_production(env: dict[str, str]) -> None:
+        """The demo is seen by visitors: no debug pages (a 404 would list every URL pattern).
+        Plain HTTP on a local port, so no HTTPS redirect and no secure-only cookies; the
+        operator's own DEBUG / ALLOWED_HOSTS win when set."""
+        env.setdefault("DEBUG", "false")
+        env.setdefault("SECURE_SSL_REDIRECT", "false")
+        env.setdefault("SECURE_COOKIES", "false")
+        host = WEB.rsplit(":", 1)[0].strip("[]")
+        if "ALLOWED_HOSTS" not in env:
+            env["ALLOWED_HOSTS"] = "*" if host in ("0.0.0.0", "::", "") else f"{host},127.0.0.1,localhost"
 
     def seed_submissions(self) -> None:
         from django.db import connection

@@ -40,6 +40,7 @@ class Command(BaseCommand):
         for name in server.clusters:
             self.stdout.write(f"lab cluster {name}: {public or server.base_url}/clusters/{name}")
         if opts["register"]:
+            self.warn_unless_allowed(public or server.base_url)
             clusters = register(server, public)
             self.stdout.write(f"registered {len(clusters)} lab clusters")
             if opts["kickoff"]:
@@ -51,3 +52,13 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, lambda *a: stop.set())
         stop.wait()
         server.stop()
+
+    def warn_unless_allowed(self, url: str) -> None:
+        """Lab clusters live on the loopback or a private network: say so when workers will refuse them."""
+        from workers.netguard import ServerNotAllowed, check_server
+
+        try:
+            check_server(url)
+        except ServerNotAllowed as exc:
+            self.stderr.write(f"warning: runs on the lab clusters will be refused: {exc}; "
+                              "allow the lab's network explicitly, e.g. CLUSTER_ALLOWED_NETWORKS=127.0.0.0/8")

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('dashboard', '0010_published_readiness'),
+        ('dashboard', '0011_merge_hardening_published_readiness'),
     ]
 
     operations = [
