@@ -7,8 +7,9 @@ checking reads the form first), so a 400 MB body was written out before its send
 - a `Content-Length` over the path's limit is answered 413 (JSON on the API): uploads may
   carry `SUBMISSION_MAX_BYTES` plus the form around the file, everything else
   `REQUEST_MAX_BYTES`;
-- an API POST without a valid token, and a page POST with a body by someone not logged in
-  beyond a log-in form's size, are answered 401 without reading.
+- a page POST with a body by someone not logged in beyond a log-in form's size is answered 401
+  without reading (the API refuses a missing or bad token itself, also unread, after counting
+  the attempt in its throttles).
 
 A pure function (`refusal`) decides; the middleware only applies it, so an API framework can
 call the same function.
@@ -62,12 +63,10 @@ def refusal(request: HttpRequest, *, authenticated: Callable[[], bool]) -> Refus
     limit = body_limit(request.path)
     if length > limit:
         return Refusal(413, f"the request body ({length} bytes) is larger than the {limit} bytes allowed here")
-    if length and request.path.startswith(API_PREFIX) and not authenticated():
-        from dashboard.api.auth import bearer
-
-        if bearer(request) is None:  # the API's own words (dashboard.api.auth)
-            return Refusal(401, "missing token: send the header 'Authorization: Token <token>'")
-        return Refusal(401, "invalid or revoked token")
+    # An API POST without a valid token is refused by the API itself, unread: its views run the
+    # throttles (per token and address, so guessing tokens is limited) and then the permission
+    # classes before anything touches the body (dashboard/api/views.py ApiView.initial;
+    # tests/api/test_drf_api.py posts to every operation to check it).
     if length > ANONYMOUS_FORM_BYTES and not request.path.startswith(API_PREFIX) and not authenticated():
         return Refusal(401, "log in before uploading")
     return None

@@ -1,4 +1,7 @@
-"""Rate limits on the token API and the login, counted in Django's cache.
+"""The log-in lockout and the cluster registration limit, counted in Django's cache.
+
+The token API's request limits are DRF throttles (dashboard/api/throttles.py); all of them key
+a client by `client_ip` below.
 
 Fixed windows: a counter per (scope, identity, window) whose key names the window, so that it
 expires by itself and a backend that resets a key's timeout on `incr` cannot stretch it. When
@@ -13,7 +16,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from django import forms
 from django.conf import settings
@@ -24,12 +27,9 @@ from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import LoginView
 from django.core.exceptions import PermissionDenied
 from django.core.cache import caches
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 
 log = logging.getLogger(__name__)
-
-API_PREFIX = "/api/v1/"
-
 
 @dataclass(frozen=True)
 class Limit:
@@ -102,41 +102,6 @@ def client_ip(request: HttpRequest) -> str:
         if forwarded:
             return forwarded[-1]
     return request.META.get("REMOTE_ADDR", "") or "unknown"
-
-
-def too_many(seconds: float, message: str) -> JsonResponse:
-    wait = math.ceil(seconds)
-    response = JsonResponse({"error": f"{message}; retry in {wait} s", "retry_after": wait}, status=429)
-    response["Retry-After"] = str(wait)
-    return response
-
-
-class ApiRateLimitMiddleware:
-    """Limits POSTs to the token API per token and per client IP (GETs are public reads)."""
-
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.method == "POST" and request.path.startswith(API_PREFIX):
-            refused = self.check(request)
-            if refused is not None:
-                return refused
-        return self.get_response(request)
-
-    @staticmethod
-    def check(request: HttpRequest) -> HttpResponse | None:
-        from dashboard.api.auth import bearer
-
-        token = bearer(request)
-        if token:
-            wait = Limiter("api-token", Limit.parse(settings.API_RATE_LIMIT_TOKEN)).hit(token)
-            if wait:
-                return too_many(wait, f"too many requests with this token (limit {settings.API_RATE_LIMIT_TOKEN} s)")
-        wait = Limiter("api-ip", Limit.parse(settings.API_RATE_LIMIT_IP)).hit(client_ip(request))
-        if wait:
-            return too_many(wait, f"too many requests from this address (limit {settings.API_RATE_LIMIT_IP} s)")
-        return None
 
 
 def registration_wait(request: HttpRequest, identity: str) -> float:

@@ -43,6 +43,10 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_celery_beat",
+    "rest_framework",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "dashboard",
 ]
 
@@ -273,7 +277,8 @@ else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "dashboard_cache"}}
 
 # "N/S": at most N requests in S seconds. POSTs to /api/v1/ count per token and per client IP
-# (GETs are public, cheap reads and are not limited); failed logins count per user name + IP.
+# (GETs are public, cheap reads and are not limited; DRF throttles in dashboard/api/throttles.py);
+# failed logins count per user name + IP (dashboard/ratelimit.py).
 API_RATE_LIMIT_TOKEN = env("API_RATE_LIMIT_TOKEN", "120/60")
 API_RATE_LIMIT_IP = env("API_RATE_LIMIT_IP", "300/60")
 LOGIN_RATE_LIMIT = env("LOGIN_RATE_LIMIT", "10/900")
@@ -286,9 +291,45 @@ AUTHENTICATION_BACKENDS = ["dashboard.ratelimit.LockoutModelBackend"]
 CLUSTER_REGISTER_RATE_LIMIT = env("CLUSTER_REGISTER_RATE_LIMIT", "10/3600")
 # The client address: REMOTE_ADDR, or the last hop of this header when a trusted proxy sets it.
 RATE_LIMIT_IP_HEADER = env("RATE_LIMIT_IP_HEADER", "")
-MIDDLEWARE.insert(
-    MIDDLEWARE.index("django.contrib.sessions.middleware.SessionMiddleware"), "dashboard.ratelimit.ApiRateLimitMiddleware"
-)
+
+# --- The API (dashboard/api/): Django REST framework, its schema by drf-spectacular ------------
+REST_FRAMEWORK = {
+    # tokens only: the pages' session cookie never authorizes an API call
+    "DEFAULT_AUTHENTICATION_CLASSES": ["dashboard.api.auth.ApiTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
+    "DEFAULT_THROTTLE_CLASSES": ["dashboard.api.throttles.TokenThrottle", "dashboard.api.throttles.AddressThrottle"],
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser", "rest_framework.parsers.FormParser",
+                               "rest_framework.parsers.MultiPartParser"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "dashboard.api.errors.api_exception_handler",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+    "NUM_PROXIES": 0,  # not used (the throttles ask dashboard.ratelimit.client_ip); never trust XFF
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "SCTP readiness dashboard API",
+    "DESCRIPTION": "KEP-614 graduation criteria, battery runs and vendor evidence.",
+    "VERSION": "1",
+    "SCHEMA_PATH_PREFIX": "/api/v1",
+    "SERVE_INCLUDE_SCHEMA": False,  # GET schema/ and docs/ are the schema, not operations in it
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "OutcomeEnum": "dashboard.catalog.Outcome.choices",
+        "BatteryEnum": "dashboard.catalog.Battery.choices",
+        "ProxierEnum": "dashboard.catalog.Proxier.choices",
+        "CatalogBatteryEnum": "dashboard.api.serializers.CATALOG_BATTERIES",
+        "StageEnum": "dashboard.api.serializers.STAGES",
+        "CriterionStatusEnum": "dashboard.api.serializers.CRITERION_STATUSES",
+        "EvidenceKindEnum": "dashboard.api.serializers.EVIDENCE_KINDS",
+        "RunStateEnum": "dashboard.api.serializers.RUN_STATES",
+        "RunTriggerEnum": "dashboard.api.serializers.RUN_TRIGGERS",
+        "SubmissionStatusEnum": "dashboard.api.serializers.SUBMISSION_STATUSES",
+    },
+}
 
 EMAIL_BACKEND = env("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 EMAIL_HOST = env("EMAIL_HOST", "localhost")

@@ -38,13 +38,49 @@ def own_redis_prefix(settings, monkeypatch):  # type: ignore[no-untyped-def]
 def fresh_cache_namespace(settings):  # type: ignore[no-untyped-def]
     """Each test counts rate limits in a cache namespace of its own (Redis outlives tests; never
     cache.clear() there: the cache shares its Redis database with the broker)."""
+    prefix = f"test-{uuid.uuid4().hex}"
     caches = copy.deepcopy(settings.CACHES)
-    caches["default"]["KEY_PREFIX"] = f"test-{uuid.uuid4().hex}"
+    caches["default"]["KEY_PREFIX"] = prefix
     settings.CACHES = caches
     # Many log-ins per test: the default PBKDF2 would cost a third of a second each.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     # No refresh tasks sent to a shared broker nobody consumes in tests; readers recompute.
     settings.READINESS_REFRESH_ON_COMMIT = False
+    redis_cache = caches["default"]["BACKEND"].endswith("RedisCache") and caches["default"]["LOCATION"]
+    yield
+    if redis_cache:
+        forget_keys(redis_cache, prefix)
+    forget_keys(settings.REDIS_URL, settings.REDIS_PREFIX)  # leases a killed worker left
+
+
+def forget_keys(url: str, prefix: str) -> None:
+    """Deletes what the test (and the workers it started) left under its prefix: nothing stays."""
+    import redis
+
+    try:
+        client = redis.Redis.from_url(url, socket_connect_timeout=0.2, socket_timeout=0.5)
+        keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
+        if keys:
+            client.delete(*keys)
+    except redis.RedisError:
+        pass  # Redis is not there (or a test stopped it): then nothing was left in it either
+
+
+@pytest.fixture(autouse=True)
+def api_answers_match_the_schema(monkeypatch):  # type: ignore[no-untyped-def]
+    """Every answer of /api/v1/ a test gets through Django's test client is validated against
+    the schema generated from the code (tests/apischema.py): the operation, the status and the
+    body. A test that expects a refusal still gets a schema-conforming refusal."""
+    from tests import apischema
+
+    original = Client.request
+
+    def request(self, **kwargs):  # type: ignore[no-untyped-def]
+        response = original(self, **kwargs)
+        apischema.check_response(response)
+        return response
+
+    monkeypatch.setattr(Client, "request", request)
 
 
 @pytest.fixture(autouse=True)
@@ -104,6 +140,14 @@ def maintainer_token(maintainer) -> str:  # type: ignore[no-untyped-def]
 @pytest.fixture
 def api(db) -> Client:  # type: ignore[no-untyped-def]
     return Client()
+
+
+@pytest.fixture
+def memory_cache(settings):  # type: ignore[no-untyped-def]
+    """A process-local cache for tests that count queries: with the embedded mode's database
+    cache every cache read is a query too, with Redis none; a count must not depend on that."""
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+                                   "LOCATION": f"test-{uuid.uuid4().hex}"}}
 
 
 def auth(token: str) -> dict[str, str]:

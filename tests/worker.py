@@ -12,9 +12,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-import pytest
 from django.conf import settings
 from django.db import connection
+
+from tests.need import unavailable
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -35,8 +36,8 @@ def redis_or_skip() -> None:
 
     try:
         redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=1).ping()
-    except Exception as exc:  # CI always has Redis; a laptop may not
-        pytest.skip(f"needs Redis at {settings.REDIS_URL}: {exc}")
+    except Exception as exc:  # CI always has Redis (a skip there fails); a laptop may not
+        unavailable(f"needs Redis at {settings.REDIS_URL}: {exc}")
 
 
 def use_broker(url: str, transport_options: dict) -> None:
@@ -78,6 +79,8 @@ def celery_worker(concurrency: int = 1, extra_env: dict[str, str] | None = None,
         "RUN_HEARTBEAT_SECONDS": str(settings.RUN_HEARTBEAT_SECONDS),
         "RUN_HEARTBEAT_TIMEOUT": str(settings.RUN_HEARTBEAT_TIMEOUT),
         "RUN_LEASE_SECONDS": str(settings.RUN_LEASE_SECONDS),
+        # the test's own key prefixes: what the worker leaves in Redis is the test's to remove
+        "CACHE_KEY_PREFIX": settings.CACHES["default"].get("KEY_PREFIX", ""),
         "FIELD_ENCRYPTION_KEY": settings.FIELD_ENCRYPTION_KEY,
         "CLUSTER_ALLOWED_NETWORKS": settings.CLUSTER_ALLOWED_NETWORKS,
         "SECRET_KEY": settings.SECRET_KEY,
@@ -125,3 +128,15 @@ def celery_worker(concurrency: int = 1, extra_env: dict[str, str] | None = None,
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
         logfile.close()
+        if embedded_dir is None:
+            forget_queue(queue)
+
+
+def forget_queue(queue: str) -> None:
+    """Deletes what kombu keeps in Redis for a private queue (its bindings, its lists)."""
+    import redis
+
+    client = redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=1)
+    keys = [f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}", queue,
+            *(k for k in client.scan_iter(match=f"{queue}\x06\x16*", count=1000))]
+    client.delete(*keys)

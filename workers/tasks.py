@@ -1,4 +1,9 @@
-"""Celery tasks: thin wrappers that take primary keys and call plain code."""
+"""Celery tasks: thin wrappers that take primary keys and call plain code.
+
+Each task's body is a plain function next to it (`execute_or_wait`, `reap_stale`,
+`dispatch_lost`, `start_scheduled`, `sweep`), called in-process by the tests with time-machine
+(tests/workers/test_task_bodies.py); the task adds only what Celery owns (retries, names).
+"""
 
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ log = logging.getLogger(__name__)
 BUSY_RETRY_SECONDS = 5
 BUSY_RETRY_MAX_SECONDS = 120
 BUSY_MAX_WAIT = timedelta(hours=1)
+GAVE_UP = "gave-up"
 RUN_HARD_LIMIT_MARGIN = 300  # seconds between the soft limit (the run ends itself) and the kill
 
 
@@ -32,12 +38,13 @@ def busy_countdown(retries: int) -> float:
     return float(min(BUSY_RETRY_MAX_SECONDS, BUSY_RETRY_SECONDS * 2 ** min(retries, 16)))
 
 
-@app.task(bind=True, acks_late=True, max_retries=None,
-          soft_time_limit=settings.RUN_TIME_LIMIT_SECONDS,
-          time_limit=settings.RUN_TIME_LIMIT_SECONDS + RUN_HARD_LIMIT_MARGIN)
-def execute_run(self, run_id: int) -> str:  # type: ignore[no-untyped-def]
+def execute_or_wait(run_id: int, *, worker: str = "", task_id: str = "") -> str:
+    """Runs the run; BUSY when its cluster's lease is held and it should be tried again later.
+
+    A run still waiting an hour after it was requested ends in error ("gave-up") instead.
+    """
     try:
-        outcome = runner.execute(run_id, worker=self.request.hostname or "", task_id=self.request.id or "")
+        outcome = runner.execute(run_id, worker=worker, task_id=task_id)
     except LeaseUnavailable as exc:
         # Redis went away between delivering the task and the lease: the run was not claimed.
         # Forget the dispatch so dispatch_pending sends it again once Redis is back (no retry
@@ -51,15 +58,28 @@ def execute_run(self, run_id: int) -> str:  # type: ignore[no-untyped-def]
         if created is not None and now() - created > BUSY_MAX_WAIT:
             waiting.update(state=Run.State.ERROR, finished=now(),
                            error="the cluster stayed busy with another run for an hour")
-            return outcome
+            return GAVE_UP
         # Still in flight: dispatch_pending must not take it for lost and send it a second time.
         waiting.update(dispatched=now())
-        raise self.retry(countdown=busy_countdown(self.request.retries or 0))
     return outcome
+
+
+@app.task(bind=True, acks_late=True, max_retries=None,
+          soft_time_limit=settings.RUN_TIME_LIMIT_SECONDS,
+          time_limit=settings.RUN_TIME_LIMIT_SECONDS + RUN_HARD_LIMIT_MARGIN)
+def execute_run(self, run_id: int) -> str:  # type: ignore[no-untyped-def]
+    outcome = execute_or_wait(run_id, worker=self.request.hostname or "", task_id=self.request.id or "")
+    if outcome == runner.BUSY:
+        raise self.retry(countdown=busy_countdown(self.request.retries or 0))
+    return runner.BUSY if outcome == GAVE_UP else outcome  # the run's error says it gave up
 
 
 @app.task
 def reap_stale_runs() -> list[int]:
+    return reap_stale()
+
+
+def reap_stale() -> list[int]:
     """Ends runs whose worker died: no heartbeat within RUN_HEARTBEAT_TIMEOUT."""
     cutoff = now() - timedelta(seconds=settings.RUN_HEARTBEAT_TIMEOUT)
     stale = list(
@@ -88,6 +108,10 @@ def release_dead_lease(cluster_id: int, run_id: int) -> None:
 
 @app.task
 def dispatch_pending() -> int:
+    return dispatch_lost()
+
+
+def dispatch_lost() -> int:
     """Sends queued runs the broker never got (it was down) or lost (it restarted)."""
     from dashboard.runs import dispatch
 
@@ -103,6 +127,10 @@ def dispatch_pending() -> int:
 
 @app.task
 def run_schedule(schedule_id: int) -> int | None:
+    return start_scheduled(schedule_id)
+
+
+def start_scheduled(schedule_id: int) -> int | None:
     """Beat's entry point for a periodic battery; safe when two beats fire at once."""
     from dashboard.runs import request_run
 
@@ -144,6 +172,10 @@ def refresh_readiness(reason: str = "every minute") -> bool:
 
 @app.task(soft_time_limit=600, time_limit=660)
 def sweep_cluster(cluster_id: int) -> list[str]:
+    return sweep(cluster_id)
+
+
+def sweep(cluster_id: int) -> list[str]:
     """Deletes namespaces left behind by runs that are no longer alive."""
     from workers.battery import sweep_namespaces
     from workers.kubeconfig import api_client_from_kubeconfig

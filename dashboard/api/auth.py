@@ -1,20 +1,28 @@
-"""Token authentication for the API, separate from the session login of the pages."""
+"""Token authentication and the permission classes of the API, one per role.
+
+The API takes only `Authorization: Token <token>` (never the pages' session cookie, so no
+CSRF surface). A missing or bad token is not an error by itself: reads are open to anyone and
+ignore it; the permission classes of the calls that need a role answer 401 (with why) or 403.
+"""
 
 from __future__ import annotations
 
-from functools import wraps
-from typing import Any, Callable
+from typing import Any
 
-from django.http import HttpRequest, JsonResponse
+from django.contrib.auth.models import AnonymousUser
+from django.http import HttpRequest
+from rest_framework import exceptions, permissions
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.request import Request
 
 from dashboard.models import ApiToken
+from dashboard.roles import vendor_has_plugin
+
+MISSING = "missing token: send the header 'Authorization: Token <token>'"
+INVALID = "invalid or revoked token"
 
 
-def error(status: int, message: str, **extra: Any) -> JsonResponse:
-    return JsonResponse({"error": message, **extra}, status=status)
-
-
-def bearer(request: HttpRequest) -> str | None:
+def bearer(request: HttpRequest | Request) -> str | None:
     header = request.META.get("HTTP_AUTHORIZATION", "")
     scheme, _, value = header.partition(" ")
     if scheme.lower() in ("token", "bearer") and value.strip():
@@ -22,23 +30,70 @@ def bearer(request: HttpRequest) -> str | None:
     return None
 
 
-def token_required(*roles: str) -> Callable:
-    """401 without a valid token, 403 when the token's role is not one of `roles`."""
+class ApiTokenAuthentication(BaseAuthentication):
+    """`request.auth` is the ApiToken; `request.user` its maintainer (anonymous for a vendor)."""
 
-    def decorator(view: Callable) -> Callable:
-        @wraps(view)
-        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any):  # type: ignore[no-untyped-def]
-            raw = bearer(request)
-            if raw is None:
-                return error(401, "missing token: send the header 'Authorization: Token <token>'")
-            token = ApiToken.authenticate(raw)
-            if token is None:
-                return error(401, "invalid or revoked token")
-            if roles and token.role not in roles:
-                return error(403, f"this call needs a {' or '.join(roles)} token")
-            request.api_token = token  # type: ignore[attr-defined]
-            return view(request, *args, **kwargs)
+    def authenticate(self, request: Request) -> tuple[Any, ApiToken] | None:
+        raw = bearer(request)
+        if raw is None:
+            return None
+        token = ApiToken.authenticate(raw)
+        if token is None:
+            request._token_refused = INVALID  # type: ignore[attr-defined]
+            return None
+        return (token.user or AnonymousUser()), token
 
-        return wrapper
+    def authenticate_header(self, request: Request) -> str:
+        return "Token"  # makes DRF answer 401 (not 403) when a token is missing or bad
 
-    return decorator
+
+def token_of(request: Request) -> ApiToken:
+    """The request's token; raises 401 with the reason when there is none."""
+    token = request.auth
+    if isinstance(token, ApiToken):
+        return token
+    raise exceptions.NotAuthenticated(getattr(request._request, "_token_refused", None)
+                                      or getattr(request, "_token_refused", None) or MISSING)
+
+
+class TokenRole(permissions.BasePermission):
+    """Any valid token whose role is one of `roles` (all roles when empty)."""
+
+    roles: tuple[str, ...] = ()
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        token = token_of(request)
+        if self.roles and token.role not in self.roles:
+            self.message = f"this call needs a {' or '.join(self.roles)} token"
+            return False
+        return True
+
+
+class AnyToken(TokenRole):
+    roles = ()
+
+
+class MaintainerToken(TokenRole):
+    roles = (ApiToken.Role.MAINTAINER,)
+
+
+class VendorToken(TokenRole):
+    roles = (ApiToken.Role.VENDOR,)
+
+
+class VendorOrMaintainerToken(TokenRole):
+    roles = (ApiToken.Role.VENDOR, ApiToken.Role.MAINTAINER)
+
+
+class ClusterOwnerOrMaintainer(AnyToken):
+    """A cluster's owning vendor (still the vendor of its plugin) or a maintainer (object
+    permission on a Cluster)."""
+
+    def has_object_permission(self, request: Request, view: Any, obj: Any) -> bool:
+        token = token_of(request)
+        if token.role == ApiToken.Role.MAINTAINER or (
+            token.vendor_id and token.vendor_id == obj.owner_id and vendor_has_plugin(token.vendor_id, obj.plugin_id)
+        ):
+            return True
+        self.message = f"only the owner of cluster {obj.name} or a maintainer may run its battery"
+        return False

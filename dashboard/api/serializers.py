@@ -1,147 +1,375 @@
-"""Plain functions that turn models into the contract's JSON shapes."""
+"""DRF serializers: the contract's JSON shapes, and the schema drf-spectacular derives from them.
+
+Answers are read-only views of the models; what a client sends is checked by the domain
+modules (dashboard/clusters.py, submissions.py, runs.py), which the request serializers here
+only describe. Times are ISO 8601 as `datetime.isoformat()` writes them.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from dashboard.catalog import ALL_KEYS, Outcome, keys_of
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers as s
+
+from dashboard.catalog import ALL_KEYS, Battery, Outcome, Proxier, keys_of
 from dashboard.models import CatalogTest, Cluster, Run, Submission
+
+from . import schema as _schema  # noqa: F401  (registers the token scheme with drf-spectacular)
+
+OUTCOMES = Outcome.values
+CRITERION_STATUSES = ["met", "unmet", "at_risk", "stale"]
+STAGES = ["alpha", "beta", "stable"]
+CATALOG_BATTERIES = [Battery.BASIC.value, Battery.CONNECTIVITY.value]
+EVIDENCE_KINDS = ["run", "submission"]
+RUN_STATES = Run.State.choices
+RUN_TRIGGERS = Run.Trigger.choices
+SUBMISSION_STATUSES = Submission.Status.choices
 
 
 def iso(value: Any) -> str | None:
     return value.isoformat() if value else None
 
 
-def catalog_entry(t: CatalogTest) -> dict[str, Any]:
-    return {"key": t.key, "title": t.title, "battery": t.battery, "tags": t.tags,
-            "upstream_names": t.upstream_names, "kep_text": t.kep_text}
+class IsoDateTime(s.DateTimeField):
+    """`isoformat()` as the API always wrote it ('+00:00', not DRF's 'Z')."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("read_only", True)
+        kwargs.setdefault("allow_null", True)
+        super().__init__(**kwargs)
+
+    def to_representation(self, value: Any) -> str | None:
+        return iso(value)
+
+
+class ErrorSerializer(s.Serializer):
+    error = s.CharField()
+    existing_id = s.IntegerField(required=False, help_text="409: the submission already stored")
+    field = s.CharField(required=False, help_text="the form field that was refused")
+    retry_after = s.IntegerField(required=False, help_text="429: seconds until the limit resets")
+
+
+class CatalogTestSerializer(s.ModelSerializer):
+    tags = s.ListField(child=s.CharField())
+    upstream_names = s.ListField(child=s.CharField())
+    battery = s.ChoiceField(choices=CATALOG_BATTERIES)
+
+    class Meta:
+        model = CatalogTest
+        fields = ["key", "title", "battery", "tags", "upstream_names", "kep_text"]
+        read_only_fields = fields
+
+
+# --- clusters ---------------------------------------------------------------------------------
+
+class LastRunSerializer(s.Serializer):
+    id = s.IntegerField()
+    state = s.ChoiceField(choices=Run.State.choices)
+    battery = s.ChoiceField(choices=Battery.choices)
+    finished = IsoDateTime()
+
+
+class ClusterSerializer(s.ModelSerializer):
+    """A cluster as anyone may see it. The kubeconfig is a secret: never part of any answer."""
+
+    url = s.CharField(source="get_absolute_url", read_only=True)
+    owner = s.CharField(source="owner.name", allow_null=True, read_only=True)
+    plugin = s.CharField(source="plugin.slug", read_only=True)
+    proxier = s.ChoiceField(choices=Proxier.choices, read_only=True)
+    emulated = s.SerializerMethodField()
+    credentials_ok = s.BooleanField(read_only=True,
+                                    help_text="false when the stored kubeconfig cannot be decrypted (register again)")
+    last_run = s.SerializerMethodField()
+
+    class Meta:
+        model = Cluster
+        fields = ["name", "url", "owner", "plugin", "plugin_version", "kubernetes_version", "proxier",
+                  "node_access", "load_balancer", "kubenet", "lab", "enabled", "emulated", "approved",
+                  "basic_only", "credentials_ok", "last_run"]
+        read_only_fields = fields
+
+    @extend_schema_field(s.BooleanField(help_text="registered by the lab, or its /version says so: never counts"))
+    def get_emulated(self, c: Cluster) -> bool:
+        return bool(c.emulated or c.lab)
+
+    @extend_schema_field(LastRunSerializer(allow_null=True))
+    def get_last_run(self, c: Cluster) -> dict[str, Any] | None:
+        last = getattr(c, "last_run", None)
+        return LastRunSerializer(last).data if last is not None else None
+
+
+class ClusterRegistrationSerializer(s.Serializer):
+    """The multipart form of POST clusters/ (checked by dashboard.clusters.register_cluster)."""
+
+    name = s.SlugField(max_length=63)
+    plugin = s.SlugField()
+    plugin_version = s.CharField(required=False)
+    kubernetes_version = s.CharField(required=False)
+    proxier = s.ChoiceField(choices=Proxier.choices)
+    node_access = s.BooleanField(required=False)
+    load_balancer = s.BooleanField(required=False)
+    kubenet = s.BooleanField(required=False)
+    agnhost_image = s.CharField(required=False)
+    kubeconfig = s.FileField(help_text="inline credentials only; no exec, no file paths")
+
+
+class RunRequestSerializer(s.Serializer):
+    battery = s.ChoiceField(choices=Battery.choices, required=False, default=Battery.ALL)
+
+
+class ApprovedSerializer(s.Serializer):
+    name = s.CharField()
+    approved = s.BooleanField()
+
+
+class RunQueuedSerializer(s.Serializer):
+    run = s.IntegerField()
+    url = s.CharField()
+    state = s.ChoiceField(choices=Run.State.choices)
+
+
+# --- runs -------------------------------------------------------------------------------------
+
+class RunResultSerializer(s.Serializer):
+    outcome = s.ChoiceField(choices=OUTCOMES)
+    reason = s.CharField(allow_blank=True)
+    duration = s.FloatField(allow_null=True, required=False)
+    evidence = s.CharField(allow_blank=True, required=False)
+    finished = IsoDateTime(required=False, read_only=False)  # catalog tests only
+
+
+def _result(res: Any) -> dict[str, Any]:
+    return {"outcome": res.outcome, "reason": res.reason, "duration": res.duration, "evidence": res.evidence}
+
+
+class RunSerializer(s.ModelSerializer):
+    url = s.CharField(source="get_absolute_url", read_only=True)
+    cluster = s.CharField(source="cluster.name", read_only=True)
+    plugin = s.CharField(source="plugin.slug", read_only=True)
+    status = s.CharField(source="state", read_only=True, help_text="the same as state")
+    created = IsoDateTime()
+    started = IsoDateTime()
+    finished = IsoDateTime()
+    heartbeat = IsoDateTime()
+    duration_seconds = s.SerializerMethodField()
+    proxier_detected = s.SerializerMethodField()
+    fingerprint = s.DictField(read_only=True)
+    qualifying = s.SerializerMethodField()
+    results = s.SerializerMethodField()
+    conformance = s.SerializerMethodField()
+
+    class Meta:
+        model = Run
+        fields = ["id", "url", "cluster", "plugin", "plugin_version", "kubernetes_version", "proxier", "battery",
+                  "trigger", "state", "status", "error", "created", "started", "finished", "heartbeat",
+                  "duration_seconds", "emulated", "proxier_detected", "fingerprint", "qualifying",
+                  "qualifying_reason", "results", "conformance"]
+        read_only_fields = fields
+
+    def _by_key(self, r: Run) -> dict[str, Any]:
+        cached = getattr(r, "_results_by_key", None)
+        if cached is None:
+            cached = r._results_by_key = {res.test_key: res for res in r.results.all()}  # type: ignore[attr-defined]
+        return cached
+
+    @extend_schema_field(s.FloatField(allow_null=True))
+    def get_duration_seconds(self, r: Run) -> float | None:
+        return r.duration.total_seconds() if r.duration else None
+
+    @extend_schema_field(s.ChoiceField(choices=Proxier.choices, allow_null=True,
+                                       help_text="the mode seen on the cluster; null when it could not be told"))
+    def get_proxier_detected(self, r: Run) -> str | None:
+        return r.proxier_detected or None
+
+    @extend_schema_field(s.BooleanField(allow_null=True, help_text="null for a run without connectivity tests"))
+    def get_qualifying(self, r: Run) -> bool | None:
+        return r.qualifying if r.has_connectivity else None
+
+    @extend_schema_field(s.DictField(child=RunResultSerializer(), help_text="every catalog test of the battery"))
+    def get_results(self, r: Run) -> dict[str, Any]:
+        by_key = self._by_key(r)
+        out: dict[str, Any] = {}
+        for key in keys_of(r.battery):
+            res = by_key.get(key)
+            if res is None:
+                out[key] = {"outcome": Outcome.NOT_RUN, "reason": "no result yet" if r.state in ("queued", "running")
+                            else "no result recorded"}
+            else:
+                out[key] = {**_result(res), "finished": iso(res.finished)}
+        return out
+
+    @extend_schema_field(s.DictField(child=RunResultSerializer(),
+                                     help_text="TCP/UDP conformance checks of the basic battery; never a criterion"))
+    def get_conformance(self, r: Run) -> dict[str, Any]:
+        return {key: _result(res) for key, res in sorted(self._by_key(r).items()) if key not in ALL_KEYS}
+
+
+# --- submissions ------------------------------------------------------------------------------
+
+class CountsSerializer(s.Serializer):
+    passed = s.IntegerField()
+    failed = s.IntegerField()
+    skipped = s.IntegerField()
+    not_run = s.IntegerField()
+
+
+class SubmissionResultSerializer(s.Serializer):
+    outcome = s.ChoiceField(choices=OUTCOMES)
+    upstream_names = s.ListField(child=s.CharField())
+    reasons = s.ListField(child=s.CharField())
+
+
+class ReviewSerializer(s.Serializer):
+    by = s.CharField(allow_null=True)
+    at = IsoDateTime()
+    reason = s.CharField(allow_blank=True)
+
+
+class SubmissionListItemSerializer(s.ModelSerializer):
+    """A submission in a list: no per-test details, no report, no warning texts (contract)."""
+
+    url = s.CharField(source="get_absolute_url", read_only=True)
+    plugin = s.CharField(source="plugin.slug", read_only=True)
+    vendor = s.CharField(source="vendor.name", read_only=True)
+    cluster = s.SerializerMethodField()
+    created = IsoDateTime()
+    run_at = IsoDateTime(help_text="when the e2e run happened (from the file; else the upload)")
+    run_at_source = s.SerializerMethodField()
+    counts = s.SerializerMethodField()
+
+    class Meta:
+        model = Submission
+        fields = ["id", "url", "status", "plugin", "vendor", "plugin_version", "kubernetes_version", "proxier",
+                  "cluster", "kind", "sha256", "size", "created", "run_at", "run_at_source", "emulated", "counts",
+                  "qualifying"]
+        read_only_fields = fields
+
+    @extend_schema_field(s.CharField(allow_null=True))
+    def get_cluster(self, sub: Submission) -> str | None:
+        return sub.cluster_name or None
+
+    @extend_schema_field(s.ChoiceField(choices=["file", "upload"], allow_null=True))
+    def get_run_at_source(self, sub: Submission) -> str | None:
+        return sub.run_at_source or None
+
+    @extend_schema_field(CountsSerializer())
+    def get_counts(self, sub: Submission) -> dict[str, int]:
+        return {"passed": 0, "failed": 0, "skipped": 0, "not_run": 0, **(sub.counts or {})}
+
+
+class SubmissionSerializer(SubmissionListItemSerializer):
+    """One submission with its per-test results, warnings, review and validation report."""
+
+    detected_kubernetes_version = s.SerializerMethodField()
+    warnings = s.ListField(child=s.CharField(), read_only=True)
+    results = s.SerializerMethodField()
+    review = s.SerializerMethodField()
+    report = s.SerializerMethodField()
+
+    class Meta(SubmissionListItemSerializer.Meta):
+        fields = ["id", "url", "status", "plugin", "vendor", "plugin_version", "kubernetes_version",
+                  "detected_kubernetes_version", "proxier", "cluster", "kind", "filename", "sha256", "size",
+                  "uploaded_by", "created", "run_at", "run_at_source", "emulated", "counts", "results", "warnings",
+                  "qualifying", "qualifying_reason", "review", "report"]
+        read_only_fields = fields
+
+    @extend_schema_field(s.CharField(allow_null=True))
+    def get_detected_kubernetes_version(self, sub: Submission) -> str | None:
+        return sub.detected_kubernetes_version or None
+
+    @extend_schema_field(s.DictField(child=SubmissionResultSerializer(), help_text="every catalog test"))
+    def get_results(self, sub: Submission) -> dict[str, Any]:
+        results = {k: {"outcome": v.get("outcome", Outcome.NOT_RUN), "upstream_names": v.get("upstream_names", []),
+                       "reasons": v.get("reasons", [])}
+                   for k, v in (sub.results or {}).items()}
+        for key in ALL_KEYS:
+            results.setdefault(key, {"outcome": Outcome.NOT_RUN, "upstream_names": [], "reasons": []})
+        return results
+
+    @extend_schema_field(ReviewSerializer())
+    def get_review(self, sub: Submission) -> dict[str, Any]:
+        by = sub.reviewed_by.get_username() if sub.reviewed_by_id and sub.reviewed_by else None
+        return {"by": by, "at": iso(sub.reviewed_at), "reason": sub.review_reason}
+
+    @extend_schema_field(s.DictField(help_text="the validation report"))
+    def get_report(self, sub: Submission) -> dict[str, Any]:
+        # Warnings are stored and shown once (above); older reports held a copy.
+        return {k: v for k, v in (sub.report or {}).items() if k != "warnings"}
+
+
+class SubmissionUploadSerializer(s.Serializer):
+    """The multipart form of POST submissions/ (checked by dashboard.submissions.create_submission)."""
+
+    file = s.FileField(help_text="e2e JUnit XML, Sonobuoy tarball, or Hydrophone output (.tar.gz, .zip)")
+    plugin = s.SlugField()
+    plugin_version = s.CharField()
+    kubernetes_version = s.CharField()
+    proxier = s.ChoiceField(choices=Proxier.choices)
+    cluster = s.CharField(required=False)
+
+
+class ReviewRequestSerializer(s.Serializer):
+    reason = s.CharField(required=False, allow_blank=True, help_text="required to reject")
+
+
+# --- readiness (a stored evaluation; described here, not re-serialized per request) -----------
+
+class EvidenceSerializer(s.Serializer):
+    kind = s.ChoiceField(choices=EVIDENCE_KINDS)
+    id = s.IntegerField()
+    url = s.CharField()
+    label = s.CharField(required=False)
+    counts = s.BooleanField(required=False, help_text="whether the evidence policy counts it")
+    why = s.CharField(required=False, allow_blank=True, allow_null=True)
+    emulated = s.BooleanField(required=False)
+
+
+class CriterionSerializer(s.Serializer):
+    key = s.CharField()
+    title = s.CharField()
+    status = s.ChoiceField(choices=CRITERION_STATUSES)
+    detail = s.CharField()
+    evidence = EvidenceSerializer(many=True)
+    rows = s.ListField(child=s.DictField(), required=False, help_text="per-plugin / per-proxier facts")
+
+
+TransitionSerializer = type("TransitionSerializer", (s.Serializer,), {
+    "__doc__": "One stage transition and its criteria.",
+    "from": s.ChoiceField(choices=STAGES), "to": s.ChoiceField(choices=STAGES), "ready": s.BooleanField(),
+    "criteria": CriterionSerializer(many=True),
+})
+
+
+class ReadinessSerializer(s.Serializer):
+    feature = s.CharField()
+    kep = s.CharField(required=False)
+    stage = s.ChoiceField(choices=STAGES)
+    evaluated_at = s.DateTimeField(required=False)
+    fresh_days = s.IntegerField(required=False)
+    transitions = TransitionSerializer(many=True)
+
+
+# --- the same shapes as plain dicts, for the pages and `run_battery --json` ---------------------
+
+def run(r: Run, results: list | None = None) -> dict[str, Any]:
+    if results is not None:
+        r._results_by_key = {res.test_key: res for res in results}  # type: ignore[attr-defined]
+    return dict(RunSerializer(r).data)
+
+
+def submission(sub: Submission) -> dict[str, Any]:
+    return dict(SubmissionSerializer(sub).data)
+
+
+def submission_summary(sub: Submission) -> dict[str, Any]:
+    return dict(SubmissionListItemSerializer(sub).data)
 
 
 def cluster(c: Cluster, last_run: Run | None = None) -> dict[str, Any]:
-    # The kubeconfig is a secret: it is never part of any answer.
-    return {
-        "name": c.name,
-        "url": c.get_absolute_url(),
-        "owner": c.owner.name if c.owner_id and c.owner else None,
-        "plugin": c.plugin.slug,
-        "plugin_version": c.plugin_version,
-        "kubernetes_version": c.kubernetes_version,
-        "proxier": c.proxier,
-        "node_access": c.node_access,
-        "load_balancer": c.load_balancer,
-        "kubenet": c.kubenet,
-        "lab": c.lab,
-        "emulated": c.emulated or c.lab,
-        "approved": c.approved,
-        "basic_only": c.basic_only,
-        "enabled": c.enabled,
-        # False when the stored kubeconfig could not be decrypted (register the cluster again).
-        "credentials_ok": c.credentials_ok,
-        "last_run": {"id": last_run.id, "state": last_run.state, "battery": last_run.battery,
-                     "finished": iso(last_run.finished)} if last_run else None,
-    }
+    c.last_run = last_run  # type: ignore[attr-defined]
+    return dict(ClusterSerializer(c).data)
 
 
-def run(r: Run, results: list | None = None) -> dict[str, Any]:
-    results = list(r.results.all()) if results is None else results
-    by_key = {res.test_key: res for res in results}
-    out: dict[str, Any] = {}
-    for key in keys_of(r.battery):
-        res = by_key.get(key)
-        if res is None:
-            out[key] = {"outcome": Outcome.NOT_RUN, "reason": "no result yet" if r.state in ("queued", "running")
-                        else "no result recorded"}
-        else:
-            out[key] = {"outcome": res.outcome, "reason": res.reason, "duration": res.duration,
-                        "evidence": res.evidence, "finished": iso(res.finished)}
-    extra = {key: {"outcome": res.outcome, "reason": res.reason, "duration": res.duration,
-                   "evidence": res.evidence} for key, res in sorted(by_key.items()) if key not in ALL_KEYS}
-    return {
-        "id": r.id,
-        "url": r.get_absolute_url(),
-        "cluster": r.cluster.name,
-        "plugin": r.plugin.slug,
-        "plugin_version": r.plugin_version,
-        "kubernetes_version": r.kubernetes_version,
-        "proxier": r.proxier,
-        "proxier_detected": r.proxier_detected or None,
-        "emulated": r.emulated,
-        "battery": r.battery,
-        "trigger": r.trigger,
-        "state": r.state,
-        "status": r.state,
-        "error": r.error,
-        "created": iso(r.created),
-        "started": iso(r.started),
-        "finished": iso(r.finished),
-        "heartbeat": iso(r.heartbeat),
-        "duration_seconds": r.duration.total_seconds() if r.duration else None,
-        "fingerprint": r.fingerprint,
-        "qualifying": r.qualifying if r.has_connectivity else None,
-        "qualifying_reason": r.qualifying_reason,
-        "results": out,
-        # TCP/UDP conformance checks the basic battery adds; never part of a criterion.
-        "conformance": extra,
-    }
-
-
-def submission_summary(s: Submission) -> dict[str, Any]:
-    """A list item: no per-test details, no report, no warning texts (contract)."""
-    return {
-        "id": s.id,
-        "url": s.get_absolute_url(),
-        "status": s.status,
-        "plugin": s.plugin.slug,
-        "vendor": s.vendor.name,
-        "plugin_version": s.plugin_version,
-        "kubernetes_version": s.kubernetes_version,
-        "proxier": s.proxier,
-        "cluster": s.cluster_name or None,
-        "kind": s.kind,
-        "sha256": s.sha256,
-        "size": s.size,
-        "created": iso(s.created),
-        "run_at": iso(s.run_at),
-        "run_at_source": s.run_at_source or None,
-        "emulated": s.emulated,
-        "counts": s.counts,
-        "qualifying": s.qualifying,
-    }
-
-
-def submission(s: Submission) -> dict[str, Any]:
-    results = {k: {"outcome": v.get("outcome", Outcome.NOT_RUN), "upstream_names": v.get("upstream_names", []),
-                   "reasons": v.get("reasons", [])}
-               for k, v in (s.results or {}).items()}
-    for key in ALL_KEYS:
-        results.setdefault(key, {"outcome": Outcome.NOT_RUN, "upstream_names": [], "reasons": []})
-    return {
-        "id": s.id,
-        "url": s.get_absolute_url(),
-        "status": s.status,
-        "plugin": s.plugin.slug,
-        "vendor": s.vendor.name,
-        "plugin_version": s.plugin_version,
-        "kubernetes_version": s.kubernetes_version,
-        "detected_kubernetes_version": s.detected_kubernetes_version or None,
-        "proxier": s.proxier,
-        "cluster": s.cluster_name or None,
-        "kind": s.kind,
-        "filename": s.filename,
-        "sha256": s.sha256,
-        "size": s.size,
-        "uploaded_by": s.uploaded_by,
-        "created": iso(s.created),
-        "run_at": iso(s.run_at),
-        "run_at_source": s.run_at_source or None,
-        "emulated": s.emulated,
-        "counts": s.counts,
-        "results": results,
-        "warnings": s.warnings,
-        "qualifying": s.qualifying,
-        "qualifying_reason": s.qualifying_reason,
-        "review": {"by": s.reviewed_by.get_username() if s.reviewed_by_id and s.reviewed_by else None,
-                   "at": iso(s.reviewed_at), "reason": s.review_reason},
-        # Warnings are stored and shown once (above); older reports held a copy.
-        "report": {k: v for k, v in (s.report or {}).items() if k != "warnings"},
-    }
+def catalog_entry(t: CatalogTest) -> dict[str, Any]:
+    return dict(CatalogTestSerializer(t).data)

@@ -1,21 +1,42 @@
-from django.urls import path
+from django.http import HttpRequest, JsonResponse
+from django.urls import path, re_path
+from django.views.decorators.csrf import csrf_exempt
+from drf_spectacular.renderers import OpenApiJsonRenderer, OpenApiYamlRenderer
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from . import views
 
+
+class SchemaView(SpectacularAPIView):
+    """The OpenAPI 3 schema generated from the views; JSON unless YAML is asked for."""
+
+    renderer_classes = [OpenApiJsonRenderer, OpenApiYamlRenderer]
+
+
+@csrf_exempt
+def not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
+    """Anything else under /api/v1/ (an unknown path, a name no cluster can have): JSON too."""
+    return JsonResponse({"error": "not found"}, status=404)
+
+
 urlpatterns = [
-    path("catalog/", views.catalog, name="api-catalog"),
-    path("readiness/", views.readiness_view, name="api-readiness"),
-    path("schema/", views.schema, name="api-schema"),
-    path("clusters/", views.clusters, name="api-clusters"),
-    path("clusters/<slug:name>/runs/", views.cluster_runs, name="api-cluster-runs"),
-    path("clusters/<slug:name>/approve", views.cluster_approve),
-    path("clusters/<slug:name>/approve/", views.cluster_approve, name="api-cluster-approve"),
-    path("runs/<int:run_id>/", views.run_detail, name="api-run"),
-    path("agent-runs/", views.agent_runs, name="api-agent-runs"),
-    path("submissions/", views.submissions, name="api-submissions"),
-    path("submissions/<int:sub_id>/", views.submission_detail, name="api-submission"),
-    path("submissions/<int:sub_id>/verify", views.submission_verify),
-    path("submissions/<int:sub_id>/verify/", views.submission_verify, name="api-submission-verify"),
-    path("submissions/<int:sub_id>/reject", views.submission_reject),
-    path("submissions/<int:sub_id>/reject/", views.submission_reject, name="api-submission-reject"),
+    path("catalog/", views.CatalogView.as_view(), name="api-catalog"),
+    path("readiness/", views.ReadinessView.as_view(), name="api-readiness"),
+    path("schema/", SchemaView.as_view(), name="api-schema"),
+    # Swagger UI from local static files (drf-spectacular-sidecar), its initializer a script
+    # file of its own: nothing inline, nothing from a CDN.
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
+    path("clusters/", views.ClustersView.as_view(), name="api-clusters"),
+    path("clusters/<slug:name>/runs/", views.ClusterRunsView.as_view(), name="api-cluster-runs"),
+    path("clusters/<slug:name>/approve", views.ClusterApproveView.as_view()),
+    path("clusters/<slug:name>/approve/", views.ClusterApproveSlashView.as_view(), name="api-cluster-approve"),
+    path("runs/<int:pk>/", views.RunDetailView.as_view(), name="api-run"),
+    path("agent-runs/", views.AgentRunsView.as_view(), name="api-agent-runs"),
+    path("submissions/", views.SubmissionsView.as_view(), name="api-submissions"),
+    path("submissions/<int:pk>/", views.SubmissionDetailView.as_view(), name="api-submission"),
+    path("submissions/<int:pk>/verify", views.SubmissionVerifyView.as_view()),
+    path("submissions/<int:pk>/verify/", views.SubmissionVerifySlashView.as_view(), name="api-submission-verify"),
+    path("submissions/<int:pk>/reject", views.SubmissionRejectView.as_view()),
+    path("submissions/<int:pk>/reject/", views.SubmissionRejectSlashView.as_view(), name="api-submission-reject"),
+    re_path(r"^(?P<rest>.*)$", not_found),
 ]

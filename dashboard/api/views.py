@@ -1,236 +1,380 @@
-"""The HTTP API of the contract (/api/v1/)."""
+"""The HTTP API of the contract (/api/v1/) on Django REST framework.
+
+Views only translate HTTP: who may call (permission classes in auth.py), how often (throttles),
+what comes back (serializers). What a request means is decided by the domain modules
+(dashboard.clusters, dashboard.runs, dashboard.submissions, dashboard.readiness).
+"""
 
 from __future__ import annotations
 
-import json
+from typing import Any
 
-from django.db.models import OuterRef, Subquery
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404
-from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
-
+import django_filters
 from django.conf import settings
+from django.db.models import OuterRef, QuerySet, Subquery
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers as drf_fields
+from rest_framework import exceptions, generics
+from rest_framework.pagination import BasePagination
+from rest_framework.permissions import AllowAny, BasePermission
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from dashboard import readiness
 from dashboard.clusters import KUBECONFIG_MAX_BYTES, ClusterError, register_cluster
 from dashboard.models import CatalogTest, Cluster, Run, Submission
-from dashboard.ratelimit import registration_wait, too_many
-from dashboard.roles import vendor_has_plugin
+from dashboard.ratelimit import registration_wait
 from dashboard.runs import RunRequestError, request_run
-from dashboard.trust import TrustError, approve_cluster
 from dashboard.submissions import SubmissionError, create_submission, review
+from dashboard.trust import TrustError, approve_cluster
 
-from . import serializers
-from .auth import error, token_required
-from .schema import openapi
+from . import serializers as sz
+from .auth import ClusterOwnerOrMaintainer, MaintainerToken, VendorOrMaintainerToken, VendorToken, token_of
+from .errors import ApiError, TooManyRequests
 
-
-@require_GET
-def catalog(request: HttpRequest) -> JsonResponse:
-    return JsonResponse([serializers.catalog_entry(t) for t in CatalogTest.objects.all()], safe=False)
-
-
-@require_GET
-def readiness_view(request: HttpRequest) -> HttpResponse:
-    # The published evaluation, encoded once per publication (dashboard.readiness).
-    return HttpResponse(readiness.published_json(), content_type="application/json")
+ERROR_TEXT = {400: "unreadable or unsupported file or field, or a Content-Length that is not a number",
+              401: "missing or bad token",
+              403: "not allowed for this token", 404: "not found", 409: "conflict", 413: "body larger than allowed (judged from Content-Length, unread)",
+              422: "a readable file that is no evidence", 429: "too many requests (Retry-After)"}
 
 
-@require_GET
-def schema(request: HttpRequest) -> JsonResponse:
-    return JsonResponse(openapi())
+def errors(*codes: int) -> dict[int, OpenApiResponse]:
+    """The documented refusals of an operation; every POST may also meet the body guard (400, 413)."""
+    return {code: OpenApiResponse(sz.ErrorSerializer, description=ERROR_TEXT[code]) for code in codes}
 
 
-@csrf_exempt
-@require_http_methods(["GET", "POST"])
-def clusters(request: HttpRequest) -> JsonResponse:
-    if request.method == "POST":
-        return _register_cluster(request)
-    newest = Run.objects.filter(cluster=OuterRef("pk")).order_by("-created").values("id")[:1]
-    rows = list(Cluster.objects.select_related("plugin", "owner").annotate(last_run_id=Subquery(newest)))
-    runs = Run.objects.in_bulk([c.last_run_id for c in rows if c.last_run_id])
-    return JsonResponse([serializers.cluster(c, runs.get(c.last_run_id)) for c in rows], safe=False)
+def post_errors(*codes: int) -> dict[int, OpenApiResponse]:
+    return errors(*sorted({400, 413, *codes}))
 
 
-@token_required("vendor", "maintainer")
-def _register_cluster(request: HttpRequest) -> JsonResponse:
-    token = request.api_token  # type: ignore[attr-defined]
-    wait = registration_wait(request, f"token:{token.pk}")
-    if wait:
-        return too_many(wait, f"too many cluster registrations (limit {settings.CLUSTER_REGISTER_RATE_LIMIT} s)")
-    upload = request.FILES.get("kubeconfig")
-    try:
-        text = upload.read(KUBECONFIG_MAX_BYTES + 1).decode("utf-8") if upload else request.POST.get("kubeconfig", "")
-    except UnicodeDecodeError:
-        return error(400, "kubeconfig: the file is not UTF-8 text")
-    vendor = token.vendor if token.role == "vendor" else None
-    try:
-        cluster = register_cluster(
-            data=request.POST, kubeconfig=text, owner=vendor,
-            allowed_plugin_ids=set(vendor.plugins.values_list("id", flat=True)) if vendor else None,
-            actor=str(vendor or token.user),
-        )
-    except ClusterError as exc:
-        return error(exc.status, exc.message, field=exc.field)
-    cluster = Cluster.objects.select_related("plugin", "owner").get(pk=cluster.pk)
-    return JsonResponse(serializers.cluster(cluster), status=201)
+class ApiView(APIView):
+    """Throttles before authentication: a client guessing tokens is limited by its address."""
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        self.format_kwarg = self.get_format_suffix(**kwargs)
+        request.accepted_renderer, request.accepted_media_type = self.perform_content_negotiation(request)
+        request.version, request.versioning_scheme = self.determine_version(request, *args, **kwargs)
+        self.check_throttles(request)
+        self.perform_authentication(request)
+        self.check_permissions(request)
+
+    def check_throttles(self, request: Request) -> None:
+        for throttle in self.get_throttles():
+            if not throttle.allow_request(request, self):
+                raise TooManyRequests(throttle.wait() or 1, throttle.describe())  # type: ignore[attr-defined]
+
+    def perform_authentication(self, request: Request) -> None:
+        pass  # lazy: open reads never look at a token
 
 
-@csrf_exempt
-@require_POST
-@token_required()
-def cluster_runs(request: HttpRequest, name: str) -> JsonResponse:
-    token = request.api_token  # type: ignore[attr-defined]
-    cluster = Cluster.objects.filter(name=name).first()
-    if cluster is None:
-        return error(404, f"no cluster named {name!r}")
-    allowed = token.role == "maintainer" or (
-        token.vendor_id and token.vendor_id == cluster.owner_id
-        and vendor_has_plugin(token.vendor_id, cluster.plugin_id)
-    )
-    if not allowed:
-        return error(403, f"only the owner of cluster {name} or a maintainer may run its battery")
-    try:
-        body = json.loads(request.body or b"{}") if request.content_type == "application/json" else request.POST
-    except ValueError:
-        return error(400, "the body is not valid JSON")
-    battery = (body.get("battery") if hasattr(body, "get") else None) or "all"
-    try:
-        run = request_run(cluster, str(battery), trigger=Run.Trigger.API, user=token.user)
-    except RunRequestError as exc:
-        return error(exc.status, exc.message)
-    return JsonResponse({"run": run.id, "url": run.get_absolute_url(), "state": run.state}, status=202)
+class GetOpenPostNeeds(ApiView):
+    """GET open to anyone; POST needs `post_permission`."""
+
+    post_permission: type[BasePermission] = AllowAny
+
+    def get_permissions(self) -> list[BasePermission]:
+        return [self.post_permission() if self.request.method == "POST" else AllowAny()]
 
 
-@csrf_exempt
-@require_POST
-@token_required("maintainer")
-def cluster_approve(request: HttpRequest, name: str) -> JsonResponse:
-    token = request.api_token  # type: ignore[attr-defined]
-    cluster = Cluster.objects.select_related("plugin").filter(name=name).first()
-    if cluster is None:
-        return error(404, f"no cluster named {name!r}")
-    try:
-        cluster = approve_cluster(cluster, token.user or "maintainer token")
-    except TrustError as exc:
-        return error(exc.status, exc.message)
-    return JsonResponse({"name": cluster.name, "approved": cluster.approved})
+# --- catalog, readiness -------------------------------------------------------------------------
+
+class CatalogView(ApiView, generics.ListAPIView):
+    queryset = CatalogTest.objects.all()
+    serializer_class = sz.CatalogTestSerializer
+    pagination_class = None
+
+    @extend_schema(summary="The 8 KEP-614 catalog tests")
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().get(request, *args, **kwargs)
 
 
-@require_GET
-def run_detail(request: HttpRequest, run_id: int) -> JsonResponse:
-    run = get_object_or_404(Run.objects.select_related("cluster", "plugin"), pk=run_id)
-    return JsonResponse(serializers.run(run))
+class ReadinessView(ApiView):
+    @extend_schema(summary="Graduation criteria with verdicts and evidence", responses=sz.ReadinessSerializer)
+    def get(self, request: Request) -> HttpResponse:
+        # The published evaluation, encoded once per publication (dashboard.readiness): it is
+        # already the answer's shape (the tests check it against ReadinessSerializer).
+        return HttpResponse(readiness.published_json(), content_type="application/json")
 
 
-@csrf_exempt
-@require_http_methods(["GET", "POST"])
-def submissions(request: HttpRequest) -> HttpResponse:
-    if request.method == "POST":
-        return _create_submission(request)
-    qs = Submission.objects.without_content().defer("results", "report", "warnings").select_related(
-        "plugin", "vendor")
-    if plugin := request.GET.get("plugin"):
-        qs = qs.filter(plugin__slug=plugin)
-    if status := request.GET.get("status"):
-        if status not in Submission.Status.values:
-            return error(400, f"unknown status {status!r}: expected one of {', '.join(Submission.Status.values)}")
-        qs = qs.filter(status=status)
-    try:  # contract: paginated, at most 100 a page ("limit" is the older name of page_size)
-        size = min(max(int(request.GET.get("page_size") or request.GET.get("limit") or 100), 1), 100)
-        page = max(int(request.GET.get("page", 1)), 1)
-    except ValueError:
-        return error(400, "page and page_size must be numbers")
-    total = qs.count()
-    rows = qs.order_by("-created", "-id")[(page - 1) * size : page * size]
+# --- clusters and runs ----------------------------------------------------------------------------
 
-    def link(number: int) -> str | None:
-        if number < 1 or (number - 1) * size >= total:
-            return None
-        query = request.GET.copy()
-        query["page"], query["page_size"] = str(number), str(size)
-        query.pop("limit", None)
-        return request.build_absolute_uri(f"{request.path}?{query.urlencode()}")
+class ClustersView(GetOpenPostNeeds):
+    post_permission = VendorOrMaintainerToken
 
-    return JsonResponse({"count": total, "next": link(page + 1), "previous": link(page - 1),
-                         "results": [serializers.submission_summary(s) for s in rows]})
+    @extend_schema(summary="Registered clusters (kubeconfigs are never returned)",
+                   responses=sz.ClusterSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        newest = Run.objects.filter(cluster=OuterRef("pk")).order_by("-created").values("id")[:1]
+        rows = list(Cluster.objects.select_related("plugin", "owner").annotate(last_run_id=Subquery(newest)))
+        runs = Run.objects.in_bulk([c.last_run_id for c in rows if c.last_run_id])
+        for c in rows:
+            c.last_run = runs.get(c.last_run_id)
+        return Response(sz.ClusterSerializer(rows, many=True).data)
 
-
-@token_required("vendor")
-def _create_submission(request: HttpRequest) -> JsonResponse:
-    token = request.api_token  # type: ignore[attr-defined]
-    upload = request.FILES.get("file")
-    try:
-        sub = create_submission(
-            vendor=token.vendor,
-            allowed_plugin_ids=set(token.vendor.plugins.values_list("id", flat=True)),
-            plugin=request.POST.get("plugin"),
-            plugin_version=request.POST.get("plugin_version"),
-            kubernetes_version=request.POST.get("kubernetes_version"),
-            proxier=request.POST.get("proxier"),
-            cluster=request.POST.get("cluster"),
-            fileobj=upload,
-            filename=upload.name if upload else "",
-            uploaded_by=f"{token.vendor.name} (token {token.hint})",
-        )
-    except SubmissionError as exc:
-        return error(exc.status, exc.message, **exc.extra)
-    return JsonResponse(serializers.submission(sub), status=201)
-
-
-@require_GET
-def submission_detail(request: HttpRequest, sub_id: int) -> JsonResponse:
-    sub = get_object_or_404(Submission.objects.without_content().select_related("plugin", "vendor"), pk=sub_id)
-    return JsonResponse(serializers.submission(sub))
-
-
-def _review(request: HttpRequest, sub_id: int, verify: bool) -> JsonResponse:
-    token = request.api_token  # type: ignore[attr-defined]
-    sub = Submission.objects.without_content().select_related("plugin", "vendor").filter(pk=sub_id).first()
-    if sub is None:
-        return error(404, f"no submission {sub_id}")
-    reason = ""
-    if request.body:
+    @extend_schema(summary="Register a cluster (vendor token for its plugin, or maintainer)",
+                   request={"multipart/form-data": sz.ClusterRegistrationSerializer},
+                   responses={201: sz.ClusterSerializer, **post_errors(401, 403, 409, 429)})
+    def post(self, request: Request) -> Response:
+        token = token_of(request)
+        # Each attempt makes the dashboard contact a server someone named: counted per token and
+        # address whether it succeeds or not (dashboard.ratelimit, the pages' form counts there too).
+        wait = registration_wait(request._request, f"token:{token.pk}")
+        if wait:
+            raise TooManyRequests(wait, f"too many cluster registrations (limit {settings.CLUSTER_REGISTER_RATE_LIMIT} s)")
+        upload = request.FILES.get("kubeconfig")
         try:
-            body = json.loads(request.body)
-            reason = str(body.get("reason", "")) if isinstance(body, dict) else ""
-        except ValueError:
-            reason = request.POST.get("reason", "")
-    try:
-        review(sub, user=token.user, verify=verify, reason=reason)
-    except SubmissionError as exc:
-        return error(exc.status, exc.message)
-    return JsonResponse(serializers.submission(sub))
+            text = upload.read(KUBECONFIG_MAX_BYTES + 1).decode("utf-8") if upload else request.POST.get("kubeconfig", "")
+        except UnicodeDecodeError as exc:
+            raise ApiError(400, "kubeconfig: the file is not UTF-8 text") from exc
+        vendor = token.vendor if token.role == "vendor" else None
+        try:
+            cluster = register_cluster(
+                data=request.POST, kubeconfig=text, owner=vendor,
+                allowed_plugin_ids=set(vendor.plugins.values_list("id", flat=True)) if vendor else None,
+                actor=str(vendor or token.user),
+            )
+        except ClusterError as exc:
+            raise ApiError(exc.status, exc.message, field=exc.field) from exc
+        cluster = Cluster.objects.select_related("plugin", "owner").get(pk=cluster.pk)
+        return Response(sz.ClusterSerializer(cluster).data, status=201)
 
 
-@csrf_exempt
-@require_POST
-@token_required("maintainer")
-def submission_verify(request: HttpRequest, sub_id: int) -> JsonResponse:
-    return _review(request, sub_id, verify=True)
+class ClusterRunsView(ApiView):
+    permission_classes = [ClusterOwnerOrMaintainer]
+
+    @extend_schema(summary="Request a battery run (owner or maintainer token)", request=sz.RunRequestSerializer,
+                   responses={202: sz.RunQueuedSerializer, **post_errors(401, 403, 404, 409, 429)})
+    def post(self, request: Request, name: str) -> Response:
+        token = token_of(request)
+        cluster = Cluster.objects.filter(name=name).first()
+        if cluster is None:
+            raise ApiError(404, f"no cluster named {name!r}")
+        self.check_object_permissions(request, cluster)
+        try:
+            body = request.data
+        except exceptions.ParseError as exc:
+            raise ApiError(400, "the body is not valid JSON") from exc
+        battery = (body.get("battery") if hasattr(body, "get") else None) or "all"
+        try:
+            run = request_run(cluster, str(battery), trigger=Run.Trigger.API, user=token.user)
+        except RunRequestError as exc:
+            raise ApiError(exc.status, exc.message) from exc
+        return Response({"run": run.id, "url": run.get_absolute_url(), "state": run.state}, status=202)
 
 
-@csrf_exempt
-@require_POST
-@token_required("maintainer")
-def submission_reject(request: HttpRequest, sub_id: int) -> JsonResponse:
-    return _review(request, sub_id, verify=False)
+class ClusterApproveView(ApiView):
+    permission_classes = [MaintainerToken]
+
+    @extend_schema(summary="Approve a cluster: its runs count from now on (maintainer token; audited)",
+                   request=None, responses={200: sz.ApprovedSerializer, **post_errors(401, 403, 404, 409, 429)})
+    def post(self, request: Request, name: str) -> Response:
+        token = token_of(request)
+        cluster = Cluster.objects.select_related("plugin").filter(name=name).first()
+        if cluster is None:
+            raise ApiError(404, f"no cluster named {name!r}")
+        try:
+            cluster = approve_cluster(cluster, token.user or "maintainer token")
+        except TrustError as exc:
+            raise ApiError(exc.status, exc.message) from exc
+        return Response({"name": cluster.name, "approved": cluster.approved})
 
 
-@csrf_exempt
-@require_POST
-@token_required("vendor")
-def agent_runs(request: HttpRequest) -> JsonResponse:
-    """POST agent-runs/: a run the in-cluster agent made (logic in dashboard/agent_runs.py)."""
-    from dashboard.agent_runs import AgentRunError, accept, max_bytes
+@extend_schema(exclude=True)
+class ClusterApproveSlashView(ClusterApproveView):
+    """`…/approve/`: the same call; the schema names the contract's form only."""
 
-    token = request.api_token  # type: ignore[attr-defined]
-    try:
-        # read() rather than .body: the run's own limit applies, and no more is read than that
-        run = accept(request.read(max_bytes() + 1), token.vendor, actor=str(token.vendor))
-    except AgentRunError as exc:
-        return error(exc.status, exc.message)
-    return JsonResponse({"run": run.pk, "url": run.get_absolute_url(), "state": run.state,
+
+class RunDetailView(ApiView, generics.RetrieveAPIView):
+    queryset = Run.objects.select_related("cluster", "plugin")
+    serializer_class = sz.RunSerializer
+
+    @extend_schema(summary="A run with state, timings, fingerprint and per-test results",
+                   responses={200: sz.RunSerializer, **errors(404)})
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().get(request, *args, **kwargs)
+
+
+# --- submissions ------------------------------------------------------------------------------------
+
+class SubmissionFilter(django_filters.FilterSet):
+    plugin = django_filters.CharFilter(field_name="plugin__slug", help_text="a plugin's slug")
+    status = django_filters.ChoiceFilter(choices=Submission.Status.choices)
+
+    class Meta:
+        model = Submission
+        fields = ["plugin", "status"]
+
+
+class SubmissionPages(BasePagination):
+    """The contract's `{"count","next","previous","results"}`: `page` from 1, `page_size` at most
+    100 (`limit` is its older name); a page past the end is empty, not an error."""
+
+    max_page_size = 100
+
+    def paginate_queryset(self, queryset: Any, request: Request, view: Any = None) -> list[Any]:
+        params = request.query_params
+        try:
+            self.size = min(max(int(params.get("page_size") or params.get("limit") or 100), 1), self.max_page_size)
+            self.page = max(int(params.get("page", 1)), 1)
+        except ValueError as exc:
+            raise ApiError(400, "page and page_size must be numbers") from exc
+        self.request = request
+        self.total = queryset.count()
+        return list(queryset[(self.page - 1) * self.size : self.page * self.size])
+
+    def link(self, number: int) -> str | None:
+        if number < 1 or (number - 1) * self.size >= self.total:
+            return None
+        query = self.request.query_params.copy()
+        query["page"], query["page_size"] = str(number), str(self.size)
+        query.pop("limit", None)
+        return self.request.build_absolute_uri(f"{self.request.path}?{query.urlencode()}")
+
+    def get_paginated_response(self, data: Any) -> Response:
+        return Response({"count": self.total, "next": self.link(self.page + 1),
+                         "previous": self.link(self.page - 1), "results": data})
+
+    def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
+        link = {"type": "string", "nullable": True, "format": "uri"}
+        return {"type": "object", "required": ["count", "next", "previous", "results"],
+                "properties": {"count": {"type": "integer"}, "next": link, "previous": link, "results": schema}}
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        number = {"type": "integer", "minimum": 1}
+        return [
+            {"name": "page", "in": "query", "required": False, "schema": number, "description": "from 1"},
+            {"name": "page_size", "in": "query", "required": False,
+             "schema": {**number, "maximum": self.max_page_size}, "description": "at most 100 (default)"},
+            {"name": "limit", "in": "query", "required": False, "schema": {**number, "maximum": self.max_page_size},
+             "description": "the older name of page_size"},
+        ]
+
+
+class SubmissionsView(GetOpenPostNeeds, generics.ListAPIView):
+    post_permission = VendorToken
+    serializer_class = sz.SubmissionListItemSerializer
+    pagination_class = SubmissionPages
+    filterset_class = SubmissionFilter
+
+    def get_queryset(self) -> QuerySet[Submission]:
+        return (Submission.objects.without_content().defer("results", "report", "warnings")
+                .select_related("plugin", "vendor").order_by("-created", "-id"))
+
+    @extend_schema(summary="Submissions, newest first (list items omit per-test details)",
+                   responses={200: sz.SubmissionListItemSerializer(many=True), **errors(400)})
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        status = request.query_params.get("status")
+        if status and status not in Submission.Status.values:
+            raise ApiError(400, f"unknown status {status!r}: expected one of {', '.join(Submission.Status.values)}")
+        return super().get(request, *args, **kwargs)
+
+    @extend_schema(summary="Submit a result file (vendor token for that plugin)",
+                   request={"multipart/form-data": sz.SubmissionUploadSerializer},
+                   responses={201: sz.SubmissionSerializer, **post_errors(401, 403, 409, 422, 429)})
+    def post(self, request: Request) -> Response:
+        token = token_of(request)
+        upload = request.FILES.get("file")
+        try:
+            sub = create_submission(
+                vendor=token.vendor,
+                allowed_plugin_ids=set(token.vendor.plugins.values_list("id", flat=True)),
+                plugin=request.POST.get("plugin"),
+                plugin_version=request.POST.get("plugin_version"),
+                kubernetes_version=request.POST.get("kubernetes_version"),
+                proxier=request.POST.get("proxier"),
+                cluster=request.POST.get("cluster"),
+                fileobj=upload,
+                filename=upload.name if upload else "",
+                uploaded_by=f"{token.vendor.name} (token {token.hint})",
+            )
+        except SubmissionError as exc:
+            raise ApiError(exc.status, exc.message, **exc.extra) from exc
+        return Response(sz.SubmissionSerializer(sub).data, status=201)
+
+
+class SubmissionDetailView(ApiView, generics.RetrieveAPIView):
+    queryset = Submission.objects.without_content().select_related("plugin", "vendor", "reviewed_by")
+    serializer_class = sz.SubmissionSerializer
+
+    @extend_schema(summary="One submission, with its current status", responses={200: sz.SubmissionSerializer,
+                                                                               **errors(404)})
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().get(request, *args, **kwargs)
+
+
+class SubmissionReviewView(ApiView):
+    permission_classes = [MaintainerToken]
+    verify = True
+
+    def post(self, request: Request, pk: int) -> Response:
+        token = token_of(request)
+        sub = Submission.objects.without_content().select_related("plugin", "vendor").filter(pk=pk).first()
+        if sub is None:
+            raise ApiError(404, f"no submission {pk}")
+        try:
+            body = request.data
+        except exceptions.ParseError:
+            body = {}
+        reason = str(body.get("reason", "")) if hasattr(body, "get") else ""
+        try:
+            review(sub, user=token.user, verify=self.verify, reason=reason)
+        except SubmissionError as exc:
+            raise ApiError(exc.status, exc.message) from exc
+        return Response(sz.SubmissionSerializer(sub).data)
+
+
+REVIEW_SCHEMA = {"request": sz.ReviewRequestSerializer,
+                 "responses": {200: sz.SubmissionSerializer, **post_errors(401, 403, 404, 429)}}
+
+
+@extend_schema(summary="Verify a submission (maintainer token)", **REVIEW_SCHEMA)
+class SubmissionVerifyView(SubmissionReviewView):
+    verify = True
+
+
+@extend_schema(summary="Reject a submission with a reason (maintainer token)", **REVIEW_SCHEMA)
+class SubmissionRejectView(SubmissionReviewView):
+    verify = False
+
+
+@extend_schema(exclude=True)
+class SubmissionVerifySlashView(SubmissionVerifyView):
+    """`…/verify/`: the same call; the schema names the contract's form only."""
+
+
+@extend_schema(exclude=True)
+class SubmissionRejectSlashView(SubmissionRejectView):
+    pass
+
+
+# --- runs posted by the in-cluster agent --------------------------------------------------------
+
+class AgentRunsView(ApiView):
+    """POST agent-runs/: a run made by the in-cluster agent (domain logic: dashboard/agent_runs.py)."""
+
+    permission_classes = [VendorToken]
+
+    @extend_schema(summary="A run made by the in-cluster agent (vendor token of the cluster's plugin); the "
+                           "cluster is registered on first contact, unapproved",
+                   request={"application/json": OpenApiTypes.OBJECT},
+                   responses={201: inline_serializer("AgentRunStored", {
+                       "run": drf_fields.IntegerField(), "url": drf_fields.CharField(),
+                       "state": drf_fields.CharField(), "cluster": drf_fields.CharField(),
+                       "cluster_approved": drf_fields.BooleanField(), "emulated": drf_fields.BooleanField()}),
+                              **post_errors(401, 403, 409, 429)})
+    def post(self, request: Request) -> Response:
+        from dashboard.agent_runs import AgentRunError, accept, max_bytes
+
+        token = token_of(request)
+        # The raw bytes, bounded (the body guard refused a larger Content-Length unread).
+        raw = request._request.read(max_bytes() + 1)
+        try:
+            run = accept(raw, token.vendor, actor=str(token.vendor))
+        except AgentRunError as exc:
+            raise ApiError(exc.status, exc.message) from exc
+        return Response({"run": run.pk, "url": run.get_absolute_url(), "state": run.state,
                          "cluster": run.cluster.name, "cluster_approved": run.cluster.approved,
                          "emulated": run.emulated}, status=201)

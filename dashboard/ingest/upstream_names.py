@@ -6,7 +6,7 @@ The names are the ginkgo full texts (describe + context + it, joined with spaces
 they appear in a JUnit report, without the ``[It] `` prefix and with XML entities
 decoded. Sources (see also docs in domain.md §4):
 
-- v1.30: the real conformance JUnit in ``shared/data/e2e-junit`` (all 13 names).
+- v1.30: the real conformance JUnit in ``tests/fixtures/e2e-junit`` (all 13 names).
 - master (v1.33+): ``test/e2e/network/netpol/network_policy.go``,
   ``test/e2e/common/network/networking.go``, ``test/e2e/network/networking.go``,
   ``test/e2e/network/dual_stack.go`` read at current commits.

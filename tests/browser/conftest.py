@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.need import unavailable
+
 # Playwright's sync API keeps an event loop in this thread; the ORM calls the tests make between
 # browser steps are plain synchronous code, so Django's async guard must stand aside.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
@@ -21,11 +23,11 @@ SCREENSHOTS = Path(__file__).resolve().parent.parent.parent / "var" / "screensho
 @pytest.fixture(scope="session")
 def browser() -> Iterator[object]:
     if not CHROMIUM.exists():
-        pytest.skip(f"no Chromium at {CHROMIUM}: apt-get install -y --no-install-recommends chromium")
+        unavailable(f"no Chromium at {CHROMIUM}: apt-get install -y --no-install-recommends chromium")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        pytest.skip("the playwright package is not installed")
+        unavailable("the playwright package is not installed")
     pw = sync_playwright().start()
     b = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
     try:

@@ -15,7 +15,7 @@ from tests.pages.junit import sctp_junit
 from .conftest import log_in
 
 # serialized_rollback keeps the seeded catalog and plugins that a transactional flush would drop.
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.redis, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
 
 def _some_history() -> None:

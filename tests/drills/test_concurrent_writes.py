@@ -14,7 +14,7 @@ from tests.worker import celery_worker
 
 from tests.e2e import wait_for
 
-pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.e2e, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
 
 CLUSTERS = 12
 RUNS_PER_CLUSTER = 2

@@ -21,7 +21,7 @@ from tests.e2e import maintainer_token, request_run, wait_for
 
 from .support import pointed_at, private_redis
 
-pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.e2e, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
 
 QUICK = 10.0  # seconds: an answer slower than this is a hang to an operator
 
@@ -121,7 +121,7 @@ def test_an_acknowledgement_lost_in_a_redis_hang_frees_its_prefetch_slot(transpo
     again. Here the hang covers the acknowledgement every time, with real kombu and Redis."""
     from kombu import Connection, Exchange, Queue
 
-    import workers  # noqa: F401  (installs workers.broker for redis:// URLs)
+    from workers import app  # noqa: F401  (loading the app installs workers.broker for redis:// URLs)
 
     queue = Queue("ack-drill", Exchange("ack-drill"), "ack-drill")
     with private_redis() as redis_server:

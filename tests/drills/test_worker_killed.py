@@ -17,7 +17,7 @@ from workers.lease import Lease
 
 from tests.e2e import maintainer_token, request_run, wait_for
 
-pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.e2e, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
 
 
 def battery_namespaces(server, name: str) -> list[str]:  # type: ignore[no-untyped-def]

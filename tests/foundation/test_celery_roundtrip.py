@@ -9,7 +9,7 @@ import pytest
 from dashboard.models import AuditEvent
 from tests.worker import celery_worker
 
-pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.e2e, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
 
 
 def test_a_task_runs_in_a_real_worker_and_a_health_ping_writes_no_audit_entry():

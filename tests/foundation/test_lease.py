@@ -14,7 +14,7 @@ from workers.lease import Lease
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(params=["redis", "database"])
+@pytest.fixture(params=[pytest.param("redis", marks=pytest.mark.redis), "database"])
 def mode(request, settings):  # type: ignore[no-untyped-def]
     settings.EMBEDDED_BROKER = request.param == "database"
     if request.param == "redis":

@@ -12,7 +12,7 @@ from dashboard.models import Run, TestResult
 from dashboard.readiness.history import record_evaluation
 from tests import factories as f
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("memory_cache")]  # counts queries
 
 
 def status(client, key: str) -> tuple[str, int]:  # type: ignore[no-untyped-def]

@@ -20,6 +20,7 @@ import pytest
 from lab.guest.golden import comparable
 from lab.guest.harness import GuestResult, qemu_available
 from tests.guest.conclusions import iptables_conclusions, ipvs_conclusions, nft_conclusions
+from tests.need import unavailable
 from workers.battery import nodeparse
 
 pytestmark = pytest.mark.guest
@@ -69,7 +70,7 @@ def guest_run(pytestconfig: pytest.Config) -> GuestResult:
     _config = pytestconfig
     ok, reason = qemu_available()
     if not ok:
-        pytest.skip(f"kernel SCTP guest unavailable: {reason}")
+        unavailable(f"kernel SCTP guest unavailable: {reason}")
     from lab.guest.harness import Guest
 
     started = time.monotonic()

@@ -16,7 +16,7 @@ from tests.labtools import lab_clusters, profile
 from tests.worker import celery_worker
 from workers.lease import Lease
 
-pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.e2e, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
 
 
 def test_a_run_requested_through_the_api_is_executed_by_a_worker_and_moves_the_verdicts():

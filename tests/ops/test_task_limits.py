@@ -23,7 +23,8 @@ def test_every_task_has_a_soft_and_a_hard_time_limit():
 
     app.loader.import_default_modules()
     ours = {name: task for name, task in app.tasks.items() if name.startswith(("workers.", "dashboard."))}
-    assert {"workers.tasks.execute_run", "dashboard.notify.deliver", "workers.tasks.sweep_cluster"} <= set(ours)
+    assert {"workers.tasks.execute_run", "workers.tasks.deliver_notification", "workers.tasks.check_schedules",
+            "workers.tasks.refresh_readiness", "workers.tasks.sweep_cluster"} <= set(ours)
     for name, task in ours.items():
         soft = task.soft_time_limit or app.conf.task_soft_time_limit
         hard = task.time_limit or app.conf.task_time_limit
