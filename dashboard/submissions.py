@@ -14,6 +14,7 @@ from django.utils.timezone import now
 
 from .catalog import Proxier, kubernetes_minor
 from .evidence import summarize
+from .policy import plugin_facts
 from .models import AuditEvent, Plugin, Submission, Vendor
 
 VERSION_RE = re.compile(r"^v?\d+\.\d+(\.\d+)?([-+.][0-9A-Za-z.-]+)?$")
@@ -121,7 +122,7 @@ def create_submission(
 
     outcomes = {key: r.outcome for key, r in report.results.items()}
     flags = summarize(outcomes, plugin_obj.implements_network_policy)
-    qualifying, why = report.qualifying(plugin_obj.implements_network_policy)
+    qualifying, why = report.qualifying(plugin_facts(plugin_obj))
     report_dict = report.to_dict()  # without the warnings: they are stored once, below
     report_dict["qualifying"] = {"qualifying": qualifying, "reason": why}
     # SQLite takes the bytes as one blob (about their size in memory, once); PostgreSQL gets

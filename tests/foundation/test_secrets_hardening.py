@@ -151,10 +151,12 @@ def test_migration_0010_encrypts_existing_webhook_secrets_and_hides_old_token_hi
     executor = MigrationExecutor(connection)
     executor.migrate([("dashboard", "0009_evidence_policy")])
     with connection.cursor() as cursor:
+        # Booleans as parameters: PostgreSQL refuses an integer literal for a boolean column.
         cursor.execute("INSERT INTO dashboard_notificationchannel (kind, target, secret, enabled, created) "
-                       "VALUES ('webhook', 'https://h.example.org', 'plain-old-secret', 1, CURRENT_TIMESTAMP)")
+                       "VALUES ('webhook', 'https://h.example.org', 'plain-old-secret', %s, CURRENT_TIMESTAMP)",
+                       [True])
         cursor.execute("INSERT INTO dashboard_apitoken (role, digest, hint, created, revoked) "
-                       "VALUES ('vendor', 'd1', 'sctp_Ab3xY', CURRENT_TIMESTAMP, 0)")
+                       "VALUES ('vendor', 'd1', 'sctp_Ab3xY', CURRENT_TIMESTAMP, %s)", [False])
     executor = MigrationExecutor(connection)
     executor.migrate(executor.loader.graph.leaf_nodes())
     channel = NotificationChannel.objects.get()
