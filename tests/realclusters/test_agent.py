@@ -124,3 +124,17 @@ def test_the_payload_stays_within_what_the_dashboard_accepts():
     result = body["results"]["declare-sctp-ports"]
     assert len(result["reason"]) == MAX_REASON and len(result["evidence"]) == MAX_EVIDENCE
     assert len(body["errors"]) == 50 and all(len(e) <= MAX_REASON for e in body["errors"])
+
+
+@pytest.mark.django_db
+def test_the_dashboard_refuses_to_run_a_cluster_it_only_knows_from_its_agent():
+    from dashboard.models import Cluster, Run
+    from dashboard.runs import RunRequestError, request_run
+    from tests import factories
+
+    cluster = factories.cluster("agent-only")  # no kubeconfig
+    factories.run(cluster)
+    Run.objects.filter(cluster=cluster).update(trigger=Run.Trigger.AGENT)
+    with pytest.raises(RunRequestError) as refused:
+        request_run(Cluster.objects.get(pk=cluster.pk), "basic")
+    assert refused.value.status == 409 and "in-cluster agent" in refused.value.message
