@@ -38,6 +38,8 @@ class Refusal:
 def body_limit(path: str) -> int:
     if path in UPLOAD_PATHS:
         return int(settings.SUBMISSION_MAX_BYTES) + FORM_OVERHEAD
+    if path == "/api/v1/agent-runs/":  # a run with its evidence (dashboard/agent_runs.py)
+        return int(getattr(settings, "AGENT_RUN_MAX_BYTES", settings.REQUEST_MAX_BYTES))
     return int(settings.REQUEST_MAX_BYTES)
 
 

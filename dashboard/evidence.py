@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .catalog import BASIC_KEYS, CONNECTIVITY_KEYS, Outcome
+from .policy import PluginFacts
+from .policy import qualifying as policy_qualifying
 
 
 @dataclass(frozen=True)
@@ -23,33 +25,19 @@ class EvidenceFlags:
 
 
 def summarize(outcomes: Mapping[str, str], implements_network_policy: bool) -> EvidenceFlags:
+    """The flags stored for the criteria's indexed lookups. `qualifying` is stored as the widest
+    the evidence policy could accept (a NetworkPolicy exemption may be recorded later), so it is
+    a prefilter only: dashboard.policy decides, with the same rule, when it evaluates."""
+
     def get(key: str) -> str:
         return outcomes.get(key) or Outcome.NOT_RUN
 
-    has_connectivity = any(get(k) != Outcome.NOT_RUN for k in CONNECTIVITY_KEYS)
-    problems: list[str] = []
-    for key in CONNECTIVITY_KEYS:
-        if get(key) in (Outcome.FAILED, Outcome.ERROR):
-            problems.append(f"{key} {get(key)}")
-    for key in ("pod-to-pod", "pod-to-service"):
-        if get(key) not in (Outcome.PASSED, Outcome.FAILED, Outcome.ERROR):
-            problems.append(f"{key} {get(key).replace('_', ' ')}")
-    if implements_network_policy and get("netpol-allow-deny") not in (
-        Outcome.PASSED,
-        Outcome.FAILED,
-        Outcome.ERROR,
-    ):
-        problems.append(f"netpol-allow-deny {get('netpol-allow-deny').replace('_', ' ')}")
-    qualifying = not problems
-    if qualifying:
-        reason = "pod-to-pod and pod-to-service passed" + (
-            ", netpol-allow-deny passed" if implements_network_policy else " (no NetworkPolicy)"
-        )
-    else:
-        reason = ", ".join(problems)
+    widest = PluginFacts("prefilter", False, implements_network_policy,
+                         netpol_exemption="" if implements_network_policy else "(decided at evaluation)")
+    qualifying_now, reason = policy_qualifying(outcomes, widest)
     return EvidenceFlags(
-        has_connectivity=has_connectivity,
-        qualifying=qualifying,
+        has_connectivity=any(get(k) != Outcome.NOT_RUN for k in CONNECTIVITY_KEYS),
+        qualifying=qualifying_now,
         qualifying_reason=reason,
         pod_to_service_passed=get("pod-to-service") == Outcome.PASSED,
         basic_ok=not any(get(k) in (Outcome.FAILED, Outcome.ERROR) for k in BASIC_KEYS),

@@ -212,6 +212,7 @@ class Run(EvidenceMixin):
         MANUAL = "manual", "manual"
         PERIODIC = "periodic", "periodic"
         API = "api", "api"
+        AGENT = "agent", "agent"  # posted by the in-cluster agent (dashboard/agent_runs.py)
 
     cluster = models.ForeignKey(Cluster, models.CASCADE, related_name="runs")
     # Snapshots taken when the run is created: the evidence belongs to what was tested then.

@@ -23,7 +23,7 @@ from workers.celery import send
 
 from .catalog import Battery, kubernetes_minor
 from .models import Cluster, Run, Schedule
-from .trust import refuse_run
+from .trust import refuse_remote_run
 
 EXECUTE_RUN = "workers.tasks.execute_run"
 
@@ -50,7 +50,7 @@ def request_run(
         raise RunRequestError(400, f"unknown battery {battery!r}: expected one of {', '.join(Battery.values)}")
     if not cluster.enabled:
         raise RunRequestError(409, f"cluster {cluster.name} is disabled")
-    refusal = refuse_run(cluster, battery)
+    refusal = refuse_remote_run(cluster, battery)
     if refusal:
         raise RunRequestError(409, refusal)
     with transaction.atomic():

@@ -51,6 +51,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "dashboard.ops.OpsMiddleware",  # /healthz, /readyz, /metrics: before host checks and redirects
     "django.middleware.security.SecurityMiddleware",
     # Content-Security-Policy (no inline script), Permissions-Policy: dashboard/headers.py.
     "dashboard.headers.SecurityHeadersMiddleware",
@@ -187,6 +188,7 @@ READINESS_REFRESH_ON_COMMIT = env_bool("READINESS_REFRESH_ON_COMMIT", True)
 SUBMISSION_MAX_BYTES = env_int("SUBMISSION_MAX_BYTES", 50 * 1024 * 1024)
 # Any other request body (forms, kubeconfigs, JSON): larger is refused from Content-Length, unread.
 REQUEST_MAX_BYTES = env_int("REQUEST_MAX_BYTES", 2 * 1024 * 1024)
+AGENT_RUN_MAX_BYTES = env_int("AGENT_RUN_MAX_BYTES", 2 * 1024 * 1024)  # POST agent-runs/ (413 above)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 RUN_HEARTBEAT_SECONDS = env_int("RUN_HEARTBEAT_SECONDS", 10)
@@ -218,6 +220,11 @@ LOGGING = {
     "loggers": {"kubernetes": {"level": "WARNING"}, "urllib3": {"level": "WARNING"},
                 "django.request": {"filters": ["refusals"]}},
 }
+LOG_FORMAT = env("LOG_FORMAT", "text")  # json: one JSON object a line (dashboard/logjson.py)
+if LOG_FORMAT == "json":
+    LOGGING["formatters"] = {"json": {"()": "dashboard.logjson.JsonFormatter"}}
+    LOGGING["handlers"]["console"]["formatter"] = "json"
+    CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # keep this format in workers and beat too
 
 # --- Production ------------------------------------------------------------------------------
 if not DEBUG:
@@ -247,6 +254,8 @@ CELERY_BEAT_SCHEDULE = {
     "reap-stale-runs": {"task": "workers.tasks.reap_stale_runs", "schedule": 30.0},
     "dispatch-pending-runs": {"task": "workers.tasks.dispatch_pending", "schedule": 30.0},
     "sweep-namespaces": {"task": "workers.tasks.sweep_all_clusters", "schedule": 600.0},
+    # ServiceAccount tokens from make_kubeconfig: renewed with a third of their life left.
+    "renew-cluster-tokens": {"task": "workers.tasks.renew_cluster_tokens", "schedule": 900.0},
 }
 
 # --- Operations: cache, rate limits, notifications, schedule checks (dashboard/ratelimit.py,

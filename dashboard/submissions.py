@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -13,6 +14,7 @@ from django.utils.timezone import now
 
 from .catalog import Proxier, kubernetes_minor
 from .evidence import summarize
+from .policy import plugin_facts
 from .models import AuditEvent, Plugin, Submission, Vendor
 
 VERSION_RE = re.compile(r"^v?\d+\.\d+(\.\d+)?([-+.][0-9A-Za-z.-]+)?$")
@@ -104,18 +106,23 @@ def create_submission(
     if existing:
         raise SubmissionError(409, f"this file was already submitted for {slug} as submission {existing}",
                               {"existing_id": existing, "id": existing})
+    from .metrics import observe_ingest
+
     received = now()
+    started = time.monotonic()
     try:
         report = ingest(stream, declared_kubernetes_version=kubernetes_version, declared_proxier=proxier,
                         declared_plugin=plugin_obj.slug, received_at=received,
                         limits=Limits(max_bytes=limit, time_budget_seconds=float(
                             getattr(settings, "SUBMISSION_INGEST_SECONDS", 20))))
     except IngestError as exc:
+        observe_ingest(time.monotonic() - started, size, accepted=False)
         raise SubmissionError(exc.status, exc.message) from exc
+    observe_ingest(time.monotonic() - started, size, accepted=True)
 
     outcomes = {key: r.outcome for key, r in report.results.items()}
     flags = summarize(outcomes, plugin_obj.implements_network_policy)
-    qualifying, why = report.qualifying(plugin_obj.implements_network_policy)
+    qualifying, why = report.qualifying(plugin_facts(plugin_obj))
     report_dict = report.to_dict()  # without the warnings: they are stored once, below
     report_dict["qualifying"] = {"qualifying": qualifying, "reason": why}
     # SQLite takes the bytes as one blob (about their size in memory, once); PostgreSQL gets

@@ -95,6 +95,20 @@ def refuse_run(cluster: Cluster, battery: str) -> str | None:
     return None
 
 
+def refuse_remote_run(cluster: Cluster, battery: str) -> str | None:
+    """Why the dashboard's workers may not run `battery` on `cluster` (refuse_run, and: a
+    cluster known only through its in-cluster agent has no kubeconfig to reach it with)."""
+    refusal = refuse_run(cluster, battery)
+    if refusal:
+        return refusal
+    agent_only = (Cluster.objects.filter(pk=cluster.pk, kubeconfig="").exists()
+                  and Run.objects.filter(cluster=cluster, trigger=Run.Trigger.AGENT).exists())
+    if agent_only:
+        return (f"cluster {cluster.name} has no kubeconfig: its runs come from its in-cluster agent "
+                "(python -m workers.agent); register it with a kubeconfig to run batteries from here")
+    return None
+
+
 def periodic_conflict(cluster: Cluster) -> str | None:
     """A warning when a cluster hosting a periodic basic job also receives connectivity runs.
 

@@ -41,6 +41,7 @@ _TOP: dict[str, tuple[str, Any]] = {
     "token": ("str", None),
     "seed": ("int", None),
     "description": ("str", ""),
+    "rbac": ("str", None),  # a role file (lab/rbac.py); relative to the profile's directory
 }
 _DATAPLANE: dict[str, tuple[str, Any]] = {
     "pod_to_pod": ("bool", True),
@@ -178,7 +179,13 @@ def load_profile(path: str | Path) -> dict[str, Any]:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise ValueError(f"{path}: not valid YAML: {exc}") from exc
-    return validate_profile(data, str(path))
+    profile = validate_profile(data, str(path))
+    if profile["rbac"] and not Path(profile["rbac"]).is_absolute():
+        # Relative to the profile's directory, else to the working directory (the repository).
+        beside = path.parent / profile["rbac"]
+        if beside.exists() or not Path(profile["rbac"]).exists():
+            profile["rbac"] = str(beside)
+    return profile
 
 
 def load_profiles(directory: str | Path) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from lab import rbac
 from lab.cluster import KIND_OF, Cluster
 from lab.daemonsets import daemonsets
 from lab.errors import ApiError
@@ -281,8 +282,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         cluster = lab.clusters.get(name)
         if cluster is None:
             raise ApiError(404, f'lab cluster "{name}" not found')
-        if self.headers.get("Authorization") != f"Bearer {cluster.profile['token']}":
-            raise ApiError(401, "Unauthorized")
+        who = rbac.authenticate(cluster, self.headers.get("Authorization"))
         faults = cluster.faults
         if faults["api_timeout"]:
             # Hang like an overloaded apiserver; stop() wakes us so shutdown stays quick.
@@ -295,16 +295,20 @@ class _RequestHandler(BaseHTTPRequestHandler):
                     raise ApiError(503, "the server is currently unable to handle the request",
                                    reason="ServiceUnavailable")
                 raise ApiError(500, "Internal error occurred: etcdserver: request timed out")
+            query = parse_qs(url.query)
+            rbac.authorize(cluster, who, method, rest, query)  # 403 as the RBAC authorizer words it
             if rest.startswith("/apis/discovery.k8s.io/v1/") and not cluster.serves_endpointslices():
                 raise ApiError(404, "the server could not find the requested resource")
-            handler, args = _ROUTER.match(method, rest)
             body: Any = None
             if raw:
                 try:
                     body = json.loads(raw)
                 except ValueError as exc:
                     raise ApiError(400, f"the request body is not valid JSON: {exc}") from exc
-            query = parse_qs(url.query)
+            served = rbac.serve(cluster, method, rest, body)  # RBAC objects and TokenRequest
+            if served is not None:
+                return served
+            handler, args = _ROUTER.match(method, rest)
             cluster.advance()
             return handler(cluster, args, query, body)
 
@@ -330,6 +334,7 @@ class LabServer:
             if checked["name"] in self.clusters:
                 raise ValueError(f"<profile {checked['name']}>: field name is used twice")
             self.clusters[checked["name"]] = Cluster(checked)
+            rbac.state_of(self.clusters[checked["name"]])  # a bad role file fails here, not later
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
 

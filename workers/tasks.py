@@ -213,3 +213,11 @@ def ping(value: str) -> str:
     what people decided), so the trail does not fill with pings."""
     log.info("ping %s", value)
     return value
+
+
+@app.task
+def renew_cluster_tokens() -> dict[str, str]:
+    """Re-issues registered clusters' ServiceAccount tokens a third before they expire."""
+    from workers.serviceaccount import renew_registered
+
+    return renew_registered()

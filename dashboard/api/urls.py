@@ -31,6 +31,7 @@ urlpatterns = [
     path("clusters/<slug:name>/approve", views.ClusterApproveView.as_view()),
     path("clusters/<slug:name>/approve/", views.ClusterApproveSlashView.as_view(), name="api-cluster-approve"),
     path("runs/<int:pk>/", views.RunDetailView.as_view(), name="api-run"),
+    path("agent-runs/", views.AgentRunsView.as_view(), name="api-agent-runs"),
     path("submissions/", views.SubmissionsView.as_view(), name="api-submissions"),
     path("submissions/<int:pk>/", views.SubmissionDetailView.as_view(), name="api-submission"),
     path("submissions/<int:pk>/verify", views.SubmissionVerifyView.as_view()),

@@ -13,7 +13,9 @@ import django_filters
 from django.conf import settings
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpResponse
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers as drf_fields
 from rest_framework import exceptions, generics
 from rest_framework.pagination import BasePagination
 from rest_framework.permissions import AllowAny, BasePermission
@@ -355,3 +357,33 @@ class SubmissionVerifySlashView(SubmissionVerifyView):
 @extend_schema(exclude=True)
 class SubmissionRejectSlashView(SubmissionRejectView):
     pass
+
+
+# --- runs posted by the in-cluster agent --------------------------------------------------------
+
+class AgentRunsView(ApiView):
+    """POST agent-runs/: a run made by the in-cluster agent (domain logic: dashboard/agent_runs.py)."""
+
+    permission_classes = [VendorToken]
+
+    @extend_schema(summary="A run made by the in-cluster agent (vendor token of the cluster's plugin); the "
+                           "cluster is registered on first contact, unapproved",
+                   request={"application/json": OpenApiTypes.OBJECT},
+                   responses={201: inline_serializer("AgentRunStored", {
+                       "run": drf_fields.IntegerField(), "url": drf_fields.CharField(),
+                       "state": drf_fields.CharField(), "cluster": drf_fields.CharField(),
+                       "cluster_approved": drf_fields.BooleanField(), "emulated": drf_fields.BooleanField()}),
+                              **post_errors(401, 403, 409, 429)})
+    def post(self, request: Request) -> Response:
+        from dashboard.agent_runs import AgentRunError, accept, max_bytes
+
+        token = token_of(request)
+        # The raw bytes, bounded (the body guard refused a larger Content-Length unread).
+        raw = request._request.read(max_bytes() + 1)
+        try:
+            run = accept(raw, token.vendor, actor=str(token.vendor))
+        except AgentRunError as exc:
+            raise ApiError(exc.status, exc.message) from exc
+        return Response({"run": run.pk, "url": run.get_absolute_url(), "state": run.state,
+                         "cluster": run.cluster.name, "cluster_approved": run.cluster.approved,
+                         "emulated": run.emulated}, status=201)

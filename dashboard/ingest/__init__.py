@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import IO
 
+from dashboard.policy import PluginFacts
+
 from . import archives
 from .e2elog import minor_of
 from .errors import UNSUPPORTED, IngestError
@@ -46,8 +48,8 @@ class IngestReport:
     proxier_detected: str | None = None  # what kube-proxy logged (Sonobuoy podlogs)
     cni_detected: str | None = None  # the CNI DaemonSet seen in the file
 
-    def qualifying(self, implements_network_policy: bool) -> tuple[bool, str]:
-        return qualifying(self.results, implements_network_policy)
+    def qualifying(self, plugin: PluginFacts | bool) -> tuple[bool, str]:
+        return qualifying(self.results, plugin)
 
     def to_dict(self) -> dict[str, object]:
         """The stored validation report. Warnings are stored once, beside it."""

@@ -6,6 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
+from dashboard.policy import PluginFacts
+from dashboard.policy import qualifying as policy_qualifying
+
 from .junit import Case
 from .upstream_names import (
     CATALOG_KEYS,
@@ -77,26 +80,12 @@ def count(results: dict[str, CatalogResult]) -> dict[str, int]:
 
 
 def qualifying(
-    results: dict[str, CatalogResult], implements_network_policy: bool
+    results: dict[str, CatalogResult], plugin: PluginFacts | bool
 ) -> tuple[bool, str]:
-    """Contract: pod-to-pod and pod-to-service passed, netpol-allow-deny passed (unless
-    the plugin has no NetworkPolicy), pod-to-loadbalancer anything but failed/error, and
-    no connectivity test failed or errored. The string says why not ("" when it is)."""
-    problems: list[str] = []
-    for key in CONNECTIVITY_KEYS:
-        outcome = results[key].outcome
-        if outcome in ("failed", "error"):
-            problems.append(f"{key} {outcome}")
-    required = [POD_TO_POD, POD_TO_SERVICE]
-    if implements_network_policy:
-        required.append(NETPOL_ALLOW_DENY)
-    for key in required:
-        outcome = results[key].outcome
-        if outcome not in ("passed", "failed", "error"):
-            problems.append(f"{key} {outcome.replace('_', ' ')}, needs passed")
-    if problems:
-        return False, "not qualifying: " + "; ".join(problems)
-    return True, ""
+    """The evidence policy's qualifying rule (dashboard.policy.qualifying, defined there once) on a
+    file's results. `plugin` may be a bare "implements NetworkPolicy" flag (no exemption)."""
+    facts = plugin if isinstance(plugin, PluginFacts) else PluginFacts("the plugin", False, bool(plugin))
+    return policy_qualifying({key: r.outcome for key, r in results.items()}, facts)
 
 
 def results_to_dict(results: dict[str, CatalogResult]) -> dict[str, dict[str, object]]:

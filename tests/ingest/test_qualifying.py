@@ -17,7 +17,7 @@ GOOD = {"pod_to_pod": "passed", "pod_to_service": "passed", "netpol_allow_deny":
 
 
 def test_a_plugin_with_network_policy_qualifies_when_all_three_passed():
-    assert qualifying(results(**GOOD), True) == (True, "")
+    assert qualifying(results(**GOOD), True) == (True, "pod-to-pod, pod-to-service and netpol-allow-deny passed")
 
 
 def test_a_plugin_with_network_policy_needs_netpol_allow_deny_passed():
@@ -25,9 +25,14 @@ def test_a_plugin_with_network_policy_needs_netpol_allow_deny_passed():
     assert not ok and "netpol-allow-deny skipped" in why
 
 
-def test_a_plugin_without_network_policy_does_not_need_it():
-    assert qualifying(results(**{**GOOD, "netpol_allow_deny": "skipped"}), False)[0] is True
-    assert qualifying(results(pod_to_pod="passed", pod_to_service="passed"), False)[0] is True
+def test_a_plugin_without_network_policy_needs_a_maintainers_exemption():
+    from dashboard.policy import PluginFacts
+
+    ok, why = qualifying(results(**{**GOOD, "netpol_allow_deny": "skipped"}), False)
+    assert not ok and "does not implement NetworkPolicy and has no exemption" in why
+    exempt = PluginFacts("flannel", False, False, netpol_exemption="SIG Network decision")
+    assert qualifying(results(**{**GOOD, "netpol_allow_deny": "skipped"}), exempt)[0] is True
+    assert qualifying(results(pod_to_pod="passed", pod_to_service="passed"), exempt)[0] is True
 
 
 @pytest.mark.parametrize("outcome", ["passed", "skipped", "not_run"])

@@ -38,7 +38,9 @@ CONNECT_WORDS = ("TIMEOUT", "REFUSED", "DNS", "OTHER", "UNKNOWN")
 _WORD_LINE = re.compile(r"^(TIMEOUT|REFUSED|DNS|OTHER|UNKNOWN)(?::\s*(.*))?$")
 # Kubernetes RBAC's words: `User "x" cannot create resource "pods" in API group "" in the
 # namespace "y"` (staging/src/k8s.io/apiserver/pkg/endpoints/handlers/responsewriters).
-_RBAC = re.compile(r'cannot (\S+) resource "([^"]+)"(?: in API group "([^"]*)")?')
+# For a non-resource URL: `User "x" cannot get path "/version/"`.
+_RBAC = re.compile(r'cannot (\S+) (?:resource "([^"]+)"(?: in API group "([^"]*)")?|path "([^"]+)")')
+RBAC_PREFIX = "the battery's credentials lack the RBAC permission to "
 TESTER_PORT = 9080  # upstream's testContainerHTTPPort: netexec in the test container
 
 
@@ -82,12 +84,9 @@ def rbac_reason(exc: ApiException) -> str:
     found = _RBAC.search(message)
     if found is None:
         return f"Kubernetes API error: {message}"
-    verb, resource, group = found.group(1), found.group(2), found.group(3) or ""
+    verb, resource, group = found.group(1), found.group(2) or found.group(4), found.group(3) or ""
     where = f' in API group "{group}"' if group else ""
-    return (
-        f"the battery's credentials lack the RBAC permission to {verb} {resource}{where} "
-        f"({message})"
-    )
+    return f"{RBAC_PREFIX}{verb} {resource}{where} ({message})"
 
 
 def admission_reason(exc: ApiException) -> str:
@@ -197,11 +196,9 @@ class RunContext:
             "kind": "Namespace",
             "metadata": {"name": name, "labels": {**self.labels(), **(labels or {})}},
         }
-        self.kube.call(
-            self.kube.core.create_namespace,
-            body,
-            adopt=lambda: self.kube.core.read_namespace(name),
-        )
+        # A retried create that meets 409 went through the first time; nothing is read back
+        # (the object is not used), so the role needs no `get namespaces`.
+        self.kube.call(self.kube.core.create_namespace, body, adopt=lambda: None)
         if name not in self.report.namespaces_created:
             self.report.namespaces_created.append(name)
         return name
@@ -217,7 +214,8 @@ class RunContext:
             if exc.status == 404:
                 self.deleted_namespaces.add(name)
                 return None
-            return f"deleting namespace {name}: {api_error_message(exc)}"
+            rbac = exc.status == 403 and refusal_kind(exc) == "rbac"
+            return f"deleting namespace {name}: {rbac_reason(exc) if rbac else api_error_message(exc)}"
         except Exception as exc:  # cleanup must never hide the run's own outcome
             return f"deleting namespace {name}: {exc}"
         return None
@@ -315,6 +313,8 @@ class TestContext:
         try:
             text = self.kube.call(self.kube.core.read_namespaced_pod_log, name, self.namespace)
         except ApiException as exc:
+            if exc.status == 403 and refusal_kind(exc) == "rbac":
+                raise  # the battery's role lacks pods/log: an error, not a log that says so
             return f"(log unavailable: {api_error_message(exc)})"
         return text if isinstance(text, str) else str(text)
 

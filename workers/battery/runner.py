@@ -33,6 +33,7 @@ from workers.battery.base import (
 from workers.battery.context import (
     FINISHED_PHASES,
     Cancelled,
+    RBAC_PREFIX,
     NodeAccessForbidden,
     RunContext,
     TestContext,
@@ -329,11 +330,24 @@ def _detect_cni(run: RunContext) -> None:
 
 
 def _run_one(run: RunContext, test: BatteryTest) -> TestOutcome:
+    outcome, namespace = _run_body(run, test)
+    if namespace is not None:
+        problem = run.delete_namespace(namespace)
+        if problem:
+            run.report.errors.append(problem)
+            if RBAC_PREFIX in problem:
+                # Objects stay behind on the cluster: the harness broke, whatever the test saw.
+                outcome.reason = f"{problem} (the test itself ended {outcome.outcome}: {outcome.reason})"
+                outcome.outcome = "error"
+    return outcome
+
+
+def _run_body(run: RunContext, test: BatteryTest) -> tuple[TestOutcome, str | None]:
     started, t0 = _now(), time.monotonic()
     evidence: list[str] = []
     namespace: str | None = None
 
-    def done(outcome: str, reason: str) -> TestOutcome:
+    def done(outcome: str, reason: str) -> tuple[TestOutcome, str | None]:
         return TestOutcome(
             outcome,
             reason,
@@ -341,7 +355,7 @@ def _run_one(run: RunContext, test: BatteryTest) -> TestOutcome:
             duration=round(time.monotonic() - t0, 3),
             started=started,
             finished=_now(),
-        )
+        ), namespace
 
     try:
         skip = test.skip_reason(run)
@@ -381,11 +395,6 @@ def _run_one(run: RunContext, test: BatteryTest) -> TestOutcome:
         log.exception("test %s crashed", test.key)
         evidence.append(traceback.format_exc(limit=8))
         return done("error", f"the test crashed: {type(exc).__name__}: {exc}")
-    finally:
-        if namespace is not None:
-            problem = run.delete_namespace(namespace)
-            if problem:
-                run.report.errors.append(problem)
 
 
 def _verdict(ctx: TestContext, test: BatteryTest) -> tuple[str, str]:
@@ -435,6 +444,8 @@ def sctp_refused(exc: ApiException) -> bool:
 
 
 def _api_reason(exc: BaseException) -> str:
+    if isinstance(exc, ApiException) and refusal_kind(exc) == "rbac":
+        return rbac_reason(exc)
     if isinstance(exc, ApiException):
         return f"Kubernetes API error: {api_error_message(exc)}"
     return str(exc)
