@@ -42,7 +42,8 @@ def _family(name: str, kind: str, help_text: str, samples: Iterable[tuple[str, d
 def _histogram(counts: dict[float, int], total: int, total_sum: float,
                labels: dict[str, object] | None = None) -> list[tuple[str, dict[str, object], float]]:
     labels = labels or {}
-    samples = [("_bucket", {**labels, "le": f"{le:g}"}, counts[le]) for le in sorted(counts)]
+    samples: list[tuple[str, dict[str, object], float]] = [
+        ("_bucket", {**labels, "le": f"{le:g}"}, counts[le]) for le in sorted(counts)]
     samples.append(("_bucket", {**labels, "le": "+Inf"}, total))
     samples += [("_sum", labels, total_sum), ("_count", labels, total)]
     return samples

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 
@@ -211,7 +212,7 @@ except ValueError as _exc:
 
     raise ImproperlyConfigured(f"CLUSTER_ALLOWED_NETWORKS must be comma-separated CIDRs: {_exc}") from None
 
-LOGGING = {
+LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},

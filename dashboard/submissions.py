@@ -14,8 +14,8 @@ from django.utils.timezone import now
 
 from .catalog import Proxier, kubernetes_minor
 from .evidence import summarize
-from .policy import plugin_facts
 from .models import AuditEvent, Plugin, Submission, Vendor
+from .policy import plugin_facts
 
 VERSION_RE = re.compile(r"^v?\d+\.\d+(\.\d+)?([-+.][0-9A-Za-z.-]+)?$")
 

@@ -22,6 +22,7 @@ import json
 import logging
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -102,18 +103,7 @@ def apply_rbac(api: k8s.ApiClient, objects: list[dict[str, Any]]) -> list[str]:
     for obj in objects:
         kind, name = obj["kind"], obj["metadata"]["name"]
         ns = obj["metadata"].get("namespace")
-        create, replace = {
-            "Namespace": (lambda o: core.create_namespace(o), None),
-            "ServiceAccount": (lambda o: core.create_namespaced_service_account(ns, o), None),
-            "ClusterRole": (lambda o: rbac.create_cluster_role(o),
-                            lambda o: rbac.replace_cluster_role(name, o)),
-            "ClusterRoleBinding": (lambda o: rbac.create_cluster_role_binding(o),
-                                   lambda o: rbac.replace_cluster_role_binding(name, o)),
-            "Role": (lambda o: rbac.create_namespaced_role(ns, o),
-                     lambda o: rbac.replace_namespaced_role(name, ns, o)),
-            "RoleBinding": (lambda o: rbac.create_namespaced_role_binding(ns, o),
-                            lambda o: rbac.replace_namespaced_role_binding(name, ns, o)),
-        }[kind]
+        create, replace = _calls(core, rbac, kind, name, ns)
         where = f"{kind} {ns + '/' if ns else ''}{name}"
         try:
             create(obj)
@@ -132,6 +122,27 @@ def apply_rbac(api: k8s.ApiClient, objects: list[dict[str, Any]]) -> list[str]:
     return done
 
 
+_Call = Callable[[Any], object]  # a manifest dict: the client serializes it as it is
+
+
+def _calls(core: k8s.CoreV1Api, rbac: k8s.RbacAuthorizationV1Api, kind: str, name: str,
+           ns: str) -> tuple[_Call, _Call | None]:
+    """How to create and to replace one object (a function, so each lambda keeps its names)."""
+    calls: dict[str, tuple[_Call, _Call | None]] = {
+        "Namespace": (lambda o: core.create_namespace(o), None),
+        "ServiceAccount": (lambda o: core.create_namespaced_service_account(ns, o), None),
+        "ClusterRole": (lambda o: rbac.create_cluster_role(o),
+                        lambda o: rbac.replace_cluster_role(name, o)),
+        "ClusterRoleBinding": (lambda o: rbac.create_cluster_role_binding(o),
+                               lambda o: rbac.replace_cluster_role_binding(name, o)),
+        "Role": (lambda o: rbac.create_namespaced_role(ns, o),
+                 lambda o: rbac.replace_namespaced_role(name, ns, o)),
+        "RoleBinding": (lambda o: rbac.create_namespaced_role_binding(ns, o),
+                        lambda o: rbac.replace_namespaced_role_binding(name, ns, o)),
+    }
+    return calls[kind]
+
+
 def request_token(api: k8s.ApiClient, namespace: str, name: str, seconds: int) -> tuple[str, datetime]:
     """A TokenRequest for the ServiceAccount; (token, expiry as the API server set it)."""
     body = k8s.AuthenticationV1TokenRequest(
@@ -141,10 +152,13 @@ def request_token(api: k8s.ApiClient, namespace: str, name: str, seconds: int) -
     except ApiException as exc:
         raise AccessError(f"the TokenRequest for {namespace}/{name} failed: "
                           f"{api_error_message(exc)}") from exc
-    expires = answer.status.expiration_timestamp
+    status = answer.status
+    if status is None or not status.token or status.expiration_timestamp is None:
+        raise AccessError(f"the TokenRequest for {namespace}/{name} answered no token")
+    expires = status.expiration_timestamp
     if expires.tzinfo is None:
         expires = expires.replace(tzinfo=UTC)
-    return answer.status.token, expires
+    return status.token, expires
 
 
 @dataclass
@@ -236,7 +250,8 @@ def token_info(kubeconfig: str) -> TokenInfo | None:
     found = _SA_SUB.match(str(claims.get("sub", "")))
     if not found:
         return None
-    issued = claims.get("iat") if isinstance(claims.get("iat"), int) else claims["exp"] - DEFAULT_DURATION
+    iat = claims.get("iat")
+    issued = iat if isinstance(iat, int) else claims["exp"] - DEFAULT_DURATION
     return TokenInfo(found.group(1), found.group(2), float(issued), float(claims["exp"]))
 
 
@@ -284,7 +299,7 @@ def renew_registered(now: float | None = None) -> dict[str, str]:
     for cluster in Cluster.objects.filter(enabled=True, lab=False).only("id", "name", "kubeconfig"):
         try:
             current = cluster.kubeconfig or ""  # decrypted here, on access
-        except Exception:  # noqa: BLE001 - stored under another key: the runner marks it
+        except Exception:  # stored under another key: the runner marks it
             log.warning("the kubeconfig of cluster %s cannot be decrypted: not renewed", cluster.name)
             continue
         info = token_info(current)
@@ -292,7 +307,7 @@ def renew_registered(now: float | None = None) -> dict[str, str]:
             continue
         try:
             text, expires = renewed_kubeconfig(current)
-        except Exception as exc:  # noqa: BLE001 - one cluster's failure must not stop the rest
+        except Exception as exc:  # one cluster's failure must not stop the rest
             left = max(0, int(info.expires - (time.time() if now is None else now)))
             log.warning("renewing the token of cluster %s failed (%d s left): %s",
                         cluster.name, left, exc)

@@ -14,9 +14,13 @@ from django.conf import settings
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
-from rest_framework import serializers as drf_fields
+from drf_spectacular.utils import (
+    OpenApiResponse,
+    extend_schema,
+    inline_serializer,
+)
 from rest_framework import exceptions, generics
+from rest_framework import serializers as drf_fields
 from rest_framework.pagination import BasePagination
 from rest_framework.permissions import AllowAny, BasePermission
 from rest_framework.request import Request
@@ -378,10 +382,13 @@ class AgentRunsView(ApiView):
         from dashboard.agent_runs import AgentRunError, accept, max_bytes
 
         token = token_of(request)
+        vendor = token.vendor
+        if vendor is None:  # the permission class admits vendor tokens only
+            raise ApiError(403, "only a vendor token may send agent runs")
         # The raw bytes, bounded (the body guard refused a larger Content-Length unread).
         raw = request._request.read(max_bytes() + 1)
         try:
-            run = accept(raw, token.vendor, actor=str(token.vendor))
+            run = accept(raw, vendor, actor=str(vendor))
         except AgentRunError as exc:
             raise ApiError(exc.status, exc.message) from exc
         return Response({"run": run.pk, "url": run.get_absolute_url(), "state": run.state,

@@ -12,11 +12,7 @@ from dashboard.policy import qualifying as policy_qualifying
 from .junit import Case
 from .upstream_names import (
     CATALOG_KEYS,
-    CONNECTIVITY_KEYS,
-    NETPOL_ALLOW_DENY,
     POD_TO_LB,
-    POD_TO_POD,
-    POD_TO_SERVICE,
 )
 
 _NO_UPSTREAM: dict[str, str] = {POD_TO_LB: "no upstream e2e test exists; only this project's battery runs it"}

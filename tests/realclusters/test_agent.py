@@ -55,8 +55,9 @@ def test_the_agent_posts_an_all_run_that_shows_as_pending_agent_evidence(live_se
     # the lab's GET /version carries "emulated": true: the run and the cluster are marked
     assert run.fingerprint["emulated"] is True and run.emulated and cluster.emulated
     assert run.qualifying  # the outcomes qualify; the policy does not count it (unapproved)
-    from dashboard.policy import Policy, plugin_facts, run_item
     from django.utils.timezone import now
+
+    from dashboard.policy import Policy, plugin_facts, run_item
 
     rows = list(TestResult.objects.filter(run=run).values_list("test_key", "outcome", "reason"))
     item = run_item(run, {k: o for k, o, _ in rows}, {k: r for k, _, r in rows}, plugin_facts(run.plugin))

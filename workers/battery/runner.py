@@ -32,8 +32,8 @@ from workers.battery.base import (
 )
 from workers.battery.context import (
     FINISHED_PHASES,
-    Cancelled,
     RBAC_PREFIX,
+    Cancelled,
     NodeAccessForbidden,
     RunContext,
     TestContext,
