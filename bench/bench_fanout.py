@@ -44,18 +44,39 @@ def main(argv: list[str] | None = None) -> int:
     from workers import app
 
     app.conf.task_default_queue = queue
-    profiles = [{
-        "name": f"fan-{i:03d}", "plugin": ("calico", "cilium", "flannel", "antrea")[i % 4], "plugin_version": "1.0.0",
-        "kubernetes_version": "1.31.2", "proxier": ("iptables", "ipvs")[i % 2], "nodes": 2,
-        "sctp_feature_gate": True, "node_access": True, "kubenet": False, "load_balancer": False,
-        "sctp_module_loaded_at_start": False,
-        "dataplane": {"pod_to_pod": True, "via_service": True, "via_load_balancer": True, "network_policy": "full"},
-        "faults": {},
-    } for i in range(args.clusters)]
+    profiles = [
+        {
+            "name": f"fan-{i:03d}",
+            "plugin": ("calico", "cilium", "flannel", "antrea")[i % 4],
+            "plugin_version": "1.0.0",
+            "kubernetes_version": "1.31.2",
+            "proxier": ("iptables", "ipvs")[i % 2],
+            "nodes": 2,
+            "sctp_feature_gate": True,
+            "node_access": True,
+            "kubenet": False,
+            "load_balancer": False,
+            "sctp_module_loaded_at_start": False,
+            "dataplane": {
+                "pod_to_pod": True,
+                "via_service": True,
+                "via_load_balancer": True,
+                "network_policy": "full",
+            },
+            "faults": {},
+        }
+        for i in range(args.clusters)
+    ]
     lab = LabServer(profiles).start()
-    env = {"DATABASE_URL": url, "CELERY_BROKER_URL": settings.CELERY_BROKER_URL, "REDIS_URL": settings.REDIS_URL,
-           "LOG_LEVEL": "WARNING"}
-    workers = [Worker(f"fanout{i}-{queue}", queue, args.concurrency, env) for i in range(args.workers)]
+    env = {
+        "DATABASE_URL": url,
+        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+        "REDIS_URL": settings.REDIS_URL,
+        "LOG_LEVEL": "WARNING",
+    }
+    workers = [
+        Worker(f"fanout{i}-{queue}", queue, args.concurrency, env) for i in range(args.workers)
+    ]
     try:
         clusters = register(lab)
         for w in workers:
@@ -81,14 +102,40 @@ def main(argv: list[str] | None = None) -> int:
     waits = [(r.started - r.created).total_seconds() for r in runs if r.started]
     by_worker = dict(Run.objects.filter(pk__in=ids).values_list("worker").annotate(n=Count("id")))
     finished = states.get("finished", 0)
-    print(table(f"fan-out: basic battery on {args.clusters} lab clusters at once, {args.workers} workers x "
-                f"{args.concurrency} processes (PostgreSQL, Redis)",
-                ["runs", "finished", "other states", "wall s", "runs/min", "run s p50", "run s p95",
-                 "queue wait s p95", "request all s"],
-                [[len(ids), finished, {k: v for k, v in states.items() if k != "finished"} or "-", f"{elapsed:.1f}",
-                  f"{len(ids) / elapsed * 60:.1f}", f"{median(durations):.2f}", f"{p95(durations):.2f}",
-                  f"{p95(waits):.1f}", f"{requested:.2f}"]]))
-    print("runs per worker: " + ", ".join(f"{k.split('@')[0]}={v}" for k, v in sorted(by_worker.items())))
+    print(
+        table(
+            f"fan-out: basic battery on {args.clusters} lab clusters at once, {args.workers} workers x "
+            f"{args.concurrency} processes (PostgreSQL, Redis)",
+            [
+                "runs",
+                "finished",
+                "other states",
+                "wall s",
+                "runs/min",
+                "run s p50",
+                "run s p95",
+                "queue wait s p95",
+                "request all s",
+            ],
+            [
+                [
+                    len(ids),
+                    finished,
+                    {k: v for k, v in states.items() if k != "finished"} or "-",
+                    f"{elapsed:.1f}",
+                    f"{len(ids) / elapsed * 60:.1f}",
+                    f"{median(durations):.2f}",
+                    f"{p95(durations):.2f}",
+                    f"{p95(waits):.1f}",
+                    f"{requested:.2f}",
+                ]
+            ],
+        )
+    )
+    print(
+        "runs per worker: "
+        + ", ".join(f"{k.split('@')[0]}={v}" for k, v in sorted(by_worker.items()))
+    )
     print("every run finished: " + ("yes" if finished == len(ids) else f"NO ({states})"))
     return 0 if finished == len(ids) else 1
 

@@ -25,14 +25,25 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 # The target is about the evaluation and its queries, not the shared cache in front of it.
-os.environ.setdefault("READINESS_MAX_AGE_SECONDS", "0")  # measure the evaluation, not its stored copy
+os.environ.setdefault(
+    "READINESS_MAX_AGE_SECONDS", "0"
+)  # measure the evaluation, not its stored copy
 from common import median, migrate, recreate_database, setup_django, table
 
 DB_NAME = "sctp_bench"
 PAGES = ["/", "/matrix/", "/api/v1/readiness/"]
 ROUNDS = 25
 TARGET_RATIO = 1.5
-PLUGINS = ["calico", "cilium", "flannel", "kubenet", "ovn-kubernetes", "antrea", "kube-router", "weave-net"]
+PLUGINS = [
+    "calico",
+    "cilium",
+    "flannel",
+    "kubenet",
+    "ovn-kubernetes",
+    "antrea",
+    "kube-router",
+    "weave-net",
+]
 PROXIERS = ["iptables", "ipvs", "nftables"]
 BATCH = 10_000
 
@@ -58,23 +69,40 @@ class Generator:
         plugins = []
         for slug in PLUGINS:
             plugin, _ = Plugin.objects.get_or_create(
-                slug=slug, defaults={"name": slug, "in_tree": slug == "kubenet",
-                                     "implements_network_policy": slug not in ("flannel", "kubenet")})
+                slug=slug,
+                defaults={
+                    "name": slug,
+                    "in_tree": slug == "kubenet",
+                    "implements_network_policy": slug not in ("flannel", "kubenet"),
+                },
+            )
             plugins.append(plugin)
             vendor, _ = Vendor.objects.get_or_create(name=f"{slug} vendor")
             vendor.plugins.add(plugin)
             self.vendors[plugin.pk] = vendor
         for i in range(self.count):
             plugin = plugins[i % len(plugins)]
-            self.clusters.append(Cluster(
-                name=f"bench-{plugin.slug}-{i:03d}", plugin=plugin, plugin_version=f"1.{i % 9}.0",
-                kubernetes_version=f"1.{31 + i % 5}.{i % 7}", approved=i % 10 != 0, proxier=PROXIERS[(i // len(PLUGINS)) % 3],
-                kubenet=plugin.slug == "kubenet", load_balancer=i % 2 == 0, owner=self.vendors[plugin.pk],
-                created=self.now - timedelta(days=400)))
+            self.clusters.append(
+                Cluster(
+                    name=f"bench-{plugin.slug}-{i:03d}",
+                    plugin=plugin,
+                    plugin_version=f"1.{i % 9}.0",
+                    kubernetes_version=f"1.{31 + i % 5}.{i % 7}",
+                    approved=i % 10 != 0,
+                    proxier=PROXIERS[(i // len(PLUGINS)) % 3],
+                    kubenet=plugin.slug == "kubenet",
+                    load_balancer=i % 2 == 0,
+                    owner=self.vendors[plugin.pk],
+                    created=self.now - timedelta(days=400),
+                )
+            )
         self.clusters = Cluster.objects.bulk_create(self.clusters)
-        for cluster in self.clusters:  # through the product's own path: beat's PeriodicTask and health rows
-            self.schedules[cluster.pk] = create_schedule(cluster, battery="all", interval_minutes=24 * 60,
-                                                         grace_minutes=120)
+        for (
+            cluster
+        ) in self.clusters:  # through the product's own path: beat's PeriodicTask and health rows
+            self.schedules[cluster.pk] = create_schedule(
+                cluster, battery="all", interval_minutes=24 * 60, grace_minutes=120
+            )
 
     def outcomes(self, cluster: Any, state: str) -> dict[str, str]:
         from dashboard.catalog import ALL_KEYS
@@ -105,11 +133,18 @@ class Generator:
         def flush() -> None:
             made = Run.objects.bulk_create([run for run, _ in pending], batch_size=BATCH)
             results = [
-                TestResult(run_id=run.pk, test_key=key, outcome=outcome,
-                           reason="" if outcome == "passed" else f"bench: {outcome}",
-                           evidence="" if outcome == "skipped" else f"connect sctp {key}: {outcome}",
-                           duration=1.5, started=run.started, finished=run.finished or run.created)
-                for run, (_, outcomes) in zip(made, pending, strict=True) for key, outcome in outcomes.items()
+                TestResult(
+                    run_id=run.pk,
+                    test_key=key,
+                    outcome=outcome,
+                    reason="" if outcome == "passed" else f"bench: {outcome}",
+                    evidence="" if outcome == "skipped" else f"connect sctp {key}: {outcome}",
+                    duration=1.5,
+                    started=run.started,
+                    finished=run.finished or run.created,
+                )
+                for run, (_, outcomes) in zip(made, pending, strict=True)
+                for key, outcome in outcomes.items()
             ]
             TestResult.objects.bulk_create(results, batch_size=BATCH)
             self.rows["runs"] += len(made)
@@ -122,16 +157,31 @@ class Generator:
                 state = "finished" if roll < 0.97 else ("error" if roll < 0.99 else "cancelled")
                 created = self.now - timedelta(days=day, minutes=self.rng.randint(1, 90))
                 outcomes = self.outcomes(cluster, state)
-                run = Run(cluster=cluster, plugin_id=cluster.plugin_id, plugin_version=cluster.plugin_version,
-                          kubernetes_version=cluster.kubernetes_version, proxier=cluster.proxier, battery="all",
-                          trigger="periodic", schedule=self.schedules[cluster.pk], state=state, created=created,
-                          dispatched=created, started=created + timedelta(seconds=2),
-                          heartbeat=created + timedelta(seconds=90), finished=created + timedelta(seconds=95),
-                          worker="bench@worker", error="worker lost: bench" if state == "error" else "",
-                          fingerprint={"proxier_detected": cluster.proxier, "node_count": 3,
-                                       "sctp_module_before": {"node-1": False}},
-                          proxier_detected=cluster.proxier,
-                          kubernetes_minor=kubernetes_minor(cluster.kubernetes_version))
+                run = Run(
+                    cluster=cluster,
+                    plugin_id=cluster.plugin_id,
+                    plugin_version=cluster.plugin_version,
+                    kubernetes_version=cluster.kubernetes_version,
+                    proxier=cluster.proxier,
+                    battery="all",
+                    trigger="periodic",
+                    schedule=self.schedules[cluster.pk],
+                    state=state,
+                    created=created,
+                    dispatched=created,
+                    started=created + timedelta(seconds=2),
+                    heartbeat=created + timedelta(seconds=90),
+                    finished=created + timedelta(seconds=95),
+                    worker="bench@worker",
+                    error="worker lost: bench" if state == "error" else "",
+                    fingerprint={
+                        "proxier_detected": cluster.proxier,
+                        "node_count": 3,
+                        "sctp_module_before": {"node-1": False},
+                    },
+                    proxier_detected=cluster.proxier,
+                    kubernetes_minor=kubernetes_minor(cluster.kubernetes_version),
+                )
                 run.apply_flags(summarize(outcomes, cluster.plugin.implements_network_policy))
                 pending.append((run, outcomes))
             if len(pending) >= BATCH // 8 * 4:
@@ -149,19 +199,32 @@ class Generator:
             self.submission_serial += 1
             cluster = self.rng.choice(self.clusters)
             outcomes = self.outcomes(cluster, "finished")
-            status = self.rng.choices(["verified", "pending_review", "rejected"], weights=[6, 3, 1])[0]
+            status = self.rng.choices(
+                ["verified", "pending_review", "rejected"], weights=[6, 3, 1]
+            )[0]
             body = f"<testsuites><!-- bench submission {self.submission_serial} --></testsuites>".encode()
             sub = Submission(
-                plugin_id=cluster.plugin_id, vendor=self.vendors[cluster.plugin_id], uploaded_by="bench",
-                plugin_version=cluster.plugin_version, kubernetes_version=cluster.kubernetes_version,
-                proxier=cluster.proxier, cluster_name=cluster.name, status=status, kind="junit",
-                filename=f"junit_{self.submission_serial}.xml", sha256=hashlib.sha256(body).hexdigest(),
-                size=len(body), content=body,
+                plugin_id=cluster.plugin_id,
+                vendor=self.vendors[cluster.plugin_id],
+                uploaded_by="bench",
+                plugin_version=cluster.plugin_version,
+                kubernetes_version=cluster.kubernetes_version,
+                proxier=cluster.proxier,
+                cluster_name=cluster.name,
+                status=status,
+                kind="junit",
+                filename=f"junit_{self.submission_serial}.xml",
+                sha256=hashlib.sha256(body).hexdigest(),
+                size=len(body),
+                content=body,
                 results={k: {"outcome": o, "reason": ""} for k, o in outcomes.items()},
                 counts={o: list(outcomes.values()).count(o) for o in set(outcomes.values())},
                 detected_kubernetes_version=cluster.kubernetes_version,
                 kubernetes_minor=kubernetes_minor(cluster.kubernetes_version),
-                created=self.now - timedelta(days=self.rng.randint(0, max_age_days), minutes=self.rng.randint(0, 1439)),
+                created=self.now
+                - timedelta(
+                    days=self.rng.randint(0, max_age_days), minutes=self.rng.randint(0, 1439)
+                ),
             )
             sub.run_at, sub.run_at_source = sub.created - timedelta(hours=2), "file"
             sub.apply_flags(summarize(outcomes, cluster.plugin.implements_network_policy))
@@ -192,7 +255,11 @@ def measure(paths: list[str]) -> dict[str, dict[str, Any]]:
                 times.append(time.perf_counter() - started)
             assert resp.status_code == 200
             counts.add(len(queries))
-        measured[path] = {"median": median(times), "queries": sorted(counts), "captured": list(queries.captured_queries)}
+        measured[path] = {
+            "median": median(times),
+            "queries": sorted(counts),
+            "captured": list(queries.captured_queries),
+        }
     return measured
 
 
@@ -246,11 +313,24 @@ def main(argv: list[str] | None = None) -> int:
         rows_at.append(dict(gen.rows))
         measured.append(measure(PAGES))
 
-    print(table("history: generator (PostgreSQL database sctp_bench, bulk inserts)",
-                ["history", "clusters", "runs", "test results", "submissions", "seconds to add"],
-                [["(migrate)", "", "", "", "", f"{setup_seconds:.1f}"]]
-                + [[f"{p} days", args.clusters, r["runs"], r["results"], r["submissions"], f"{sec:.1f}"]
-                   for p, r, sec in zip(points, rows_at, seconds_at, strict=True)]))
+    print(
+        table(
+            "history: generator (PostgreSQL database sctp_bench, bulk inserts)",
+            ["history", "clusters", "runs", "test results", "submissions", "seconds to add"],
+            [["(migrate)", "", "", "", "", f"{setup_seconds:.1f}"]]
+            + [
+                [
+                    f"{p} days",
+                    args.clusters,
+                    r["runs"],
+                    r["results"],
+                    r["submissions"],
+                    f"{sec:.1f}",
+                ]
+                for p, r, sec in zip(points, rows_at, seconds_at, strict=True)
+            ],
+        )
+    )
     rows, over = [], []
     for path in PAGES:
         small, week, full = (m[path] for m in measured)
@@ -263,13 +343,33 @@ def main(argv: list[str] | None = None) -> int:
         verdict = "ok" if ratio_week <= TARGET_RATIO and same else "MISSED"
         if verdict != "ok":
             over.append(path)
-        rows.append([path] + [f"{m['median'] * 1000:.1f}" for m in (small, week, full)]
-                    + [f"{ratio_day:.2f}", f"{ratio_week:.2f}",
-                       " / ".join(",".join(map(str, m["queries"])) for m in (small, week, full)), verdict])
-    print(table(f"history: median of {ROUNDS} requests (ms) as history grows; target: {args.days} days <= "
-                f"{TARGET_RATIO} x a week, query count independent of history",
-                ["page", "1 day", f"{points[1]} days", f"{args.days} days", f"{args.days}d / 1d",
-                 f"{args.days}d / {points[1]}d", "queries", "verdict"], rows))
+        rows.append(
+            [path]
+            + [f"{m['median'] * 1000:.1f}" for m in (small, week, full)]
+            + [
+                f"{ratio_day:.2f}",
+                f"{ratio_week:.2f}",
+                " / ".join(",".join(map(str, m["queries"])) for m in (small, week, full)),
+                verdict,
+            ]
+        )
+    print(
+        table(
+            f"history: median of {ROUNDS} requests (ms) as history grows; target: {args.days} days <= "
+            f"{TARGET_RATIO} x a week, query count independent of history",
+            [
+                "page",
+                "1 day",
+                f"{points[1]} days",
+                f"{args.days} days",
+                f"{args.days}d / 1d",
+                f"{args.days}d / {points[1]}d",
+                "queries",
+                "verdict",
+            ],
+            rows,
+        )
+    )
     full = measured[-1]
     for path in over:
         print(f"\n-- {path}: slowest queries on the full database, EXPLAIN ANALYZE")

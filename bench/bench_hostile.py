@@ -50,11 +50,13 @@ def shapes() -> dict[str, str]:
         "real v1.30 JUnit, SCTP tests passed": "b.with_sctp_status(b.real_v130(), 'passed')",
     }
     for kb in NAME_SIZES_KB:
-        table[f"names corpus {kb:>5} KB"] = f"s.label_list_names({kb} * 1024, with_real_test=True, names={kb} // 64)"
+        table[f"names corpus {kb:>5} KB"] = (
+            f"s.label_list_names({kb} * 1024, with_real_test=True, names={kb} // 64)"
+        )
     return table
 
 
-CHILD = r'''
+CHILD = r"""
 import gc, json, os, sys, tempfile, time, tracemalloc
 sys.path.insert(0, {root!r})
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
@@ -97,12 +99,17 @@ rss = status("VmHWM:") - before
 tracemalloc.start(); base = tracemalloc.get_traced_memory()[0]; once()
 peak = tracemalloc.get_traced_memory()[1] - base; tracemalloc.stop()
 print(json.dumps({{"size": size, "seconds": seconds, "rss": rss, "peak": peak, "answer": answer}}))
-'''
+"""
 
 
 def measure(expr: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", CHILD.format(root=str(ROOT), expr=expr)], capture_output=True,
-                         text=True, timeout=600, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD.format(root=str(ROOT), expr=expr)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     if out.returncode:
         raise SystemExit(f"child failed for {expr}:\n{out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -127,15 +134,22 @@ def main() -> int:
                 failures.append(name)
     print(f"{'shape':<46} {'file':>9} {'time':>8} {'RSS+':>8} {'py peak':>8}  answer")
     for name, m in rows:
-        print(f"{name:<46} {m['size'] / MiB:>7.2f}MB {m['seconds']:>7.2f}s {m['rss'] / MiB:>6.1f}MB "
-              f"{m['peak'] / MiB:>6.1f}MB  {m['answer']}")
+        print(
+            f"{name:<46} {m['size'] / MiB:>7.2f}MB {m['seconds']:>7.2f}s {m['rss'] / MiB:>6.1f}MB "
+            f"{m['peak'] / MiB:>6.1f}MB  {m['answer']}"
+        )
     names = [(m["size"], m["seconds"]) for n, m in rows if n.startswith("names corpus")]
     per_mb = [seconds / (size / MiB) for size, seconds in names]
     linear = per_mb[-1] <= 3 * max(per_mb[0], 1e-3)
-    print("\nnames corpus, seconds per MB: " + ", ".join(f"{p:.3f}" for p in per_mb)
-          + f"  ({'linear' if linear else 'NOT linear'})")
-    print("the replaced _LABEL_LIST regex on one name: "
-          + ", ".join(f"{kb} KB {old_regex_seconds(kb * 1024):.2f}s" for kb in (4, 8, 16)))
+    print(
+        "\nnames corpus, seconds per MB: "
+        + ", ".join(f"{p:.3f}" for p in per_mb)
+        + f"  ({'linear' if linear else 'NOT linear'})"
+    )
+    print(
+        "the replaced _LABEL_LIST regex on one name: "
+        + ", ".join(f"{kb} KB {old_regex_seconds(kb * 1024):.2f}s" for kb in (4, 8, 16))
+    )
     if not linear:
         failures.append("names corpus linearity")
     if failures:

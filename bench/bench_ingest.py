@@ -22,7 +22,10 @@ import junitparser
 
 from dashboard.ingest import ingest
 
-FIXTURE = Path(__file__).resolve().parent.parent / "tests/fixtures/e2e-junit/conformance-v1.30-junit_01.xml.gz"
+FIXTURE = (
+    Path(__file__).resolve().parent.parent
+    / "tests/fixtures/e2e-junit/conformance-v1.30-junit_01.xml.gz"
+)
 FILE = Path(tempfile.gettempdir()) / "bench-conformance-v1.30-junit_01.xml"
 ROUNDS = 15
 
@@ -38,7 +41,9 @@ def junitparser_parse_and_iterate() -> int:
 def ingest_file() -> int:
     with FILE.open("rb") as handle:
         # All 13 SCTP tests are unselected in this conformance run: read it without the 422.
-        return ingest(handle, declared_kubernetes_version="1.30", check_evidence=False).testcase_count
+        return ingest(
+            handle, declared_kubernetes_version="1.30", check_evidence=False
+        ).testcase_count
 
 
 def median_seconds(function) -> float:

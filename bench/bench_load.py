@@ -45,16 +45,44 @@ end
 """
 
 
-def serve(port: int, workers: int, threads: int, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
-    subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"], cwd=ROOT, env=env,
-                   check=True)
+def serve(
+    port: int, workers: int, threads: int, env: dict[str, str], log: Path
+) -> subprocess.Popen[bytes]:
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+    )
+    subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+    )
     out = open(log, "w")
     proc = subprocess.Popen(
-        [str(Path(sys.executable).parent / "gunicorn"), "dashboard.wsgi", "-b", f"127.0.0.1:{port}",
-         "-w", str(workers), "-k", "gthread", "--threads", str(threads), "--keep-alive", "30",
-         "--log-level", "warning"],
-        cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            str(Path(sys.executable).parent / "gunicorn"),
+            "dashboard.wsgi",
+            "-b",
+            f"127.0.0.1:{port}",
+            "-w",
+            str(workers),
+            "-k",
+            "gthread",
+            "--threads",
+            str(threads),
+            "--keep-alive",
+            "30",
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     deadline = time.monotonic() + 30
     while True:
@@ -72,13 +100,33 @@ def serve(port: int, workers: int, threads: int, env: dict[str, str], log: Path)
 
 def wrk(port: int, path: str, connections: int, seconds: float, script: Path) -> dict[str, float]:
     out = subprocess.run(
-        ["wrk", "-t", "2", "-c", str(connections), "-d", f"{seconds:.0f}s", "--timeout", "10s", "-s", str(script),
-         f"http://127.0.0.1:{port}{path}"], capture_output=True, text=True, check=True,
+        [
+            "wrk",
+            "-t",
+            "2",
+            "-c",
+            str(connections),
+            "-d",
+            f"{seconds:.0f}s",
+            "--timeout",
+            "10s",
+            "-s",
+            str(script),
+            f"http://127.0.0.1:{port}{path}",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     line = next(line for line in out.splitlines() if line.startswith("{"))
     data = json.loads(line)
-    return {"requests": data["requests"], "rps": data["requests"] / (data["duration_us"] / 1e6),
-            "p50": data["p50"] / 1000, "p95": data["p95"] / 1000, "errors": data["errors"]}
+    return {
+        "requests": data["requests"],
+        "rps": data["requests"] / (data["duration_us"] / 1e6),
+        "p50": data["p50"] / 1000,
+        "p95": data["p95"] / 1000,
+        "errors": data["errors"],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,11 +147,22 @@ def main(argv: list[str] | None = None) -> int:
     var = Path(tempfile.mkdtemp(prefix="sctp-bench-load-"))
     script = var / "report.lua"
     script.write_text(REPORT_LUA)
-    env = {**os.environ, "DATABASE_URL": database_url(args.database), "DEBUG": "0", "SECURE_SSL_REDIRECT": "0",
-           "SECRET_KEY": "bench-load-" + "x" * 50, "ALLOWED_HOSTS": "127.0.0.1,localhost", "VAR_DIR": str(var),
-           "DB_CONN_MAX_AGE": "60", "LOG_LEVEL": "WARNING", "DJANGO_SETTINGS_MODULE": "dashboard.settings",
-           "FIELD_ENCRYPTION_KEY": os.environ.get("FIELD_ENCRYPTION_KEY", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="),
-           "READINESS_REFRESH_ON_COMMIT": "0"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url(args.database),
+        "DEBUG": "0",
+        "SECURE_SSL_REDIRECT": "0",
+        "SECRET_KEY": "bench-load-" + "x" * 50,
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "VAR_DIR": str(var),
+        "DB_CONN_MAX_AGE": "60",
+        "LOG_LEVEL": "WARNING",
+        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+        "FIELD_ENCRYPTION_KEY": os.environ.get(
+            "FIELD_ENCRYPTION_KEY", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+        ),
+        "READINESS_REFRESH_ON_COMMIT": "0",
+    }
     log = ROOT / "var" / "bench-gunicorn.log"
     log.parent.mkdir(exist_ok=True)
     proc = serve(port, args.workers, args.threads, env, log)
@@ -131,12 +190,27 @@ def main(argv: list[str] | None = None) -> int:
             verdict = "ok" if ok else "missed"
             if not ok:
                 missed.append(path)
-        rows.append([path, int(r["requests"]), f"{r['rps']:.0f}", f"{ratio:.2f}", f"{r['p50']:.1f}",
-                     f"{r['p95']:.1f}", int(r["errors"]), "baseline" if path == BASELINE else verdict])
-    print(table(f"load: wrk, {args.connections} connections for {args.seconds:.0f} s per path, gunicorn "
-                f"{args.workers} workers x {args.threads} threads, DEBUG off, database {args.database}; goal: "
-                f">= 0.5 x baseline req/s and p95 <= {P95_GOAL_MS:.0f} ms",
-                ["path", "requests", "req/s", "x baseline", "p50 ms", "p95 ms", "errors", "verdict"], rows))
+        rows.append(
+            [
+                path,
+                int(r["requests"]),
+                f"{r['rps']:.0f}",
+                f"{ratio:.2f}",
+                f"{r['p50']:.1f}",
+                f"{r['p95']:.1f}",
+                int(r["errors"]),
+                "baseline" if path == BASELINE else verdict,
+            ]
+        )
+    print(
+        table(
+            f"load: wrk, {args.connections} connections for {args.seconds:.0f} s per path, gunicorn "
+            f"{args.workers} workers x {args.threads} threads, DEBUG off, database {args.database}; goal: "
+            f">= 0.5 x baseline req/s and p95 <= {P95_GOAL_MS:.0f} ms",
+            ["path", "requests", "req/s", "x baseline", "p50 ms", "p95 ms", "errors", "verdict"],
+            rows,
+        )
+    )
     return 1 if missed or not base else 0
 
 

@@ -18,8 +18,13 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHES = [("ingest", "bench_ingest.py"), ("hostile", "bench_hostile.py"), ("history", "bench_history.py"), ("load", "bench_load.py"),
-           ("fanout", "bench_fanout.py")]
+BENCHES = [
+    ("ingest", "bench_ingest.py"),
+    ("hostile", "bench_hostile.py"),
+    ("history", "bench_history.py"),
+    ("load", "bench_load.py"),
+    ("fanout", "bench_fanout.py"),
+]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,7 +38,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n#### {name} ({script})", flush=True)
         started = time.monotonic()
         code = subprocess.call([sys.executable, str(HERE / script)], cwd=HERE.parent)
-        print(f"#### {name}: {'ok' if code == 0 else f'exit {code}'} in {time.monotonic() - started:.0f} s", flush=True)
+        print(
+            f"#### {name}: {'ok' if code == 0 else f'exit {code}'} in {time.monotonic() - started:.0f} s",
+            flush=True,
+        )
         if code:
             failed.append(name)
     if failed:

@@ -18,17 +18,39 @@ class Worker:
         self._out = open(self.log, "w")
         self.name = name
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "workers", "worker", "-Q", queue, "-c", str(concurrency),
-             "-n", f"{name}@%h", "-l", "info", "--without-heartbeat", "--without-mingle", "--without-gossip"],
-            cwd=ROOT, env={**os.environ, **env, "CELERY_QUEUE": queue}, stdout=self._out,
-            stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "workers",
+                "worker",
+                "-Q",
+                queue,
+                "-c",
+                str(concurrency),
+                "-n",
+                f"{name}@%h",
+                "-l",
+                "info",
+                "--without-heartbeat",
+                "--without-mingle",
+                "--without-gossip",
+            ],
+            cwd=ROOT,
+            env={**os.environ, **env, "CELERY_QUEUE": queue},
+            stdout=self._out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
 
     def wait_ready(self, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
         while " ready." not in self.log.read_text():
             if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"worker {self.name} did not start:\n{self.log.read_text()[-2000:]}")
+                raise RuntimeError(
+                    f"worker {self.name} did not start:\n{self.log.read_text()[-2000:]}"
+                )
             time.sleep(0.2)
 
     def stop(self) -> None:

@@ -8,16 +8,38 @@ from . import models
 
 class ClusterForm(forms.ModelForm):
     # The kubeconfig is write-only: an empty field keeps the stored one, nothing is shown back.
-    kubeconfig = forms.CharField(widget=forms.Textarea(attrs={"rows": 6}), required=False,
-                                 help_text="Paste a new kubeconfig to replace the stored one; it is never shown.")
+    kubeconfig = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 6}),
+        required=False,
+        help_text="Paste a new kubeconfig to replace the stored one; it is never shown.",
+    )
 
     class Meta:
         model = models.Cluster
         # Named, so that a new model field is not editable here before someone decides it should be.
-        fields = ["name", "owner", "plugin", "plugin_version", "kubernetes_version", "proxier", "node_access",
-                  "load_balancer", "kubenet", "kubeconfig", "agnhost_image", "timeouts", "lab", "emulated",
-                  "enabled", "approved", "approved_by", "approved_at", "basic_only", "credentials_error",
-                  "created"]
+        fields = [
+            "name",
+            "owner",
+            "plugin",
+            "plugin_version",
+            "kubernetes_version",
+            "proxier",
+            "node_access",
+            "load_balancer",
+            "kubenet",
+            "kubeconfig",
+            "agnhost_image",
+            "timeouts",
+            "lab",
+            "emulated",
+            "enabled",
+            "approved",
+            "approved_by",
+            "approved_at",
+            "basic_only",
+            "credentials_error",
+            "created",
+        ]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -40,7 +62,16 @@ class ClusterForm(forms.ModelForm):
 @admin.register(models.Cluster)
 class ClusterAdmin(admin.ModelAdmin):
     form = ClusterForm
-    list_display = ["name", "plugin", "plugin_version", "kubernetes_version", "proxier", "owner", "lab", "enabled"]
+    list_display = [
+        "name",
+        "plugin",
+        "plugin_version",
+        "kubernetes_version",
+        "proxier",
+        "owner",
+        "lab",
+        "enabled",
+    ]
     list_filter = ["proxier", "plugin", "lab", "enabled"]
     search_fields = ["name"]
 
@@ -102,7 +133,15 @@ class TestResultAdmin(admin.ModelAdmin):
 
 @admin.register(models.Submission)
 class SubmissionAdmin(admin.ModelAdmin):
-    list_display = ["id", "plugin", "plugin_version", "kubernetes_version", "proxier", "status", "created"]
+    list_display = [
+        "id",
+        "plugin",
+        "plugin_version",
+        "kubernetes_version",
+        "proxier",
+        "status",
+        "created",
+    ]
     list_filter = ["status", "proxier", "plugin"]
     exclude = ["content"]
     readonly_fields = ["sha256", "size", "kind", "results", "counts", "warnings", "report"]

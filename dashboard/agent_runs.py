@@ -29,9 +29,30 @@ from .models import AuditEvent, Cluster, Plugin, Run, Vendor
 
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 VERSION_RE = re.compile(r"^v?\d+\.\d+(\.\d+)?([-+][0-9A-Za-z.-]+)?$")
-TOP_KEYS = {"cluster", "plugin", "plugin_version", "kubernetes_version", "proxier", "battery",
-            "started", "finished", "fingerprint", "results", "errors", "agent_version"}
-REQUIRED = {"cluster", "plugin", "proxier", "battery", "started", "finished", "fingerprint", "results"}
+TOP_KEYS = {
+    "cluster",
+    "plugin",
+    "plugin_version",
+    "kubernetes_version",
+    "proxier",
+    "battery",
+    "started",
+    "finished",
+    "fingerprint",
+    "results",
+    "errors",
+    "agent_version",
+}
+REQUIRED = {
+    "cluster",
+    "plugin",
+    "proxier",
+    "battery",
+    "started",
+    "finished",
+    "fingerprint",
+    "results",
+}
 RESULT_KEYS = {"outcome", "reason", "evidence", "duration", "started", "finished", "reached"}
 MAX_REASON = 2000
 MAX_EVIDENCE = 100_000
@@ -98,14 +119,18 @@ def parse(body: bytes) -> dict[str, Any]:
         raise AgentRunError(400, "the body must be a JSON object")
     unknown = sorted(set(data) - TOP_KEYS)
     if unknown:
-        raise AgentRunError(400, f"unknown field {unknown[0]!r} (known: {', '.join(sorted(TOP_KEYS))})")
+        raise AgentRunError(
+            400, f"unknown field {unknown[0]!r} (known: {', '.join(sorted(TOP_KEYS))})"
+        )
     missing = sorted(REQUIRED - set(data))
     if missing:
         raise AgentRunError(400, f"missing field {missing[0]!r}")
     out: dict[str, Any] = {}
     cluster = data["cluster"]
     if not isinstance(cluster, str) or not NAME_RE.match(cluster):
-        raise AgentRunError(400, "cluster must be a DNS label: lowercase letters, digits and '-', at most 63")
+        raise AgentRunError(
+            400, "cluster must be a DNS label: lowercase letters, digits and '-', at most 63"
+        )
     out["cluster"] = cluster
     out["plugin"] = _text(data["plugin"], "plugin", 60, required=True)
     if data["proxier"] not in Proxier.values:
@@ -148,7 +173,9 @@ def _fingerprint(value: Any) -> dict[str, Any]:
         raise AgentRunError(400, "fingerprint.emulated must be true or false")
     detected = value.get("proxier_detected")
     if detected is not None and detected not in Proxier.values:
-        raise AgentRunError(400, f"fingerprint.proxier_detected must be one of {', '.join(Proxier.values)} or null")
+        raise AgentRunError(
+            400, f"fingerprint.proxier_detected must be one of {', '.join(Proxier.values)} or null"
+        )
     cni = value.get("cni_detected")
     if cni is not None and (not isinstance(cni, str) or len(cni) > 100):
         raise AgentRunError(400, "fingerprint.cni_detected must be a short string or null")
@@ -164,7 +191,9 @@ def _results(value: Any, battery: str) -> dict[str, SimpleNamespace]:
         raise AgentRunError(400, f"results: {unknown[0]!r} is not a test of the {battery} battery")
     missing = [k for k in catalog if k not in value]
     if missing:
-        raise AgentRunError(400, f"results: {missing[0]!r} has no outcome (every test of the battery needs one)")
+        raise AgentRunError(
+            400, f"results: {missing[0]!r} has no outcome (every test of the battery needs one)"
+        )
     out: dict[str, SimpleNamespace] = {}
     for key, result in value.items():
         where = f"results.{key}"
@@ -178,16 +207,21 @@ def _results(value: Any, battery: str) -> dict[str, SimpleNamespace]:
             raise AgentRunError(400, f"{where}.outcome must be one of {', '.join(Outcome.values)}")
         reason = _text(result.get("reason"), f"{where}.reason", MAX_REASON, required=True)
         duration = result.get("duration")
-        if duration is not None and (isinstance(duration, bool) or not isinstance(duration, (int, float))
-                                     or not 0 <= duration <= 86400):
+        if duration is not None and (
+            isinstance(duration, bool)
+            or not isinstance(duration, (int, float))
+            or not 0 <= duration <= 86400
+        ):
             raise AgentRunError(400, f"{where}.duration must be seconds between 0 and 86400")
         reached = result.get("reached", True)
         if not isinstance(reached, bool):
             raise AgentRunError(400, f"{where}.reached must be true or false")
         out[key] = SimpleNamespace(
-            outcome=outcome, reason=reason,
+            outcome=outcome,
+            reason=reason,
             evidence=_text(result.get("evidence"), f"{where}.evidence", MAX_EVIDENCE),
-            duration=duration, reached=reached and outcome != Outcome.NOT_RUN,
+            duration=duration,
+            reached=reached and outcome != Outcome.NOT_RUN,
             started=_when(result.get("started"), f"{where}.started", optional=True),
             finished=_when(result.get("finished"), f"{where}.finished", optional=True),
         )
@@ -206,21 +240,37 @@ def accept(body: bytes, vendor: Vendor, actor: str) -> Run:
         cluster = Cluster.objects.select_for_update().filter(name=data["cluster"]).first()
         if cluster is None:
             cluster = Cluster.objects.create(
-                name=data["cluster"], owner=vendor, plugin=plugin, plugin_version=data["plugin_version"],
-                kubernetes_version=data["kubernetes_version"], proxier=data["proxier"],
+                name=data["cluster"],
+                owner=vendor,
+                plugin=plugin,
+                plugin_version=data["plugin_version"],
+                kubernetes_version=data["kubernetes_version"],
+                proxier=data["proxier"],
                 node_access=bool(data["fingerprint"].get("node_access")),
                 # no kubeconfig: the dashboard never reaches an agent's cluster itself
-                kubeconfig="", approved=False, emulated=data["fingerprint"].get("emulated") is True,
+                kubeconfig="",
+                approved=False,
+                emulated=data["fingerprint"].get("emulated") is True,
             )
-            AuditEvent.record(actor, "cluster.register", f"cluster {cluster.name}", via="agent",
-                              plugin=plugin.slug)
+            AuditEvent.record(
+                actor,
+                "cluster.register",
+                f"cluster {cluster.name}",
+                via="agent",
+                plugin=plugin.slug,
+            )
         elif cluster.owner_id != vendor.pk:
             raise AgentRunError(403, f"cluster {cluster.name} is registered by someone else")
         elif cluster.plugin_id != plugin.pk:
-            raise AgentRunError(409, f"cluster {cluster.name} is registered for plugin {cluster.plugin.slug}, "
-                                     f"not {plugin.slug}")
+            raise AgentRunError(
+                409,
+                f"cluster {cluster.name} is registered for plugin {cluster.plugin.slug}, "
+                f"not {plugin.slug}",
+            )
         elif not cluster.enabled:
-            raise AgentRunError(409, f"cluster {cluster.name} is disabled; a maintainer may enable it")
+            raise AgentRunError(
+                409, f"cluster {cluster.name} is disabled; a maintainer may enable it"
+            )
         else:
             from .trust import refuse_run
 
@@ -228,7 +278,9 @@ def accept(body: bytes, vendor: Vendor, actor: str) -> Run:
             if refusal:
                 raise AgentRunError(409, refusal)
         run = _store(cluster, plugin, data)
-        AuditEvent.record(actor, "run.agent", f"run {run.pk}", cluster=cluster.name, battery=run.battery)
+        AuditEvent.record(
+            actor, "run.agent", f"run {run.pk}", cluster=cluster.name, battery=run.battery
+        )
     from workers.runner import after_run
 
     transaction.on_commit(lambda: after_run(run.pk))
@@ -240,11 +292,17 @@ def _store(cluster: Cluster, plugin: Plugin, data: dict[str, Any]) -> Run:
 
     fingerprint = data["fingerprint"]
     run = Run.objects.create(
-        cluster=cluster, plugin=plugin, plugin_version=data["plugin_version"] or cluster.plugin_version,
+        cluster=cluster,
+        plugin=plugin,
+        plugin_version=data["plugin_version"] or cluster.plugin_version,
         kubernetes_version=data["kubernetes_version"] or cluster.kubernetes_version,
         kubernetes_minor=kubernetes_minor(data["kubernetes_version"] or cluster.kubernetes_version),
-        proxier=data["proxier"], battery=data["battery"], trigger=Run.Trigger.AGENT,
-        state=Run.State.RUNNING, started=data["started"], heartbeat=data["started"],
+        proxier=data["proxier"],
+        battery=data["battery"],
+        trigger=Run.Trigger.AGENT,
+        state=Run.State.RUNNING,
+        started=data["started"],
+        heartbeat=data["started"],
         worker=f"agent {data['agent_version']}".strip()[:200],
     )
     unreached = [r for r in data["results"].values() if not r.reached]

@@ -15,16 +15,32 @@ class DashboardConfig(AppConfig):
         from .readiness.history import LISTENERS
 
         # Every save of a Schedule (pages, admin, scripts) keeps its beat PeriodicTask in step.
-        post_save.connect(schedules.on_schedule_saved, sender=Schedule, dispatch_uid="schedule-sync")
-        post_delete.connect(schedules.on_schedule_deleted, sender=Schedule, dispatch_uid="schedule-unsync")
+        post_save.connect(
+            schedules.on_schedule_saved, sender=Schedule, dispatch_uid="schedule-sync"
+        )
+        post_delete.connect(
+            schedules.on_schedule_deleted, sender=Schedule, dispatch_uid="schedule-unsync"
+        )
         # Any change to evidence drops the shared readiness evaluation.
         from . import models
         from .readiness import invalidate
 
-        for model in (models.Run, models.TestResult, models.Submission, models.Schedule, models.SignOff,
-                      models.Plugin, models.CatalogTest, models.Cluster):
-            post_save.connect(invalidate, sender=model, dispatch_uid=f"readiness-cache-save-{model.__name__}")
-            post_delete.connect(invalidate, sender=model, dispatch_uid=f"readiness-cache-delete-{model.__name__}")
+        for model in (
+            models.Run,
+            models.TestResult,
+            models.Submission,
+            models.Schedule,
+            models.SignOff,
+            models.Plugin,
+            models.CatalogTest,
+            models.Cluster,
+        ):
+            post_save.connect(
+                invalidate, sender=model, dispatch_uid=f"readiness-cache-save-{model.__name__}"
+            )
+            post_delete.connect(
+                invalidate, sender=model, dispatch_uid=f"readiness-cache-delete-{model.__name__}"
+            )
         # A criterion that stops being met is announced (importing notify also registers its tasks).
         if notify.on_readiness_change not in LISTENERS:
             LISTENERS.append(notify.on_readiness_change)

@@ -22,13 +22,22 @@ _PG_LOCK_KEY = 614_0001
 
 
 def canonical(actor: str, action: str, target: str, detail: Any, created: datetime) -> str:
-    entry = {"actor": actor, "action": action, "target": target, "detail": detail,
-             "created": created.astimezone(UTC).isoformat(timespec="microseconds")}
+    entry = {
+        "actor": actor,
+        "action": action,
+        "target": target,
+        "detail": detail,
+        "created": created.astimezone(UTC).isoformat(timespec="microseconds"),
+    }
     return json.dumps(entry, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def entry_hash(prev_hash: str, actor: str, action: str, target: str, detail: Any, created: datetime) -> str:
-    return hashlib.sha256((prev_hash + canonical(actor, action, target, detail, created)).encode()).hexdigest()
+def entry_hash(
+    prev_hash: str, actor: str, action: str, target: str, detail: Any, created: datetime
+) -> str:
+    return hashlib.sha256(
+        (prev_hash + canonical(actor, action, target, detail, created)).encode()
+    ).hexdigest()
 
 
 def json_native(detail: dict[str, Any]) -> dict[str, Any]:
@@ -44,17 +53,28 @@ def lock_chain() -> None:
         if connection.vendor == "postgresql":
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_PG_LOCK_KEY])
         elif connection.vendor == "sqlite":
-            cursor.execute("UPDATE dashboard_auditevent SET id = id WHERE id = (SELECT MAX(id) FROM dashboard_auditevent)")
+            cursor.execute(
+                "UPDATE dashboard_auditevent SET id = id WHERE id = (SELECT MAX(id) FROM dashboard_auditevent)"
+            )
 
 
-def append(model: Any, actor: str, action: str, target: str, detail: dict[str, Any], created: datetime) -> Any:
+def append(
+    model: Any, actor: str, action: str, target: str, detail: dict[str, Any], created: datetime
+) -> Any:
     detail = json_native(detail)
     with transaction.atomic():
         lock_chain()
         last = model.objects.order_by("-id").select_for_update().only("id", "hash").first()
         prev = last.hash if last is not None else ""
-        return model.objects.create(actor=actor, action=action, target=target, detail=detail, created=created,
-                                    prev_hash=prev, hash=entry_hash(prev, actor, action, target, detail, created))
+        return model.objects.create(
+            actor=actor,
+            action=action,
+            target=target,
+            detail=detail,
+            created=created,
+            prev_hash=prev,
+            hash=entry_hash(prev, actor, action, target, detail, created),
+        )
 
 
 @dataclass
@@ -77,10 +97,17 @@ def verify(entries: Iterable[Any]) -> ChainReport:
         expected_prev = prev or ""
         if e.prev_hash != expected_prev:
             where = f"entry {prev_id}" if prev_id else "the start of the chain"
-            return ChainReport(checked, legacy, e.id, f"its prev_hash does not match the hash of {where} "
-                                                        "(an entry was changed, removed or inserted before it)")
+            return ChainReport(
+                checked,
+                legacy,
+                e.id,
+                f"its prev_hash does not match the hash of {where} "
+                "(an entry was changed, removed or inserted before it)",
+            )
         if e.hash != entry_hash(e.prev_hash, e.actor, e.action, e.target, e.detail, e.created):
-            return ChainReport(checked, legacy, e.id, "its hash does not match its content (the entry was changed)")
+            return ChainReport(
+                checked, legacy, e.id, "its hash does not match its content (the entry was changed)"
+            )
         checked += 1
         prev, prev_id = e.hash, e.id
     return ChainReport(checked, legacy)

@@ -21,8 +21,13 @@ from dashboard.models import Plugin
 from dashboard.policy import BADGE, EMULATED, Assessment, Item, Policy, evidence_entry
 from dashboard.readiness.evidence_lookup import connectivity_candidates, plugins_by_id
 
-COLOURS = {"passing": "#1a7f37", "failing": "#cf222e", "stale": "#6e7781", "no evidence": "#8c959f",
-           "emulated only": "#8c959f"}
+COLOURS = {
+    "passing": "#1a7f37",
+    "failing": "#cf222e",
+    "stale": "#6e7781",
+    "no evidence": "#8c959f",
+    "emulated only": "#8c959f",
+}
 
 
 @dataclass
@@ -45,13 +50,19 @@ class PluginStatus:
 def plugin_status(plugin: Plugin, at: datetime | None = None) -> PluginStatus:
     pol = Policy(now=at or now())
     items = connectivity_candidates(plugins_by_id(), plugin_id=plugin.pk)
-    assessed: list[tuple[Item, Assessment]] = [(i, pol.assess(i, BADGE)) for i in items]  # newest first
+    assessed: list[tuple[Item, Assessment]] = [
+        (i, pol.assess(i, BADGE)) for i in items
+    ]  # newest first
     groups: dict[tuple[str, str], tuple[Item, Assessment]] = {}
     for item, a in assessed:
         if a.counts or a.outcome_only:  # counted connectivity evidence, qualifying or not
-            groups.setdefault((item.plugin_version, item.proxier or item.declared_proxier), (item, a))
-    rows = [{"plugin_version": v, "proxier": p, "qualifies": a.counts, "evidence": evidence_entry(i, a)}
-            for (v, p), (i, a) in groups.items()]
+            groups.setdefault(
+                (item.plugin_version, item.proxier or item.declared_proxier), (item, a)
+            )
+    rows = [
+        {"plugin_version": v, "proxier": p, "qualifies": a.counts, "evidence": evidence_entry(i, a)}
+        for (v, p), (i, a) in groups.items()
+    ]
     passing = [(i, a) for i, a in groups.values() if a.counts]
     failing = [(i, a) for i, a in groups.values() if not a.counts]
     if groups:
@@ -59,17 +70,23 @@ def plugin_status(plugin: Plugin, at: datetime | None = None) -> PluginStatus:
         best = evidence_entry(*passing[0]) if passing else None
         if failing:
             i, a = failing[0]
-            why = f"{i.plugin_version or 'unversioned'} on {i.proxier or i.declared_proxier}: {a.why}"
+            why = (
+                f"{i.plugin_version or 'unversioned'} on {i.proxier or i.declared_proxier}: {a.why}"
+            )
             return PluginStatus("failing", best, latest, why, rows)
         return PluginStatus("passing", best, latest, passing[0][1].why, rows)
     stale = next(((i, a) for i, a in assessed if a.stale_only), None)
     if stale is not None:
-        return PluginStatus("stale", evidence_entry(*stale), evidence_entry(*stale), stale[1].why, rows)
+        return PluginStatus(
+            "stale", evidence_entry(*stale), evidence_entry(*stale), stale[1].why, rows
+        )
     emulated = next(((i, a) for i, a in assessed if EMULATED in a.blocked), None)
     if emulated is not None:
         return PluginStatus("emulated only", None, evidence_entry(*emulated), emulated[1].why, rows)
     if assessed:
-        return PluginStatus("no evidence", None, evidence_entry(*assessed[0]), assessed[0][1].why, rows)
+        return PluginStatus(
+            "no evidence", None, evidence_entry(*assessed[0]), assessed[0][1].why, rows
+        )
     return PluginStatus("no evidence", None, None, "no connectivity evidence", rows)
 
 

@@ -62,12 +62,18 @@ def refusal(request: HttpRequest, *, authenticated: Callable[[], bool]) -> Refus
         return Refusal(400, "the Content-Length header is not a number")
     limit = body_limit(request.path)
     if length > limit:
-        return Refusal(413, f"the request body ({length} bytes) is larger than the {limit} bytes allowed here")
+        return Refusal(
+            413, f"the request body ({length} bytes) is larger than the {limit} bytes allowed here"
+        )
     # An API POST without a valid token is refused by the API itself, unread: its views run the
     # throttles (per token and address, so guessing tokens is limited) and then the permission
     # classes before anything touches the body (dashboard/api/views.py ApiView.initial;
     # tests/api/test_drf_api.py posts to every operation to check it).
-    if length > ANONYMOUS_FORM_BYTES and not request.path.startswith(API_PREFIX) and not authenticated():
+    if (
+        length > ANONYMOUS_FORM_BYTES
+        and not request.path.startswith(API_PREFIX)
+        and not authenticated()
+    ):
         return Refusal(401, "log in before uploading")
     return None
 
@@ -98,5 +104,7 @@ class BodyGuardMiddleware:
         if request.path.startswith(API_PREFIX):
             response: HttpResponse = JsonResponse({"error": refused.message}, status=refused.status)
         else:
-            response = HttpResponse(refused.message, status=refused.status, content_type="text/plain; charset=utf-8")
+            response = HttpResponse(
+                refused.message, status=refused.status, content_type="text/plain; charset=utf-8"
+            )
         return response

@@ -101,10 +101,14 @@ CATALOG: list[dict] = [
         "tags": ["Feature:SCTP", "Feature:NetworkPolicy"],
         "kep_text": "A policy that allows only SCTP to a port must not let TCP or UDP to that port through.",
         "upstream_names": [
-            ("[sig-network] Netpol NetworkPolicy between server and client should properly isolate pods "
-            "that are selected by a policy allowing SCTP, even if the plugin doesn't support SCTP"),
-            ("[sig-network] Netpol NetworkPolicy between server and client should not mistakenly treat "
-            "'protocol: SCTP' as 'protocol: TCP', even if the plugin doesn't support SCTP"),
+            (
+                "[sig-network] Netpol NetworkPolicy between server and client should properly isolate pods "
+                "that are selected by a policy allowing SCTP, even if the plugin doesn't support SCTP"
+            ),
+            (
+                "[sig-network] Netpol NetworkPolicy between server and client should not mistakenly treat "
+                "'protocol: SCTP' as 'protocol: TCP', even if the plugin doesn't support SCTP"
+            ),
         ],
     },
     {
@@ -128,8 +132,10 @@ CATALOG: list[dict] = [
             "[sig-network] Networking Granular Checks: Services should function for pod-Service: sctp",
             "[sig-network] Networking Granular Checks: Services should function for node-Service: sctp",
             "[sig-network] Networking Granular Checks: Services should function for endpoint-Service: sctp",
-            ("[sig-network] [Feature:IPv6DualStack] Granular Checks: Services Secondary IP Family "
-            "should function for pod-Service: sctp"),
+            (
+                "[sig-network] [Feature:IPv6DualStack] Granular Checks: Services Secondary IP Family "
+                "should function for pod-Service: sctp"
+            ),
         ],
     },
     {
@@ -148,13 +154,19 @@ CATALOG: list[dict] = [
         "tags": ["Feature:SCTPConnectivity", "Feature:NetworkPolicy", "Disruptive"],
         "kep_text": "A NetworkPolicy can allow SCTP to a port and deny it otherwise.",
         "upstream_names": [
-            ("[sig-network] Netpol NetworkPolicy between server and client using SCTP should support "
-            "a 'default-deny-ingress' policy"),
-            ("[sig-network] Netpol NetworkPolicy between server and client using SCTP should enforce "
-            "policy based on Ports"),
-            ("[sig-network] Netpol NetworkPolicy between server and client using SCTP should enforce "
-            "policy to allow traffic only from a pod in a different namespace based on PodSelector "
-            "and NamespaceSelector"),
+            (
+                "[sig-network] Netpol NetworkPolicy between server and client using SCTP should support "
+                "a 'default-deny-ingress' policy"
+            ),
+            (
+                "[sig-network] Netpol NetworkPolicy between server and client using SCTP should enforce "
+                "policy based on Ports"
+            ),
+            (
+                "[sig-network] Netpol NetworkPolicy between server and client using SCTP should enforce "
+                "policy to allow traffic only from a pod in a different namespace based on PodSelector "
+                "and NamespaceSelector"
+            ),
         ],
     },
 ]
@@ -220,9 +232,19 @@ SEED_PLUGINS: list[dict] = [
     {"slug": "kubenet", "name": "kubenet", "in_tree": True, "implements_network_policy": False},
     {"slug": "calico", "name": "Calico", "in_tree": False, "implements_network_policy": True},
     {"slug": "cilium", "name": "Cilium", "in_tree": False, "implements_network_policy": True},
-    {"slug": "ovn-kubernetes", "name": "OVN-Kubernetes", "in_tree": False, "implements_network_policy": True},
+    {
+        "slug": "ovn-kubernetes",
+        "name": "OVN-Kubernetes",
+        "in_tree": False,
+        "implements_network_policy": True,
+    },
     {"slug": "antrea", "name": "Antrea", "in_tree": False, "implements_network_policy": True},
-    {"slug": "kube-router", "name": "kube-router", "in_tree": False, "implements_network_policy": True},
+    {
+        "slug": "kube-router",
+        "name": "kube-router",
+        "in_tree": False,
+        "implements_network_policy": True,
+    },
     {"slug": "flannel", "name": "Flannel", "in_tree": False, "implements_network_policy": False},
 ]
 
@@ -233,7 +255,9 @@ def seed(catalog_model: Any, plugin_model: Any) -> None:
     for position, entry in enumerate(CATALOG):
         catalog_model.objects.update_or_create(
             key=entry["key"],
-            defaults={k: entry[k] for k in ("title", "battery", "tags", "kep_text", "upstream_names")}
+            defaults={
+                k: entry[k] for k in ("title", "battery", "tags", "kep_text", "upstream_names")
+            }
             | {"position": position},
         )
     for plugin in SEED_PLUGINS:

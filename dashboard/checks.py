@@ -14,9 +14,11 @@ def field_encryption_key(app_configs: Any, **kwargs: Any) -> list[Error]:
     from SECRET_KEY, so rotating SECRET_KEY (or leaking it) would expose or lose every secret."""
     if settings.DEBUG or (settings.FIELD_ENCRYPTION_KEY or "").strip():
         return []
-    return [Error(
-        "FIELD_ENCRYPTION_KEY is not set: with DEBUG=false kubeconfigs and webhook secrets must be "
-        "encrypted with a key of their own",
-        hint="python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'",
-        id="dashboard.E001",
-    )]
+    return [
+        Error(
+            "FIELD_ENCRYPTION_KEY is not set: with DEBUG=false kubeconfigs and webhook secrets must be "
+            "encrypted with a key of their own",
+            hint="python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'",
+            id="dashboard.E001",
+        )
+    ]

@@ -46,26 +46,41 @@ def register_cluster(
 
     name = (data.get("name") or "").strip()
     if not NAME_RE.match(name):
-        raise ClusterError(400, "name must be a DNS label: lowercase letters, digits and '-', at most 63", "name")
+        raise ClusterError(
+            400, "name must be a DNS label: lowercase letters, digits and '-', at most 63", "name"
+        )
     plugin = Plugin.objects.filter(slug=(data.get("plugin") or "").strip()).first()
     if plugin is None:
         raise ClusterError(400, f"unknown plugin {data.get('plugin')!r}", "plugin")
     if allowed_plugin_ids is not None and plugin.id not in allowed_plugin_ids:
-        raise ClusterError(403, f"you may not register clusters for plugin {plugin.slug!r}", "plugin")
+        raise ClusterError(
+            403, f"you may not register clusters for plugin {plugin.slug!r}", "plugin"
+        )
     proxier = (data.get("proxier") or "").strip()
     if proxier not in Proxier.values:
         raise ClusterError(400, f"proxier must be one of {', '.join(Proxier.values)}", "proxier")
     kubernetes_version = (data.get("kubernetes_version") or "").strip()
     if kubernetes_version and not VERSION_RE.match(kubernetes_version):
-        raise ClusterError(400, f"kubernetes_version {kubernetes_version!r} is not a version like 1.31.2",
-                           "kubernetes_version")
+        raise ClusterError(
+            400,
+            f"kubernetes_version {kubernetes_version!r} is not a version like 1.31.2",
+            "kubernetes_version",
+        )
     plugin_version = (data.get("plugin_version") or "").strip()[:40]
     image = (data.get("agnhost_image") or "").strip()
     if len(image) > 255 or any(c.isspace() for c in image):
-        raise ClusterError(400, "agnhost_image must be an image reference without spaces", "agnhost_image")
+        raise ClusterError(
+            400, "agnhost_image must be an image reference without spaces", "agnhost_image"
+        )
     existing = Cluster.objects.filter(name=name).first()
-    if existing is not None and (owner is None or existing.owner_id != owner.id) and allowed_plugin_ids is not None:
-        raise ClusterError(409, f"a cluster named {name} is already registered by someone else", "name")
+    if (
+        existing is not None
+        and (owner is None or existing.owner_id != owner.id)
+        and allowed_plugin_ids is not None
+    ):
+        raise ClusterError(
+            409, f"a cluster named {name} is already registered by someone else", "name"
+        )
     if not kubeconfig.strip():
         raise ClusterError(400, "a kubeconfig is required", "kubeconfig")
     if len(kubeconfig.encode()) > KUBECONFIG_MAX_BYTES:
@@ -76,19 +91,28 @@ def register_cluster(
         raise ClusterError(400, f"kubeconfig: {exc}", "kubeconfig") from exc
     detected = (summary.get("kubernetes_version") or "").lstrip("v")
     fields: dict[str, Any] = {
-        "plugin": plugin, "plugin_version": plugin_version,
+        "plugin": plugin,
+        "plugin_version": plugin_version,
         "kubernetes_version": kubernetes_version.lstrip("v") or detected,
-        "proxier": proxier, "node_access": _bool(data.get("node_access", "true")),
-        "load_balancer": _bool(data.get("load_balancer", "false")), "kubenet": _bool(data.get("kubenet", "false")),
-        "agnhost_image": image, "kubeconfig": kubeconfig, "credentials_error": "",
+        "proxier": proxier,
+        "node_access": _bool(data.get("node_access", "true")),
+        "load_balancer": _bool(data.get("load_balancer", "false")),
+        "kubenet": _bool(data.get("kubenet", "false")),
+        "agnhost_image": image,
+        "kubeconfig": kubeconfig,
+        "credentials_error": "",
     }
     if summary.get("emulated"):
-        fields["emulated"] = True  # once an emulator, always flagged: re-registering never clears it
+        fields["emulated"] = (
+            True  # once an emulator, always flagged: re-registering never clears it
+        )
     by_maintainer = allowed_plugin_ids is None
     with transaction.atomic():
         if existing is None:
             # Evidence policy: a vendor's cluster starts unapproved; a maintainer's is approved.
-            cluster = Cluster.objects.create(name=name, owner=owner, approved=by_maintainer, **fields)
+            cluster = Cluster.objects.create(
+                name=name, owner=owner, approved=by_maintainer, **fields
+            )
             action = "cluster.register"
         else:
             moved = existing.plugin_id != plugin.id or _server_of(existing) != summary.get("server")
@@ -103,8 +127,14 @@ def register_cluster(
             existing.save()
             cluster, action = existing, "cluster.update"
         # The kubeconfig itself is never logged; only where it points.
-        AuditEvent.record(actor, action, f"cluster {name}", server=summary.get("server"), plugin=plugin.slug,
-                          approved=cluster.approved)
+        AuditEvent.record(
+            actor,
+            action,
+            f"cluster {name}",
+            server=summary.get("server"),
+            plugin=plugin.slug,
+            approved=cluster.approved,
+        )
     return cluster
 
 

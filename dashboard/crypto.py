@@ -133,7 +133,9 @@ class SealedSecrets(models.Model):
 
     def refresh_from_db(self, using=None, fields=None, from_queryset=None):
         if fields is None:
-            sealed = {f.attname for f in self._meta.concrete_fields if isinstance(f, EncryptedTextField)}
+            sealed = {
+                f.attname for f in self._meta.concrete_fields if isinstance(f, EncryptedTextField)
+            }
             fields = [f.attname for f in self._meta.concrete_fields if f.attname not in sealed]
             for name in sealed:  # deferred: loaded (sealed) again when next read
                 self.__dict__.pop(name, None)

@@ -30,10 +30,15 @@ def _upload(run: Run, vendor: Vendor) -> Submission | None:
     data = run_to_junit(run)
     try:
         return create_submission(
-            vendor=vendor, allowed_plugin_ids=set(vendor.plugins.values_list("id", flat=True)),
-            plugin=run.plugin.slug, plugin_version=run.plugin_version or "0.0.0",
-            kubernetes_version=run.kubernetes_version, proxier=run.proxier_detected or run.proxier,
-            cluster=run.cluster.name, fileobj=io.BytesIO(data), filename=f"junit_run_{run.id}.xml",
+            vendor=vendor,
+            allowed_plugin_ids=set(vendor.plugins.values_list("id", flat=True)),
+            plugin=run.plugin.slug,
+            plugin_version=run.plugin_version or "0.0.0",
+            kubernetes_version=run.kubernetes_version,
+            proxier=run.proxier_detected or run.proxier,
+            cluster=run.cluster.name,
+            fileobj=io.BytesIO(data),
+            filename=f"junit_run_{run.id}.xml",
             uploaded_by=f"{vendor.name} (demo)",
         )
     except SubmissionError as exc:
@@ -49,9 +54,17 @@ def seed_submissions(wait_seconds: float = 240, poll: float = 3) -> list[Submiss
     deadline = time.monotonic() + wait_seconds
     chosen: dict[int, Run] = {}
     while True:
-        for run in (Run.objects.filter(state=Run.State.FINISHED, battery="all", cluster__lab=True,
-                                       plugin__vendors__isnull=False)
-                    .select_related("cluster", "plugin").order_by("finished").distinct()):
+        for run in (
+            Run.objects.filter(
+                state=Run.State.FINISHED,
+                battery="all",
+                cluster__lab=True,
+                plugin__vendors__isnull=False,
+            )
+            .select_related("cluster", "plugin")
+            .order_by("finished")
+            .distinct()
+        ):
             chosen.setdefault(run.plugin_id, run)
         if len(chosen) >= 2 or time.monotonic() >= deadline:
             break

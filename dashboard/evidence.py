@@ -32,8 +32,12 @@ def summarize(outcomes: Mapping[str, str], implements_network_policy: bool) -> E
     def get(key: str) -> str:
         return outcomes.get(key) or Outcome.NOT_RUN
 
-    widest = PluginFacts("prefilter", False, implements_network_policy,
-                         netpol_exemption="" if implements_network_policy else "(decided at evaluation)")
+    widest = PluginFacts(
+        "prefilter",
+        False,
+        implements_network_policy,
+        netpol_exemption="" if implements_network_policy else "(decided at evaluation)",
+    )
     qualifying_now, reason = policy_qualifying(outcomes, widest)
     return EvidenceFlags(
         has_connectivity=any(get(k) != Outcome.NOT_RUN for k in CONNECTIVITY_KEYS),

@@ -27,12 +27,17 @@ def register(server: Any, public_url: str | None = None) -> list[Cluster]:
         profile = emulated.profile
         plugin, _ = Plugin.objects.get_or_create(
             slug=profile["plugin"],
-            defaults={"name": profile["plugin"], "in_tree": profile["plugin"] == "kubenet",
-                      "implements_network_policy": profile["dataplane"]["network_policy"] != "none"},
+            defaults={
+                "name": profile["plugin"],
+                "in_tree": profile["plugin"] == "kubenet",
+                "implements_network_policy": profile["dataplane"]["network_policy"] != "none",
+            },
         )
         kubeconfig = server.kubeconfig(name)
         if public_url:  # the URL other processes (containers) reach the lab at
-            kubeconfig["clusters"][0]["cluster"]["server"] = f"{public_url.rstrip('/')}/clusters/{name}"
+            kubeconfig["clusters"][0]["cluster"]["server"] = (
+                f"{public_url.rstrip('/')}/clusters/{name}"
+            )
         owner = plugin.vendors.order_by("id").first()
         cluster, _ = Cluster.objects.update_or_create(
             name=name,
@@ -68,11 +73,19 @@ def kickoff(clusters: list[Cluster], battery: str = "all") -> list[Run]:
         # The periodic basic job gets a cluster of its own, marked basic-only: connectivity runs
         # load sctp.ko, after which its basic runs could only be inconclusive.
         usable = [c for c in clusters if c.enabled and c.node_access]
-        target = next((c for c in usable if c.name == "calico-iptables"), usable[0] if usable else None)
+        target = next(
+            (c for c in usable if c.name == "calico-iptables"), usable[0] if usable else None
+        )
         if target is not None:
             # A machine action: attributed to the system, not to whoever started the demo.
             set_basic_only(target, True, "system (lab --kickoff)")
-            create_schedule(target, battery="basic", interval_minutes=5, grace_minutes=5, user="system (lab --kickoff)")
+            create_schedule(
+                target,
+                battery="basic",
+                interval_minutes=5,
+                grace_minutes=5,
+                user="system (lab --kickoff)",
+            )
     have_runs = set(Run.objects.filter(cluster__in=clusters).values_list("cluster_id", flat=True))
     runs = []
     for c in clusters:

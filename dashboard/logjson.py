@@ -12,7 +12,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 # Attributes every LogRecord has: the rest came from `extra=`.
-_STANDARD = set(vars(logging.LogRecord("x", logging.INFO, "x", 0, "", (), None))) | {"message", "asctime"}
+_STANDARD = set(vars(logging.LogRecord("x", logging.INFO, "x", 0, "", (), None))) | {
+    "message",
+    "asctime",
+}
 
 
 class JsonFormatter(logging.Formatter):
@@ -29,5 +32,7 @@ class JsonFormatter(logging.Formatter):
             entry["exc_info"] = self.formatException(record.exc_info)
         for key, value in vars(record).items():
             if key not in _STANDARD and not key.startswith("_"):
-                entry[key] = value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
+                entry[key] = (
+                    value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
+                )
         return json.dumps(entry, ensure_ascii=False)

@@ -63,7 +63,9 @@ class ApiToken(models.Model):
     vendor = models.ForeignKey(Vendor, models.CASCADE, null=True, blank=True, related_name="tokens")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, models.CASCADE, null=True, blank=True)
     digest = models.CharField(max_length=64, unique=True, editable=False)
-    hint = models.CharField(max_length=12, editable=False, help_text="The token's public id, to tell tokens apart")
+    hint = models.CharField(
+        max_length=12, editable=False, help_text="The token's public id, to tell tokens apart"
+    )
     created = models.DateTimeField(default=now)
     last_used = models.DateTimeField(null=True, blank=True)
     revoked = models.BooleanField(default=False)
@@ -89,24 +91,34 @@ class ApiToken(models.Model):
             .filter(digest=token_digest(token), revoked=False)
             .first()
         )
-        if obj is not None and (obj.last_used is None or now() - obj.last_used > timedelta(minutes=5)):
+        if obj is not None and (
+            obj.last_used is None or now() - obj.last_used > timedelta(minutes=5)
+        ):
             cls.objects.filter(pk=obj.pk).update(last_used=now())
         return obj
 
 
 class Cluster(SealedSecrets):
     name = models.SlugField(max_length=63, unique=True)
-    owner = models.ForeignKey(Vendor, models.SET_NULL, null=True, blank=True, related_name="clusters")
+    owner = models.ForeignKey(
+        Vendor, models.SET_NULL, null=True, blank=True, related_name="clusters"
+    )
     plugin = models.ForeignKey(Plugin, models.PROTECT, related_name="clusters")
     plugin_version = models.CharField(max_length=40, blank=True)
     kubernetes_version = models.CharField(max_length=40, blank=True)
     proxier = models.CharField(max_length=20, choices=Proxier.choices, default=Proxier.IPTABLES)
     node_access = models.BooleanField(default=True, help_text="Privileged hostexec pods allowed")
-    load_balancer = models.BooleanField(default=False, help_text="LoadBalancer services get an ingress")
+    load_balancer = models.BooleanField(
+        default=False, help_text="LoadBalancer services get an ingress"
+    )
     kubenet = models.BooleanField(default=False)
     kubeconfig = EncryptedTextField(blank=True, help_text="Stored encrypted; never shown back")
-    agnhost_image = models.CharField(max_length=255, blank=True, help_text="Empty: the default agnhost image")
-    timeouts = models.JSONField(default=dict, blank=True, help_text="Overrides of the battery's waits, in seconds")
+    agnhost_image = models.CharField(
+        max_length=255, blank=True, help_text="Empty: the default agnhost image"
+    )
+    timeouts = models.JSONField(
+        default=dict, blank=True, help_text="Overrides of the battery's waits, in seconds"
+    )
     lab = models.BooleanField(default=False, help_text="An emulated cluster served by the lab")
     # Evidence policy: registered by `lab --register`, or its GET /version said "emulated": true.
     emulated = models.BooleanField(default=False)
@@ -118,7 +130,8 @@ class Cluster(SealedSecrets):
     )
     approved_at = models.DateTimeField(null=True, blank=True)
     basic_only = models.BooleanField(
-        default=False, help_text="Connectivity runs are refused (they load sctp.ko; the periodic basic job runs here)"
+        default=False,
+        help_text="Connectivity runs are refused (they load sctp.ko; the periodic basic job runs here)",
     )
     # Set when code that needs the kubeconfig (a run, a sweep, a key rotation) could not decrypt
     # it; cleared when a new one is stored. Pages show it without decrypting anything.
@@ -166,7 +179,11 @@ class Schedule(models.Model):
     # related_name: the default reverse accessor ("schedule") would shadow PeriodicTask.schedule,
     # which beat reads on every entry.
     periodic_task = models.OneToOneField(
-        "django_celery_beat.PeriodicTask", models.SET_NULL, null=True, blank=True, editable=False,
+        "django_celery_beat.PeriodicTask",
+        models.SET_NULL,
+        null=True,
+        blank=True,
+        editable=False,
         related_name="sctp_schedule",
     )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True)
@@ -222,8 +239,12 @@ class Run(EvidenceMixin):
     proxier = models.CharField(max_length=20, choices=Proxier.choices)
     battery = models.CharField(max_length=20, choices=Battery.choices)
     trigger = models.CharField(max_length=20, choices=Trigger.choices, default=Trigger.MANUAL)
-    schedule = models.ForeignKey(Schedule, models.SET_NULL, null=True, blank=True, related_name="runs")
-    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True)
+    schedule = models.ForeignKey(
+        Schedule, models.SET_NULL, null=True, blank=True, related_name="runs"
+    )
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True
+    )
     state = models.CharField(max_length=20, choices=State.choices, default=State.QUEUED)
     task_id = models.CharField(max_length=64, blank=True)
     worker = models.CharField(max_length=200, blank=True)
@@ -285,7 +306,9 @@ class TestResult(models.Model):
     finished = models.DateTimeField(default=now)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["run", "test_key"], name="one_result_per_test")]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "test_key"], name="one_result_per_test")
+        ]
         # tests-written: "has this key ever had a recorded outcome?"
         indexes = [models.Index(fields=["test_key", "outcome"])]
 
@@ -312,7 +335,9 @@ class Submission(EvidenceMixin):
     proxier = models.CharField(max_length=20, choices=Proxier.choices)
     cluster_name = models.CharField(max_length=100, blank=True)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
-    kind = models.CharField(max_length=30, help_text="junit, sonobuoy, hydrophone-tar, hydrophone-zip")
+    kind = models.CharField(
+        max_length=30, help_text="junit, sonobuoy, hydrophone-tar, hydrophone-zip"
+    )
     filename = models.CharField(max_length=255, blank=True)
     sha256 = models.CharField(max_length=64)
     size = models.PositiveBigIntegerField()
@@ -325,7 +350,9 @@ class Submission(EvidenceMixin):
     # Evidence policy: when the e2e run happened (read from the file), else the upload time.
     run_at = models.DateTimeField(null=True, blank=True)
     run_at_source = models.CharField(max_length=10, blank=True, help_text="file | upload")
-    emulated = models.BooleanField(default=False, help_text="The file says it comes from an emulated cluster")
+    emulated = models.BooleanField(
+        default=False, help_text="The file says it comes from an emulated cluster"
+    )
     kubernetes_minor = models.PositiveSmallIntegerField(null=True, blank=True)
     created = models.DateTimeField(default=now)
     reviewed_by = models.ForeignKey(
@@ -339,7 +366,9 @@ class Submission(EvidenceMixin):
     class Meta:
         ordering = ["-created"]
         constraints = [
-            models.UniqueConstraint(fields=["plugin", "sha256"], name="one_submission_per_file_and_plugin")
+            models.UniqueConstraint(
+                fields=["plugin", "sha256"], name="one_submission_per_file_and_plugin"
+            )
         ]
         indexes = [
             models.Index(fields=["plugin", "status", "has_connectivity", "-created"]),
@@ -397,7 +426,9 @@ class AuditEvent(models.Model):
         return f"{self.created:%Y-%m-%d %H:%M} {self.actor} {self.action} {self.target}"
 
     @classmethod
-    def record(cls, actor: object, action: str, target: object = "", **detail: object) -> AuditEvent:
+    def record(
+        cls, actor: object, action: str, target: object = "", **detail: object
+    ) -> AuditEvent:
         """Appends to the hash chain (dashboard/audit.py); safe against concurrent writers.
         URL credentials (https://user:password@…) never reach the log."""
         from .audit import append
@@ -457,7 +488,9 @@ class PublishedReadiness(models.Model):
 class ScheduleHealth(models.Model):
     """The last state the beat check saw for a schedule, so that only changes are announced."""
 
-    schedule = models.OneToOneField(Schedule, models.CASCADE, primary_key=True, related_name="health")
+    schedule = models.OneToOneField(
+        Schedule, models.CASCADE, primary_key=True, related_name="health"
+    )
     state = models.CharField(max_length=10, default="new")
     # Staleness is counted from here when no periodic run is newer (creation, resume, edit):
     # a resumed schedule gets a fresh chance instead of turning "down" at once.
@@ -477,7 +510,9 @@ class NotificationChannel(SealedSecrets):
 
     kind = models.CharField(max_length=10, choices=Kind.choices)
     target = models.CharField(max_length=500, help_text="The webhook URL or the e-mail address")
-    secret = EncryptedTextField(blank=True, help_text="Webhooks: signs the body (X-Signature); stored encrypted")
+    secret = EncryptedTextField(
+        blank=True, help_text="Webhooks: signs the body (X-Signature); stored encrypted"
+    )
     enabled = models.BooleanField(default=True)
     created = models.DateTimeField(default=now)
 
@@ -516,7 +551,11 @@ class NotificationLog(models.Model):
 
     class Meta:
         ordering = ["-created"]
-        constraints = [models.UniqueConstraint(fields=["channel", "event_key"], name="one_notification_per_event")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["channel", "event_key"], name="one_notification_per_event"
+            )
+        ]
         # the re-dispatcher: deliveries whose task the broker never got or lost
         indexes = [models.Index(fields=["status", "queued"])]
 

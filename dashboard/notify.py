@@ -60,10 +60,13 @@ def emit(event_key: str, event: str, payload: dict[str, Any]) -> list[int]:
     for channel in NotificationChannel.objects.filter(enabled=True):
         try:
             with transaction.atomic():
-                entry = NotificationLog.objects.create(channel=channel, event_key=event_key[:200], event=event,
-                                                       payload=payload)
+                entry = NotificationLog.objects.create(
+                    channel=channel, event_key=event_key[:200], event=event, payload=payload
+                )
         except IntegrityError:
-            log.info("notification %s for %s already exists; not sending it twice", event_key, channel)
+            log.info(
+                "notification %s for %s already exists; not sending it twice", event_key, channel
+            )
             continue
         created.append(entry.pk)
         transaction.on_commit(functools.partial(enqueue, entry.pk))
@@ -85,12 +88,19 @@ def schedule_changed(change: Any) -> list[int]:
     """Announces a schedule's state change (dashboard.schedules.Change)."""
     s = change.schedule
     payload = {
-        "schedule": s.pk, "cluster": s.cluster.name, "battery": s.battery,
-        "state": change.state, "previous": change.previous, "detail": change.why,
-        "interval_minutes": s.interval_minutes, "grace_minutes": s.grace_minutes,
+        "schedule": s.pk,
+        "cluster": s.cluster.name,
+        "battery": s.battery,
+        "state": change.state,
+        "previous": change.previous,
+        "detail": change.why,
+        "interval_minutes": s.interval_minutes,
+        "grace_minutes": s.grace_minutes,
         "url": f"{settings.SITE_URL}/schedules/",
     }
-    return emit(f"schedule:{s.pk}:v{change.version}:{change.state}", f"schedule.{change.state}", payload)
+    return emit(
+        f"schedule:{s.pk}:v{change.version}:{change.state}", f"schedule.{change.state}", payload
+    )
 
 
 def on_readiness_change(previous: dict | None, statuses: dict, evaluation: dict) -> None:
@@ -104,9 +114,15 @@ def on_readiness_change(previous: dict | None, statuses: dict, evaluation: dict)
             emit(
                 f"criterion:{key}:{status}:{evaluation.get('evaluated_at', '')}",
                 "criterion.regressed",
-                {"criterion": key, "title": c.get("title", key), "previous": "met", "status": status,
-                 "detail": c.get("detail", ""), "evidence": c.get("evidence", []),
-                 "url": f"{settings.SITE_URL}/"},
+                {
+                    "criterion": key,
+                    "title": c.get("title", key),
+                    "previous": "met",
+                    "status": status,
+                    "detail": c.get("detail", ""),
+                    "evidence": c.get("evidence", []),
+                    "url": f"{settings.SITE_URL}/",
+                },
             )
 
 
@@ -115,7 +131,9 @@ def on_readiness_change(previous: dict | None, statuses: dict, evaluation: dict)
 
 def backoff(attempt: int) -> int:
     """Seconds before the retry that follows attempt number `attempt` (1, 2, …)."""
-    return min(settings.NOTIFY_BACKOFF_SECONDS * 2 ** (attempt - 1), settings.NOTIFY_BACKOFF_MAX_SECONDS)
+    return min(
+        settings.NOTIFY_BACKOFF_SECONDS * 2 ** (attempt - 1), settings.NOTIFY_BACKOFF_MAX_SECONDS
+    )
 
 
 def subject_of(payload: dict[str, Any]) -> str:
@@ -139,10 +157,15 @@ def body_of(payload: dict[str, Any]) -> str:
 
 def send_webhook(channel: NotificationChannel, payload: dict[str, Any]) -> None:
     body = json.dumps(payload, sort_keys=True).encode()
-    headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT,
-               "X-Event-Key": payload.get("key", "")}
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": USER_AGENT,
+        "X-Event-Key": payload.get("key", ""),
+    }
     if channel.secret:
-        headers["X-Signature"] = "sha256=" + hmac.new(channel.secret.encode(), body, hashlib.sha256).hexdigest()
+        headers["X-Signature"] = (
+            "sha256=" + hmac.new(channel.secret.encode(), body, hashlib.sha256).hexdigest()
+        )
     request = urllib.request.Request(channel.target, data=body, headers=headers, method="POST")
     try:
         with urllib.request.urlopen(request, timeout=settings.NOTIFY_TIMEOUT_SECONDS) as response:
@@ -150,20 +173,26 @@ def send_webhook(channel: NotificationChannel, payload: dict[str, Any]) -> None:
     except urllib.error.HTTPError as exc:
         raise DeliveryError(f"the webhook answered {exc.code} {exc.reason}") from exc
     except (urllib.error.URLError, OSError) as exc:
-        raise DeliveryError(f"the webhook could not be reached: {getattr(exc, 'reason', exc)}") from exc
+        raise DeliveryError(
+            f"the webhook could not be reached: {getattr(exc, 'reason', exc)}"
+        ) from exc
     if not 200 <= status < 300:
         raise DeliveryError(f"the webhook answered {status}")
 
 
 def send_email(channel: NotificationChannel, payload: dict[str, Any]) -> None:
     try:
-        send_mail(subject_of(payload), body_of(payload), settings.DEFAULT_FROM_EMAIL, [channel.target])
+        send_mail(
+            subject_of(payload), body_of(payload), settings.DEFAULT_FROM_EMAIL, [channel.target]
+        )
     except Exception as exc:  # SMTP errors come in many classes; all of them are worth a retry
         raise DeliveryError(f"the e-mail could not be sent: {exc}") from exc
 
 
 SENDERS: dict[str, Callable[[NotificationChannel, dict[str, Any]], None]] = {
-    NotificationChannel.Kind.WEBHOOK: send_webhook, NotificationChannel.Kind.EMAIL: send_email}
+    NotificationChannel.Kind.WEBHOOK: send_webhook,
+    NotificationChannel.Kind.EMAIL: send_email,
+}
 
 
 def attempt(log_id: int) -> str:
@@ -180,11 +209,14 @@ def attempt(log_id: int) -> str:
         last = entry.attempts >= settings.NOTIFY_MAX_ATTEMPTS
         NotificationLog.objects.filter(pk=log_id).update(
             status=NotificationLog.Status.FAILED if last else NotificationLog.Status.RETRYING,
-            last_error=str(exc)[:2000], queued=now(),
+            last_error=str(exc)[:2000],
+            queued=now(),
         )
         log.warning("notification %s attempt %s failed: %s", entry.event_key, entry.attempts, exc)
         return "failed" if last else "retry"
-    NotificationLog.objects.filter(pk=log_id).update(status=NotificationLog.Status.SENT, sent=now(), last_error="")
+    NotificationLog.objects.filter(pk=log_id).update(
+        status=NotificationLog.Status.SENT, sent=now(), last_error=""
+    )
     return "sent"
 
 
@@ -192,13 +224,17 @@ def deliver(log_id: int, retry: Any) -> str:
     """One delivery attempt; `retry(countdown, max_retries)` reschedules (the task in workers.tasks)."""
     result = attempt(log_id)
     if result == "retry":
-        attempts = NotificationLog.objects.filter(pk=log_id).values_list("attempts", flat=True).first() or 1
+        attempts = (
+            NotificationLog.objects.filter(pk=log_id).values_list("attempts", flat=True).first()
+            or 1
+        )
         try:
             # Bounded by NOTIFY_MAX_ATTEMPTS in attempt(), which marks the row failed at the end.
             raise retry(countdown=backoff(attempts), max_retries=settings.NOTIFY_MAX_ATTEMPTS)
         except MaxRetriesExceededError:
-            NotificationLog.objects.filter(pk=log_id, status=NotificationLog.Status.RETRYING).update(
-                status=NotificationLog.Status.FAILED)
+            NotificationLog.objects.filter(
+                pk=log_id, status=NotificationLog.Status.RETRYING
+            ).update(status=NotificationLog.Status.FAILED)
     return result
 
 
@@ -214,7 +250,10 @@ def redispatch(limit: int = 200) -> int:
     ids = list(
         NotificationLog.objects.filter(
             Q(status=NotificationLog.Status.PENDING, queued__isnull=True, created__lt=fresh)
-            | Q(status__in=[NotificationLog.Status.PENDING, NotificationLog.Status.RETRYING], queued__lt=lost)
+            | Q(
+                status__in=[NotificationLog.Status.PENDING, NotificationLog.Status.RETRYING],
+                queued__lt=lost,
+            )
         ).values_list("id", flat=True)[:limit]
     )
     return sum(1 for pk in ids if enqueue(pk))

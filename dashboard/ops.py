@@ -39,8 +39,9 @@ def check_broker() -> str | None:
     options = dict(getattr(settings, "CELERY_BROKER_TRANSPORT_OPTIONS", {}) or {})
     try:
         with Connection(url, connect_timeout=BROKER_TIMEOUT, transport_options=options) as conn:
-            conn.ensure_connection(max_retries=1, interval_start=0, interval_step=0,
-                                   timeout=BROKER_TIMEOUT)
+            conn.ensure_connection(
+                max_retries=1, interval_start=0, interval_step=0, timeout=BROKER_TIMEOUT
+            )
             if url.startswith(("redis://", "rediss://")):
                 conn.default_channel.client.ping()
     except Exception as exc:  # the broker's URL may hold a password: type only
@@ -66,14 +67,18 @@ def metrics(request: HttpRequest) -> HttpResponse:
 
     started = time.monotonic()
     text = render()
-    text += (f"# HELP sctp_dashboard_scrape_seconds Time spent building this page.\n"
-             f"# TYPE sctp_dashboard_scrape_seconds gauge\n"
-             f"sctp_dashboard_scrape_seconds {time.monotonic() - started:.6f}\n")
+    text += (
+        f"# HELP sctp_dashboard_scrape_seconds Time spent building this page.\n"
+        f"# TYPE sctp_dashboard_scrape_seconds gauge\n"
+        f"sctp_dashboard_scrape_seconds {time.monotonic() - started:.6f}\n"
+    )
     return HttpResponse(text, content_type="text/plain; version=0.0.4; charset=utf-8")
 
 
 ROUTES: dict[str, Callable[[HttpRequest], HttpResponse]] = {
-    "/healthz": healthz, "/readyz": readyz, "/metrics": metrics,
+    "/healthz": healthz,
+    "/readyz": readyz,
+    "/metrics": metrics,
 }
 
 

@@ -77,7 +77,9 @@ class Item:
     minor: int | None
     outcomes: Mapping[str, str]
     reasons: Mapping[str, str] = field(default_factory=dict)
-    proxier: str | None = None  # the demonstrated proxier (detected for runs, declared for submissions)
+    proxier: str | None = (
+        None  # the demonstrated proxier (detected for runs, declared for submissions)
+    )
     proxier_source: str = ""  # "detected" | "declared" | "" (undetermined)
     declared_proxier: str = ""  # what the cluster was registered with (never counts by itself)
     plugin_version: str = ""
@@ -141,7 +143,9 @@ class Policy:
         if item.untrusted:
             problems.append((TRUST, item.untrusted))
         if item.emulated:
-            problems.append((EMULATED, "emulated cluster (the lab): emulated evidence never counts"))
+            problems.append(
+                (EMULATED, "emulated cluster (the lab): emulated evidence never counts")
+            )
         if item.minor is None:
             problems.append((RELEASE, "Kubernetes release unknown"))
         elif item.minor < self.minimum:
@@ -165,12 +169,17 @@ class Policy:
             problems.append((OUTCOME, rule_why))
         blocking = [(c, why) for c, why in problems if c not in relax]
         if blocking:
-            return Assessment(False, "not counted: " + "; ".join(why for _, why in blocking),
-                              frozenset(c for c, _ in blocking))
+            return Assessment(
+                False,
+                "not counted: " + "; ".join(why for _, why in blocking),
+                frozenset(c for c, _ in blocking),
+            )
         extra = ""
         if relax and problems:
             extra = " (if " + "; ".join(why for _, why in problems) + " were allowed)"
-        return Assessment(True, "counts: " + rule_why + extra, relied=frozenset(c for c, _ in problems))
+        return Assessment(
+            True, "counts: " + rule_why + extra, relied=frozenset(c for c, _ in problems)
+        )
 
     def rule(self, item: Item, criterion: str) -> tuple[bool, str]:
         """The criterion's own rule on the outcomes: (holds, one line)."""
@@ -225,26 +234,39 @@ def qualifying(outcomes: Mapping[str, str], plugin: PluginFacts) -> tuple[bool, 
     def get(key: str) -> str:
         return outcomes.get(key) or Outcome.NOT_RUN
 
-    problems = [f"{k} {label(get(k))}" for k in CONNECTIVITY_KEYS if get(k) in (Outcome.FAILED, Outcome.ERROR)]
+    problems = [
+        f"{k} {label(get(k))}"
+        for k in CONNECTIVITY_KEYS
+        if get(k) in (Outcome.FAILED, Outcome.ERROR)
+    ]
     exempt = not plugin.implements_network_policy and bool(plugin.netpol_exemption)
     required = ("pod-to-pod", "pod-to-service") if exempt else QUALIFYING_KEYS
     for key in required:
         if get(key) != Outcome.PASSED and f"{key} {label(get(key))}" not in problems:
             problems.append(f"{key} {label(get(key))}")
     if not plugin.implements_network_policy and not exempt:
-        problems.append(f"{plugin.slug} does not implement NetworkPolicy and has no exemption "
-                        "(the SCTPConnectivity set includes the NetworkPolicy tests)")
+        problems.append(
+            f"{plugin.slug} does not implement NetworkPolicy and has no exemption "
+            "(the SCTPConnectivity set includes the NetworkPolicy tests)"
+        )
     if problems:
         return False, ", ".join(problems)
     if exempt:
-        return True, f"pod-to-pod and pod-to-service passed (NetworkPolicy exemption: {plugin.netpol_exemption})"
+        return (
+            True,
+            f"pod-to-pod and pod-to-service passed (NetworkPolicy exemption: {plugin.netpol_exemption})",
+        )
     return True, "pod-to-pod, pod-to-service and netpol-allow-deny passed"
 
 
 def conclusive_basic(item: Item) -> tuple[bool, str]:
     """A conclusive basic run: at least one basic test passed, none failed or errored, and the
     sctp.ko invariant was checked on at least one node where the module was not loaded before."""
-    bad = [f"{k} {label(item.outcome(k))}" for k in BASIC_KEYS if item.outcome(k) in (Outcome.FAILED, Outcome.ERROR)]
+    bad = [
+        f"{k} {label(item.outcome(k))}"
+        for k in BASIC_KEYS
+        if item.outcome(k) in (Outcome.FAILED, Outcome.ERROR)
+    ]
     if bad:
         return False, ", ".join(bad)
     passed = [k for k in BASIC_KEYS if item.outcome(k) == Outcome.PASSED]
@@ -252,7 +274,10 @@ def conclusive_basic(item: Item) -> tuple[bool, str]:
         seen = sorted({label(item.outcome(k)) for k in BASIC_KEYS})
         return False, f"no basic test passed ({', '.join(seen)})"
     if item.invariant == "inconclusive":
-        return False, "inconclusive: sctp.ko was already loaded on every node before the basic tests"
+        return (
+            False,
+            "inconclusive: sctp.ko was already loaded on every node before the basic tests",
+        )
     if item.invariant != "conclusive":
         return False, "the sctp.ko invariant was not checked (no node access)"
     return True, f"{len(passed)} basic tests passed, sctp.ko invariant checked"
@@ -273,8 +298,9 @@ def invariant_state(fingerprint: Mapping[str, Any] | None) -> str:
 # --- database prefilters (necessary conditions only; assess() decides) ------------------
 
 
-def countable_runs_q(policy: Policy, *, relax: frozenset[str] = frozenset(), age: bool = True,
-                     prefix: str = "") -> Q:
+def countable_runs_q(
+    policy: Policy, *, relax: frozenset[str] = frozenset(), age: bool = True, prefix: str = ""
+) -> Q:
     """The runs that may count, as a filter on Run (or on a relation to it, with `prefix`,
     e.g. "run__"); `relax` as in assess(). Boolean tests are written `__in=[...]`: SQLite
     compiles `=True` to a bare column test its planner cannot match to an index."""
@@ -283,7 +309,13 @@ def countable_runs_q(policy: Policy, *, relax: frozenset[str] = frozenset(), age
     if TRUST not in relax:
         q &= Q(**{f"{p}cluster__approved__in": [True], f"{p}cluster__enabled__in": [True]})
     if EMULATED not in relax:
-        q &= Q(**{f"{p}emulated__in": [False], f"{p}cluster__emulated__in": [False], f"{p}cluster__lab__in": [False]})
+        q &= Q(
+            **{
+                f"{p}emulated__in": [False],
+                f"{p}cluster__emulated__in": [False],
+                f"{p}cluster__lab__in": [False],
+            }
+        )
     if RELEASE not in relax:
         q &= Q(**{f"{p}kubernetes_minor__gte": policy.minimum})
     if age and AGE not in relax:
@@ -291,7 +323,9 @@ def countable_runs_q(policy: Policy, *, relax: frozenset[str] = frozenset(), age
     return q
 
 
-def countable_submissions_q(policy: Policy, *, relax: frozenset[str] = frozenset(), age: bool = True) -> Q:
+def countable_submissions_q(
+    policy: Policy, *, relax: frozenset[str] = frozenset(), age: bool = True
+) -> Q:
     q = Q()
     if TRUST not in relax:
         q &= Q(status="verified")
@@ -300,7 +334,9 @@ def countable_submissions_q(policy: Policy, *, relax: frozenset[str] = frozenset
     if RELEASE not in relax:
         q &= Q(kubernetes_minor__gte=policy.minimum)
     if age and AGE not in relax:
-        q &= Q(run_at__gte=policy.fresh_cutoff) | Q(run_at__isnull=True, created__gte=policy.fresh_cutoff)
+        q &= Q(run_at__gte=policy.fresh_cutoff) | Q(
+            run_at__isnull=True, created__gte=policy.fresh_cutoff
+        )
     return q
 
 
@@ -308,11 +344,17 @@ def countable_submissions_q(policy: Policy, *, relax: frozenset[str] = frozenset
 
 
 def plugin_facts(plugin: Any) -> PluginFacts:
-    return PluginFacts(plugin.slug, plugin.in_tree, plugin.implements_network_policy,
-                       plugin.netpol_exemption_reason or "")
+    return PluginFacts(
+        plugin.slug,
+        plugin.in_tree,
+        plugin.implements_network_policy,
+        plugin.netpol_exemption_reason or "",
+    )
 
 
-def run_item(run: Any, outcomes: Mapping[str, str], reasons: Mapping[str, str], plugin: PluginFacts) -> Item:
+def run_item(
+    run: Any, outcomes: Mapping[str, str], reasons: Mapping[str, str], plugin: PluginFacts
+) -> Item:
     cluster = run.cluster
     if not cluster.enabled:
         untrusted = f"cluster {cluster.name} is disabled"
@@ -323,43 +365,75 @@ def run_item(run: Any, outcomes: Mapping[str, str], reasons: Mapping[str, str], 
     fingerprint = run.fingerprint or {}
     detected = run.proxier_detected or fingerprint.get("proxier_detected") or ""
     return Item(
-        kind="run", id=run.id, plugin=plugin, source=f"cluster {cluster.name}",
-        when=run.finished, when_source="finished",
-        emulated=bool(run.emulated or cluster.emulated or cluster.lab or fingerprint.get("emulated")),
-        untrusted=untrusted, minor=run.kubernetes_minor, outcomes=outcomes, reasons=reasons,
+        kind="run",
+        id=run.id,
+        plugin=plugin,
+        source=f"cluster {cluster.name}",
+        when=run.finished,
+        when_source="finished",
+        emulated=bool(
+            run.emulated or cluster.emulated or cluster.lab or fingerprint.get("emulated")
+        ),
+        untrusted=untrusted,
+        minor=run.kubernetes_minor,
+        outcomes=outcomes,
+        reasons=reasons,
         proxier=detected if detected in Proxier.values else None,
         proxier_source="detected" if detected in Proxier.values else "",
         declared_proxier=run.proxier,
-        plugin_version=run.plugin_version, kubernetes_version=run.kubernetes_version,
-        battery=run.battery, scheduled=run.trigger == "periodic",
-        finished_ok=run.state == "finished", state=run.state,
+        plugin_version=run.plugin_version,
+        kubernetes_version=run.kubernetes_version,
+        battery=run.battery,
+        scheduled=run.trigger == "periodic",
+        finished_ok=run.state == "finished",
+        state=run.state,
         invariant=invariant_state(fingerprint),
     )
 
 
 def submission_item(sub: Any, plugin: PluginFacts) -> Item:
     status = sub.status
-    untrusted = "" if status == "verified" else (
-        "pending review: submissions count once a maintainer verifies them" if status == "pending_review"
-        else "rejected by a maintainer"
+    untrusted = (
+        ""
+        if status == "verified"
+        else (
+            "pending review: submissions count once a maintainer verifies them"
+            if status == "pending_review"
+            else "rejected by a maintainer"
+        )
     )
     results = sub.results or {}
     outcomes = {k: (v.get("outcome") if isinstance(v, Mapping) else v) for k, v in results.items()}
     reasons = {k: (v.get("reason") or "") for k, v in results.items() if isinstance(v, Mapping)}
     when = sub.run_at or sub.created
     return Item(
-        kind="submission", id=sub.id, plugin=plugin,
+        kind="submission",
+        id=sub.id,
+        plugin=plugin,
         source=f"submission of {plugin.slug} {sub.plugin_version}".strip(),
-        when=when, when_source=sub.run_at_source or ("file" if sub.run_at else "upload"),
-        emulated=bool(sub.emulated), untrusted=untrusted, minor=sub.kubernetes_minor,
-        outcomes={k: v for k, v in outcomes.items() if v}, reasons=reasons,
-        proxier=sub.proxier if sub.proxier in Proxier.values else None, proxier_source="declared",
+        when=when,
+        when_source=sub.run_at_source or ("file" if sub.run_at else "upload"),
+        emulated=bool(sub.emulated),
+        untrusted=untrusted,
+        minor=sub.kubernetes_minor,
+        outcomes={k: v for k, v in outcomes.items() if v},
+        reasons=reasons,
+        proxier=sub.proxier if sub.proxier in Proxier.values else None,
+        proxier_source="declared",
         declared_proxier=sub.proxier,
-        plugin_version=sub.plugin_version, kubernetes_version=sub.kubernetes_version,
+        plugin_version=sub.plugin_version,
+        kubernetes_version=sub.kubernetes_version,
     )
 
 
 def evidence_entry(item: Item, assessment: Assessment) -> dict[str, Any]:
     """The API's evidence item: {"kind","id","url","label","counts","why","emulated"}."""
-    return {"kind": item.kind, "id": item.id, "url": item.url, "label": item.label,
-            "counts": assessment.counts, "why": assessment.why, "emulated": item.emulated}
+    return {
+        "kind": item.kind,
+        "id": item.id,
+        "url": item.url,
+        "label": item.label,
+        "counts": assessment.counts,
+        "why": assessment.why,
+        "emulated": item.emulated,
+    }

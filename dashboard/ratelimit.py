@@ -31,6 +31,7 @@ from django.http import HttpRequest, HttpResponse
 
 log = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True)
 class Limit:
     count: int
@@ -53,7 +54,9 @@ class Limiter:
     def _key(self, identity: str, at: float) -> tuple[str, float]:
         window = math.floor(at / self.limit.seconds)
         ends = (window + 1) * self.limit.seconds
-        digest = hashlib.sha256(identity.encode()).hexdigest()[:32]  # no raw tokens or names in the cache
+        digest = hashlib.sha256(identity.encode()).hexdigest()[
+            :32
+        ]  # no raw tokens or names in the cache
         return f"rl:{self.scope}:{digest}:{window}", ends
 
     def hit(self, identity: str) -> float:
@@ -112,8 +115,10 @@ def registration_wait(request: HttpRequest, identity: str) -> float:
     succeed or not.
     """
     limit = Limit.parse(settings.CLUSTER_REGISTER_RATE_LIMIT)
-    return max(Limiter("register-user", limit).hit(identity),
-               Limiter("register-ip", limit).hit(client_ip(request)))
+    return max(
+        Limiter("register-user", limit).hit(identity),
+        Limiter("register-ip", limit).hit(client_ip(request)),
+    )
 
 
 def login_limiter() -> Limiter:
@@ -136,7 +141,9 @@ def _login_counters(request: HttpRequest, username: str) -> list[tuple[Limiter, 
 
 def login_lock_wait(request: HttpRequest, username: str) -> float:
     """0 when this user name may try to log in from this address, else the seconds to wait."""
-    return max(limiter.blocked(identity) for limiter, identity, _ in _login_counters(request, username))
+    return max(
+        limiter.blocked(identity) for limiter, identity, _ in _login_counters(request, username)
+    )
 
 
 def login_failed(request: HttpRequest, username: str) -> None:
@@ -152,8 +159,10 @@ def login_succeeded(request: HttpRequest, username: str) -> None:
 
 def lockout_message(wait: float) -> str:
     minutes = max(1, math.ceil(wait / 60))
-    return (f"Too many failed log-ins for this user or from your address. "
-            f"Try again in {minutes} minute{'s' if minutes != 1 else ''}.")
+    return (
+        f"Too many failed log-ins for this user or from your address. "
+        f"Try again in {minutes} minute{'s' if minutes != 1 else ''}."
+    )
 
 
 class LockoutModelBackend(ModelBackend):
@@ -164,8 +173,13 @@ class LockoutModelBackend(ModelBackend):
     password is never checked, not even the right one.
     """
 
-    def authenticate(self, request: HttpRequest | None, username: str | None = None,
-                     password: str | None = None, **kwargs: Any) -> Any:
+    def authenticate(
+        self,
+        request: HttpRequest | None,
+        username: str | None = None,
+        password: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
         if request is None:  # management commands, tests: no address to count
             return super().authenticate(request, username=username, password=password, **kwargs)
         name = username if username is not None else kwargs.get(get_user_model().USERNAME_FIELD, "")

@@ -63,6 +63,7 @@ def can_manage_cluster(user: Any, cluster: Any) -> bool:
 def vendor_has_plugin(vendor_id: int | None, plugin_id: int) -> bool:
     from dashboard.models import Plugin
 
-    return vendor_id is not None and Plugin.vendors.through.objects.filter(
-        vendor_id=vendor_id, plugin_id=plugin_id
-    ).exists()
+    return (
+        vendor_id is not None
+        and Plugin.vendors.through.objects.filter(vendor_id=vendor_id, plugin_id=plugin_id).exists()
+    )

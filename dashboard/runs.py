@@ -47,7 +47,9 @@ def request_run(
     dispatch_on_commit: bool = True,
 ) -> Run:
     if battery not in Battery.values:
-        raise RunRequestError(400, f"unknown battery {battery!r}: expected one of {', '.join(Battery.values)}")
+        raise RunRequestError(
+            400, f"unknown battery {battery!r}: expected one of {', '.join(Battery.values)}"
+        )
     if not cluster.enabled:
         raise RunRequestError(409, f"cluster {cluster.name} is disabled")
     refusal = refuse_remote_run(cluster, battery)
@@ -72,8 +74,12 @@ def request_run(
 
 def already_queued(cluster: Cluster, battery: str) -> Run | None:
     """The requested (not periodic) run of this battery still waiting on this cluster, if any."""
-    return (Run.objects.filter(cluster=cluster, battery=battery, state=Run.State.QUEUED)
-            .exclude(trigger=Run.Trigger.PERIODIC).order_by("created").first())
+    return (
+        Run.objects.filter(cluster=cluster, battery=battery, state=Run.State.QUEUED)
+        .exclude(trigger=Run.Trigger.PERIODIC)
+        .order_by("created")
+        .first()
+    )
 
 
 def over_queue_cap(cluster: Cluster, user: Any = None) -> str | None:
@@ -91,12 +97,16 @@ def over_queue_cap(cluster: Cluster, user: Any = None) -> str | None:
         return None
     count = waiting.count()
     if count >= cap:
-        return (f"{who} already {'have' if who == 'you' else 'has'} {count} runs waiting (at most {cap}); "
-                "request more once they have started")
+        return (
+            f"{who} already {'have' if who == 'you' else 'has'} {count} runs waiting (at most {cap}); "
+            "request more once they have started"
+        )
     return None
 
 
-def _create(cluster: Cluster, battery: str, *, trigger: str, user: Any, schedule: Schedule | None) -> Run:
+def _create(
+    cluster: Cluster, battery: str, *, trigger: str, user: Any, schedule: Schedule | None
+) -> Run:
     return Run.objects.create(
         cluster=cluster,
         plugin_id=cluster.plugin_id,
@@ -120,5 +130,7 @@ def dispatch(run_id: int) -> bool:
     except Exception as exc:  # the broker is unreachable: the dispatcher retries later
         log.warning("run %s stays queued: broker unavailable (%s)", run_id, exc)
         return False
-    Run.objects.filter(pk=run_id, state=Run.State.QUEUED).update(dispatched=now(), task_id=result.id or "")
+    Run.objects.filter(pk=run_id, state=Run.State.QUEUED).update(
+        dispatched=now(), task_id=result.id or ""
+    )
     return True

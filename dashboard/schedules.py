@@ -64,7 +64,9 @@ def sync_periodic_task(schedule: Schedule) -> Any:
     if schedule.periodic_task_id:
         task = PeriodicTask.objects.filter(pk=schedule.periodic_task_id).first()
     if task is None:
-        task = PeriodicTask.objects.filter(name=task_name(schedule)).first() or PeriodicTask(name=task_name(schedule))
+        task = PeriodicTask.objects.filter(name=task_name(schedule)).first() or PeriodicTask(
+            name=task_name(schedule)
+        )
     task.name = task_name(schedule)
     task.task = TASK
     task.interval = interval
@@ -104,7 +106,9 @@ def on_schedule_deleted(sender: type, instance: Schedule, **kwargs: Any) -> None
 
 def _validate(battery: str, interval_minutes: int, grace_minutes: int) -> None:
     if battery not in Battery.values:
-        raise ScheduleError(f"unknown battery {battery!r}: expected one of {', '.join(Battery.values)}")
+        raise ScheduleError(
+            f"unknown battery {battery!r}: expected one of {', '.join(Battery.values)}"
+        )
     if not 5 <= interval_minutes <= 31 * 24 * 60:
         raise ScheduleError("the interval must be between 5 minutes and 31 days")
     if not 0 <= grace_minutes <= 7 * 24 * 60:
@@ -118,31 +122,71 @@ def _rebase(schedule: Schedule, when: datetime | None = None) -> None:
 
 
 @transaction.atomic
-def create_schedule(cluster: Cluster, *, battery: str, interval_minutes: int, grace_minutes: int,
-                    user: Any = None, enabled: bool = True) -> Schedule:
+def create_schedule(
+    cluster: Cluster,
+    *,
+    battery: str,
+    interval_minutes: int,
+    grace_minutes: int,
+    user: Any = None,
+    enabled: bool = True,
+) -> Schedule:
     _validate(battery, interval_minutes, grace_minutes)
     schedule = Schedule.objects.create(
-        cluster=cluster, battery=battery, interval_minutes=interval_minutes, grace_minutes=grace_minutes,
-        enabled=enabled, created_by=user if getattr(user, "is_authenticated", False) else None,
+        cluster=cluster,
+        battery=battery,
+        interval_minutes=interval_minutes,
+        grace_minutes=grace_minutes,
+        enabled=enabled,
+        created_by=user if getattr(user, "is_authenticated", False) else None,
     )
-    ScheduleHealth.objects.create(schedule=schedule, state="new" if enabled else "paused", baseline=schedule.created)
-    AuditEvent.record(user or "system", "schedule.create", schedule, schedule=schedule.pk, cluster=cluster.name,
-                      battery=battery, interval_minutes=interval_minutes, grace_minutes=grace_minutes)
+    ScheduleHealth.objects.create(
+        schedule=schedule, state="new" if enabled else "paused", baseline=schedule.created
+    )
+    AuditEvent.record(
+        user or "system",
+        "schedule.create",
+        schedule,
+        schedule=schedule.pk,
+        cluster=cluster.name,
+        battery=battery,
+        interval_minutes=interval_minutes,
+        grace_minutes=grace_minutes,
+    )
     return schedule
 
 
 @transaction.atomic
-def update_schedule(schedule: Schedule, *, battery: str, interval_minutes: int, grace_minutes: int,
-                    user: Any = None) -> Schedule:
+def update_schedule(
+    schedule: Schedule, *, battery: str, interval_minutes: int, grace_minutes: int, user: Any = None
+) -> Schedule:
     _validate(battery, interval_minutes, grace_minutes)
-    before = {"battery": schedule.battery, "interval_minutes": schedule.interval_minutes,
-              "grace_minutes": schedule.grace_minutes}
-    schedule.battery, schedule.interval_minutes, schedule.grace_minutes = battery, interval_minutes, grace_minutes
+    before = {
+        "battery": schedule.battery,
+        "interval_minutes": schedule.interval_minutes,
+        "grace_minutes": schedule.grace_minutes,
+    }
+    schedule.battery, schedule.interval_minutes, schedule.grace_minutes = (
+        battery,
+        interval_minutes,
+        grace_minutes,
+    )
     schedule.save()
-    after = {"battery": battery, "interval_minutes": interval_minutes, "grace_minutes": grace_minutes}
+    after = {
+        "battery": battery,
+        "interval_minutes": interval_minutes,
+        "grace_minutes": grace_minutes,
+    }
     if before["battery"] != battery or before["interval_minutes"] != interval_minutes:
         _rebase(schedule)  # a different job: judge it by its own runs from now on
-    AuditEvent.record(user or "system", "schedule.update", schedule, schedule=schedule.pk, before=before, after=after)
+    AuditEvent.record(
+        user or "system",
+        "schedule.update",
+        schedule,
+        schedule=schedule.pk,
+        before=before,
+        after=after,
+    )
     return schedule
 
 
@@ -154,8 +198,12 @@ def set_enabled(schedule: Schedule, enabled: bool, *, user: Any = None) -> Sched
     schedule.save()
     if enabled:
         _rebase(schedule)
-    AuditEvent.record(user or "system", "schedule.resume" if enabled else "schedule.pause", schedule,
-                      schedule=schedule.pk)
+    AuditEvent.record(
+        user or "system",
+        "schedule.resume" if enabled else "schedule.pause",
+        schedule,
+        schedule=schedule.pk,
+    )
     return schedule
 
 
@@ -186,8 +234,14 @@ def run_passed(run: Run, has_bad_result: bool) -> bool:
     return True
 
 
-def schedule_state(schedule: Schedule, last_run: Run | None, *, now: datetime | None = None,
-                   baseline: datetime | None = None, last_run_bad: bool | None = None) -> str:
+def schedule_state(
+    schedule: Schedule,
+    last_run: Run | None,
+    *,
+    now: datetime | None = None,
+    baseline: datetime | None = None,
+    last_run_bad: bool | None = None,
+) -> str:
     """The state of one schedule given its newest terminal periodic run (see the module's rules).
 
     `last_run_bad` says whether a test of that run failed or errored; when None it is read
@@ -196,8 +250,14 @@ def schedule_state(schedule: Schedule, last_run: Run | None, *, now: datetime | 
     return explain(schedule, last_run, now=now, baseline=baseline, last_run_bad=last_run_bad)[0]
 
 
-def explain(schedule: Schedule, last_run: Run | None, *, now: datetime | None = None,
-            baseline: datetime | None = None, last_run_bad: bool | None = None) -> tuple[str, str]:
+def explain(
+    schedule: Schedule,
+    last_run: Run | None,
+    *,
+    now: datetime | None = None,
+    baseline: datetime | None = None,
+    last_run_bad: bool | None = None,
+) -> tuple[str, str]:
     """(state, one line saying why)."""
     now = now or tz_now()
     if not schedule.enabled:
@@ -217,14 +277,21 @@ def explain(schedule: Schedule, last_run: Run | None, *, now: datetime | None = 
     if last_run_bad is None:
         last_run_bad = _bad_results(last_run).exists()
     if not run_passed(last_run, last_run_bad):
-        what = "did not pass its tests" if last_run.state == Run.State.FINISHED else f"ended {last_run.state}"
+        what = (
+            "did not pass its tests"
+            if last_run.state == Run.State.FINISHED
+            else f"ended {last_run.state}"
+        )
         return "down", f"periodic run {last_run.pk} {what}"
     age = now - last_run.created
     if age <= interval:
         return "up", f"periodic run {last_run.pk} passed"
     if age <= interval + grace:
         return "late", f"periodic run {last_run.pk} passed, but the next one is overdue"
-    return "down", f"no periodic run since run {last_run.pk} on {last_run.created:%Y-%m-%d %H:%M} UTC"
+    return (
+        "down",
+        f"no periodic run since run {last_run.pk} on {last_run.created:%Y-%m-%d %H:%M} UTC",
+    )
 
 
 def _bad_results(run: Run | Any) -> QuerySet[TestResult]:
@@ -244,11 +311,18 @@ class Status:
         return self.health.state if self.health else None
 
 
-def statuses(schedules: QuerySet[Schedule] | None = None, *, now: datetime | None = None) -> list[Status]:
+def statuses(
+    schedules: QuerySet[Schedule] | None = None, *, now: datetime | None = None
+) -> list[Status]:
     """The state of many schedules in two queries, whatever their number and history."""
     now = now or tz_now()
-    newest = (Run.objects.filter(schedule=OuterRef("pk"), trigger=Run.Trigger.PERIODIC, state__in=TERMINAL)
-              .order_by("-created").values("id")[:1])
+    newest = (
+        Run.objects.filter(
+            schedule=OuterRef("pk"), trigger=Run.Trigger.PERIODIC, state__in=TERMINAL
+        )
+        .order_by("-created")
+        .values("id")[:1]
+    )
     rows = list(
         (schedules if schedules is not None else Schedule.objects.all())
         .select_related("cluster", "cluster__plugin", "health")
@@ -280,7 +354,12 @@ def _has_health(schedule: Schedule) -> bool:
 
 # Which changes are announced: a schedule that stops being healthy, and one that recovers.
 ANNOUNCED = {
-    ("up", "late"), ("up", "down"), ("late", "down"), ("new", "down"), (None, "down"), ("down", "up"),
+    ("up", "late"),
+    ("up", "down"),
+    ("late", "down"),
+    ("new", "down"),
+    (None, "down"),
+    ("down", "up"),
 }
 
 
@@ -306,8 +385,13 @@ def record_states(items: Iterable[Status], *, now: datetime | None = None) -> li
             health, created = ScheduleHealth.objects.get_or_create(
                 schedule=st.schedule,
                 # a schedule made elsewhere (admin, scripts): its existing runs keep counting
-                defaults={"state": st.state, "changed": now,
-                          "baseline": min(st.schedule.created, st.last_run.created if st.last_run else now)},
+                defaults={
+                    "state": st.state,
+                    "changed": now,
+                    "baseline": min(
+                        st.schedule.created, st.last_run.created if st.last_run else now
+                    ),
+                },
             )
             if created:
                 if (None, st.state) in ANNOUNCED:

@@ -34,7 +34,11 @@ def env_int(name: str, default: int) -> int:
 
 DEBUG = env_bool("DEBUG", True)
 SECRET_KEY = env("SECRET_KEY", "dev-only-insecure-secret-key-change-me")
-ALLOWED_HOSTS = [h.strip() for h in env("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",") if h.strip()]
+ALLOWED_HOSTS = [
+    h.strip()
+    for h in env("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",")
+    if h.strip()
+]
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -147,9 +151,13 @@ else:
     # for dispatch_pending), not hang the web request that asked for the run.
     # health_check_interval: connections are pinged and replaced when Redis stops answering
     # mid-reply, so a worker whose ack timed out during a hang consumes again afterwards.
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 4 * 3600, "socket_timeout": 5,
-                                       "socket_connect_timeout": 3, "health_check_interval": 5,
-                                       "socket_keepalive": True}
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": 4 * 3600,
+        "socket_timeout": 5,
+        "socket_connect_timeout": 3,
+        "health_check_interval": 5,
+        "socket_keepalive": True,
+    }
 CELERY_BROKER_CONNECTION_TIMEOUT = 3
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = False
@@ -189,7 +197,9 @@ READINESS_REFRESH_ON_COMMIT = env_bool("READINESS_REFRESH_ON_COMMIT", True)
 SUBMISSION_MAX_BYTES = env_int("SUBMISSION_MAX_BYTES", 50 * 1024 * 1024)
 # Any other request body (forms, kubeconfigs, JSON): larger is refused from Content-Length, unread.
 REQUEST_MAX_BYTES = env_int("REQUEST_MAX_BYTES", 2 * 1024 * 1024)
-AGENT_RUN_MAX_BYTES = env_int("AGENT_RUN_MAX_BYTES", 2 * 1024 * 1024)  # POST agent-runs/ (413 above)
+AGENT_RUN_MAX_BYTES = env_int(
+    "AGENT_RUN_MAX_BYTES", 2 * 1024 * 1024
+)  # POST agent-runs/ (413 above)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 RUN_HEARTBEAT_SECONDS = env_int("RUN_HEARTBEAT_SECONDS", 10)
@@ -206,11 +216,17 @@ CLUSTER_ALLOWED_NETWORKS = env("CLUSTER_ALLOWED_NETWORKS", "")
 try:
     import ipaddress as _ipaddress
 
-    [_ipaddress.ip_network(_n.strip(), strict=False) for _n in CLUSTER_ALLOWED_NETWORKS.split(",") if _n.strip()]
+    [
+        _ipaddress.ip_network(_n.strip(), strict=False)
+        for _n in CLUSTER_ALLOWED_NETWORKS.split(",")
+        if _n.strip()
+    ]
 except ValueError as _exc:
     from django.core.exceptions import ImproperlyConfigured
 
-    raise ImproperlyConfigured(f"CLUSTER_ALLOWED_NETWORKS must be comma-separated CIDRs: {_exc}") from None
+    raise ImproperlyConfigured(
+        f"CLUSTER_ALLOWED_NETWORKS must be comma-separated CIDRs: {_exc}"
+    ) from None
 
 LOGGING: dict[str, Any] = {
     "version": 1,
@@ -218,8 +234,11 @@ LOGGING: dict[str, Any] = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "filters": {"refusals": {"()": "dashboard.logfilters.RefusalWithoutTraceback"}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
-    "loggers": {"kubernetes": {"level": "WARNING"}, "urllib3": {"level": "WARNING"},
-                "django.request": {"filters": ["refusals"]}},
+    "loggers": {
+        "kubernetes": {"level": "WARNING"},
+        "urllib3": {"level": "WARNING"},
+        "django.request": {"filters": ["refusals"]},
+    },
 }
 LOG_FORMAT = env("LOG_FORMAT", "text")  # json: one JSON object a line (dashboard/logjson.py)
 if LOG_FORMAT == "json":
@@ -264,7 +283,10 @@ CELERY_BEAT_SCHEDULE = {
 # The rate limits count in the cache. Redis when the broker is Redis (short socket timeouts: a
 # Redis outage must not hang the web, and the limiter fails open); the database table created
 # by migration 0004 in the embedded mode; CACHE_URL may name another Redis (e.g. a separate db).
-CACHE_URL = env("CACHE_URL", "" if EMBEDDED_BROKER else (REDIS_URL if CELERY_BROKER_URL.startswith("redis") else ""))
+CACHE_URL = env(
+    "CACHE_URL",
+    "" if EMBEDDED_BROKER else (REDIS_URL if CELERY_BROKER_URL.startswith("redis") else ""),
+)
 if CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
     CACHES = {
         "default": {
@@ -275,7 +297,12 @@ if CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
         }
     }
 else:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "dashboard_cache"}}
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": "dashboard_cache",
+        }
+    }
 
 # "N/S": at most N requests in S seconds. POSTs to /api/v1/ count per token and per client IP
 # (GETs are public, cheap reads and are not limited; DRF throttles in dashboard/api/throttles.py);
@@ -298,11 +325,17 @@ REST_FRAMEWORK = {
     # tokens only: the pages' session cookie never authorizes an API call
     "DEFAULT_AUTHENTICATION_CLASSES": ["dashboard.api.auth.ApiTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
-    "DEFAULT_THROTTLE_CLASSES": ["dashboard.api.throttles.TokenThrottle", "dashboard.api.throttles.AddressThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": [
+        "dashboard.api.throttles.TokenThrottle",
+        "dashboard.api.throttles.AddressThrottle",
+    ],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser", "rest_framework.parsers.FormParser",
-                               "rest_framework.parsers.MultiPartParser"],
+    "DEFAULT_PARSER_CLASSES": [
+        "rest_framework.parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "dashboard.api.errors.api_exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
@@ -346,5 +379,11 @@ NOTIFY_BACKOFF_SECONDS = env_int("NOTIFY_BACKOFF_SECONDS", 30)  # 30 s, 60 s, 12
 NOTIFY_BACKOFF_MAX_SECONDS = env_int("NOTIFY_BACKOFF_MAX_SECONDS", 1800)
 NOTIFY_TIMEOUT_SECONDS = env_int("NOTIFY_TIMEOUT_SECONDS", 10)
 
-CELERY_BEAT_SCHEDULE["refresh-readiness"] = {"task": "workers.tasks.refresh_readiness", "schedule": 60.0}
-CELERY_BEAT_SCHEDULE["check-schedules"] = {"task": "workers.tasks.check_schedules", "schedule": 60.0}
+CELERY_BEAT_SCHEDULE["refresh-readiness"] = {
+    "task": "workers.tasks.refresh_readiness",
+    "schedule": 60.0,
+}
+CELERY_BEAT_SCHEDULE["check-schedules"] = {
+    "task": "workers.tasks.check_schedules",
+    "schedule": 60.0,
+}

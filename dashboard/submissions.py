@@ -87,13 +87,19 @@ def create_submission(
     plugin_version = _field(plugin_version, "plugin_version")
     kubernetes_version = _field(kubernetes_version, "kubernetes_version")
     if not VERSION_RE.match(kubernetes_version):
-        raise SubmissionError(400, f"kubernetes_version {kubernetes_version!r} is not a version like 1.31.2")
+        raise SubmissionError(
+            400, f"kubernetes_version {kubernetes_version!r} is not a version like 1.31.2"
+        )
     proxier = _field(proxier, "proxier")
     if proxier not in Proxier.values:
-        raise SubmissionError(400, f"unknown proxier {proxier!r}: expected one of {', '.join(Proxier.values)}")
+        raise SubmissionError(
+            400, f"unknown proxier {proxier!r}: expected one of {', '.join(Proxier.values)}"
+        )
     cluster = _field(cluster, "cluster", required=False, max_len=100)
     if fileobj is None:
-        raise SubmissionError(400, "missing file: send the result file as the multipart field 'file'")
+        raise SubmissionError(
+            400, "missing file: send the result file as the multipart field 'file'"
+        )
 
     # The file is hashed and ingested as a stream (ingest holds no member whole); its bytes
     # are read into memory once, to be stored, only after ingest accepted it.
@@ -102,19 +108,33 @@ def create_submission(
     sha256, size = hash_bounded(stream, limit)
     if not size:
         raise SubmissionError(400, "the file is empty")
-    existing = Submission.objects.filter(plugin=plugin_obj, sha256=sha256).values_list("id", flat=True).first()
+    existing = (
+        Submission.objects.filter(plugin=plugin_obj, sha256=sha256)
+        .values_list("id", flat=True)
+        .first()
+    )
     if existing:
-        raise SubmissionError(409, f"this file was already submitted for {slug} as submission {existing}",
-                              {"existing_id": existing, "id": existing})
+        raise SubmissionError(
+            409,
+            f"this file was already submitted for {slug} as submission {existing}",
+            {"existing_id": existing, "id": existing},
+        )
     from .metrics import observe_ingest
 
     received = now()
     started = time.monotonic()
     try:
-        report = ingest(stream, declared_kubernetes_version=kubernetes_version, declared_proxier=proxier,
-                        declared_plugin=plugin_obj.slug, received_at=received,
-                        limits=Limits(max_bytes=limit, time_budget_seconds=float(
-                            getattr(settings, "SUBMISSION_INGEST_SECONDS", 20))))
+        report = ingest(
+            stream,
+            declared_kubernetes_version=kubernetes_version,
+            declared_proxier=proxier,
+            declared_plugin=plugin_obj.slug,
+            received_at=received,
+            limits=Limits(
+                max_bytes=limit,
+                time_budget_seconds=float(getattr(settings, "SUBMISSION_INGEST_SECONDS", 20)),
+            ),
+        )
     except IngestError as exc:
         observe_ingest(time.monotonic() - started, size, accepted=False)
         raise SubmissionError(exc.status, exc.message) from exc
@@ -133,13 +153,27 @@ def create_submission(
         stream.seek(0)
         data = stream.read(size)  # exactly: read(n) would first allocate n bytes
     sub = Submission(
-        plugin=plugin_obj, vendor=vendor, uploaded_by=uploaded_by[:150], plugin_version=plugin_version,
-        kubernetes_version=kubernetes_version, proxier=proxier, cluster_name=cluster, kind=report.kind,
-        filename=(filename or "")[:255], sha256=sha256, size=size,
+        plugin=plugin_obj,
+        vendor=vendor,
+        uploaded_by=uploaded_by[:150],
+        plugin_version=plugin_version,
+        kubernetes_version=kubernetes_version,
+        proxier=proxier,
+        cluster_name=cluster,
+        kind=report.kind,
+        filename=(filename or "")[:255],
+        sha256=sha256,
+        size=size,
         content=data,
-        results=report_dict.get("results", {}), counts=report.counts, warnings=list(report.warnings),
-        report=report_dict, detected_kubernetes_version=(report.detected_kubernetes_version or "")[:40],
-        run_at=report.run_at, run_at_source=report.run_at_source, emulated=report.emulated, created=received,
+        results=report_dict.get("results", {}),
+        counts=report.counts,
+        warnings=list(report.warnings),
+        report=report_dict,
+        detected_kubernetes_version=(report.detected_kubernetes_version or "")[:40],
+        run_at=report.run_at,
+        run_at_source=report.run_at_source,
+        emulated=report.emulated,
+        created=received,
         # What the file says the server was, else what the vendor declared.
         kubernetes_minor=kubernetes_minor(report.detected_kubernetes_version or kubernetes_version),
     )
@@ -149,12 +183,25 @@ def create_submission(
             sub.save()
             if pieces:
                 _store_content_pieces(sub.pk, stream)
-            AuditEvent.record(uploaded_by, "submission.create", f"submission {sub.id}",
-                              plugin=slug, sha256=sha256, vendor=vendor.name)
+            AuditEvent.record(
+                uploaded_by,
+                "submission.create",
+                f"submission {sub.id}",
+                plugin=slug,
+                sha256=sha256,
+                vendor=vendor.name,
+            )
     except IntegrityError as exc:  # a concurrent upload of the same file won the race
-        existing = Submission.objects.filter(plugin=plugin_obj, sha256=sha256).values_list("id", flat=True).first()
-        raise SubmissionError(409, f"this file was already submitted for {slug} as submission {existing}",
-                              {"existing_id": existing, "id": existing}) from exc
+        existing = (
+            Submission.objects.filter(plugin=plugin_obj, sha256=sha256)
+            .values_list("id", flat=True)
+            .first()
+        )
+        raise SubmissionError(
+            409,
+            f"this file was already submitted for {slug} as submission {existing}",
+            {"existing_id": existing, "id": existing},
+        ) from exc
     return sub
 
 
@@ -175,15 +222,20 @@ def _store_content_pieces(pk: int, stream: IO[bytes]) -> None:
     table = Submission._meta.db_table
     stream.seek(0)
     with connection.connection.cursor() as cursor:  # psycopg's own cursor: binary parameters
-        cursor.execute("CREATE TEMPORARY TABLE IF NOT EXISTS upload_pieces "
-                       "(seq integer PRIMARY KEY, piece bytea NOT NULL) ON COMMIT DROP")
+        cursor.execute(
+            "CREATE TEMPORARY TABLE IF NOT EXISTS upload_pieces "
+            "(seq integer PRIMARY KEY, piece bytea NOT NULL) ON COMMIT DROP"
+        )
         cursor.execute("DELETE FROM upload_pieces")
         seq = 0
         while piece := stream.read(_CONTENT_PIECE):
             cursor.execute("INSERT INTO upload_pieces (seq, piece) VALUES (%s, %b)", [seq, piece])
             seq += 1
-        cursor.execute(f'UPDATE "{table}" SET "content" = (SELECT string_agg(piece, \'\' ORDER BY seq) '
-                       f'FROM upload_pieces) WHERE "id" = %s', [pk])
+        cursor.execute(
+            f'UPDATE "{table}" SET "content" = (SELECT string_agg(piece, \'\' ORDER BY seq) '
+            f'FROM upload_pieces) WHERE "id" = %s',
+            [pk],
+        )
         cursor.execute("DELETE FROM upload_pieces")
 
 
@@ -197,6 +249,11 @@ def review(sub: Submission, *, user: Any, verify: bool, reason: str) -> Submissi
     sub.review_reason = reason[:2000]
     with transaction.atomic():
         sub.save(update_fields=["status", "reviewed_by", "reviewed_at", "review_reason"])
-        AuditEvent.record(user.get_username() if user else "?", "submission.verify" if verify else "submission.reject",
-                          f"submission {sub.id}", reason=reason, plugin=sub.plugin.slug)
+        AuditEvent.record(
+            user.get_username() if user else "?",
+            "submission.verify" if verify else "submission.reject",
+            f"submission {sub.id}",
+            reason=reason,
+            plugin=sub.plugin.slug,
+        )
     return sub

@@ -39,10 +39,16 @@ def _user(actor: Any) -> Any:
 def approve_cluster(cluster: Cluster, actor: Any) -> Cluster:
     """Approves a cluster: its runs count from now on (the past ones too, being of this cluster)."""
     if not cluster.enabled:
-        raise TrustError(409, f"cluster {cluster.name} is disabled: enable it in the admin before approving")
+        raise TrustError(
+            409, f"cluster {cluster.name} is disabled: enable it in the admin before approving"
+        )
     with transaction.atomic():
-        Cluster.objects.filter(pk=cluster.pk).update(approved=True, approved_by=_user(actor), approved_at=now())
-        AuditEvent.record(actor, "cluster.approve", f"cluster {cluster.name}", plugin=cluster.plugin.slug)
+        Cluster.objects.filter(pk=cluster.pk).update(
+            approved=True, approved_by=_user(actor), approved_at=now()
+        )
+        AuditEvent.record(
+            actor, "cluster.approve", f"cluster {cluster.name}", plugin=cluster.plugin.slug
+        )
         invalidate()
     cluster.refresh_from_db()
     return cluster
@@ -50,8 +56,12 @@ def approve_cluster(cluster: Cluster, actor: Any) -> Cluster:
 
 def revoke_approval(cluster: Cluster, actor: Any, reason: str = "") -> Cluster:
     with transaction.atomic():
-        Cluster.objects.filter(pk=cluster.pk).update(approved=False, approved_by=None, approved_at=None)
-        AuditEvent.record(actor, "cluster.unapprove", f"cluster {cluster.name}", reason=reason[:300])
+        Cluster.objects.filter(pk=cluster.pk).update(
+            approved=False, approved_by=None, approved_at=None
+        )
+        AuditEvent.record(
+            actor, "cluster.unapprove", f"cluster {cluster.name}", reason=reason[:300]
+        )
         invalidate()
     cluster.refresh_from_db()
     return cluster
@@ -60,8 +70,11 @@ def revoke_approval(cluster: Cluster, actor: Any, reason: str = "") -> Cluster:
 def set_basic_only(cluster: Cluster, value: bool, actor: Any) -> Cluster:
     with transaction.atomic():
         Cluster.objects.filter(pk=cluster.pk).update(basic_only=bool(value))
-        AuditEvent.record(actor, "cluster.basic_only" if value else "cluster.basic_only_cleared",
-                          f"cluster {cluster.name}")
+        AuditEvent.record(
+            actor,
+            "cluster.basic_only" if value else "cluster.basic_only_cleared",
+            f"cluster {cluster.name}",
+        )
         invalidate()
     cluster.refresh_from_db()
     return cluster
@@ -75,9 +88,13 @@ def set_netpol_exemption(plugin: Plugin, reason: str, actor: Any) -> Plugin:
     with transaction.atomic():
         if reason:
             Plugin.objects.filter(pk=plugin.pk).update(
-                netpol_exemption_reason=reason, netpol_exempted_by=_user(actor), netpol_exempted_at=now()
+                netpol_exemption_reason=reason,
+                netpol_exempted_by=_user(actor),
+                netpol_exempted_at=now(),
             )
-            AuditEvent.record(actor, "plugin.netpol_exemption", f"plugin {plugin.slug}", reason=reason)
+            AuditEvent.record(
+                actor, "plugin.netpol_exemption", f"plugin {plugin.slug}", reason=reason
+            )
         else:
             Plugin.objects.filter(pk=plugin.pk).update(
                 netpol_exemption_reason="", netpol_exempted_by=None, netpol_exempted_at=None
@@ -101,11 +118,15 @@ def refuse_remote_run(cluster: Cluster, battery: str) -> str | None:
     refusal = refuse_run(cluster, battery)
     if refusal:
         return refusal
-    agent_only = (Cluster.objects.filter(pk=cluster.pk, kubeconfig="").exists()
-                  and Run.objects.filter(cluster=cluster, trigger=Run.Trigger.AGENT).exists())
+    agent_only = (
+        Cluster.objects.filter(pk=cluster.pk, kubeconfig="").exists()
+        and Run.objects.filter(cluster=cluster, trigger=Run.Trigger.AGENT).exists()
+    )
     if agent_only:
-        return (f"cluster {cluster.name} has no kubeconfig: its runs come from its in-cluster agent "
-                "(python -m workers.agent); register it with a kubeconfig to run batteries from here")
+        return (
+            f"cluster {cluster.name} has no kubeconfig: its runs come from its in-cluster agent "
+            "(python -m workers.agent); register it with a kubeconfig to run batteries from here"
+        )
     return None
 
 
@@ -124,12 +145,20 @@ def periodic_conflict(cluster: Cluster) -> str | None:
         return None
     connectivity = (
         Run.objects.filter(cluster=cluster, battery__in=[Battery.CONNECTIVITY, Battery.ALL])
-        .order_by("-created").values_list("id", flat=True).first()
+        .order_by("-created")
+        .values_list("id", flat=True)
+        .first()
     )
-    scheduled_all = Schedule.objects.filter(cluster=cluster, enabled=True, battery=Battery.ALL).exists()
+    scheduled_all = Schedule.objects.filter(
+        cluster=cluster, enabled=True, battery=Battery.ALL
+    ).exists()
     if connectivity is None and not scheduled_all:
         return None
-    what = f"connectivity runs (latest: run {connectivity})" if connectivity else "a scheduled 'all' battery"
+    what = (
+        f"connectivity runs (latest: run {connectivity})"
+        if connectivity
+        else "a scheduled 'all' battery"
+    )
     return (
         f"cluster {cluster.name} hosts a periodic basic job and also receives {what}: they load "
         "sctp.ko, so its basic runs become inconclusive. Mark the cluster basic-only, or run "

@@ -20,16 +20,44 @@ urlpatterns = [
     path("schedules/", schedule_views.schedule_list, name="schedules"),
     path("schedules/new/", schedule_views.schedule_new, name="schedule-new"),
     path("schedules/<int:schedule_id>/edit/", schedule_views.schedule_edit, name="schedule-edit"),
-    path("schedules/<int:schedule_id>/pause/", schedule_views.schedule_pause, name="schedule-pause"),
-    path("schedules/<int:schedule_id>/resume/", schedule_views.schedule_resume, name="schedule-resume"),
-    path("schedules/<int:schedule_id>/delete/", schedule_views.schedule_delete, name="schedule-delete"),
+    path(
+        "schedules/<int:schedule_id>/pause/", schedule_views.schedule_pause, name="schedule-pause"
+    ),
+    path(
+        "schedules/<int:schedule_id>/resume/",
+        schedule_views.schedule_resume,
+        name="schedule-resume",
+    ),
+    path(
+        "schedules/<int:schedule_id>/delete/",
+        schedule_views.schedule_delete,
+        name="schedule-delete",
+    ),
     path("schedules/channels/", schedule_views.channels, name="notify-channels"),
-    path("schedules/channels/<int:channel_id>/toggle/", schedule_views.channel_toggle, name="notify-channel-toggle"),
-    path("schedules/channels/<int:channel_id>/delete/", schedule_views.channel_delete, name="notify-channel-delete"),
-    path("clusters/<slug:name>/schedules/", schedule_views.cluster_schedules, name="cluster-schedules"),
-    path("clusters/<slug:name>/schedules/new/", schedule_views.cluster_schedule_new, name="cluster-schedule-new"),
+    path(
+        "schedules/channels/<int:channel_id>/toggle/",
+        schedule_views.channel_toggle,
+        name="notify-channel-toggle",
+    ),
+    path(
+        "schedules/channels/<int:channel_id>/delete/",
+        schedule_views.channel_delete,
+        name="notify-channel-delete",
+    ),
+    path(
+        "clusters/<slug:name>/schedules/",
+        schedule_views.cluster_schedules,
+        name="cluster-schedules",
+    ),
+    path(
+        "clusters/<slug:name>/schedules/new/",
+        schedule_views.cluster_schedule_new,
+        name="cluster-schedule-new",
+    ),
     path("clusters/new/", register_views.register, name="cluster-register"),
-    path("", include("dashboard.views.urls")),  # the pages: matrix, clusters, runs, submissions, review
+    path(
+        "", include("dashboard.views.urls")
+    ),  # the pages: matrix, clusters, runs, submissions, review
     # The admin's log-in under the same lockout as /login/ (dashboard.ratelimit).
     path("admin/login/", admin_login, name="admin-login"),
     path("admin/", admin.site.urls),

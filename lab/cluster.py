@@ -160,7 +160,9 @@ class Cluster:
             else:
                 name = f"{self.name}-worker" + ("" if i == 1 else str(i))
             # Like kind: the control plane is tainted once there are workers to schedule on.
-            nodes.append(Node(i, name, f"172.18.0.{i + 2}", loaded, schedulable=(count == 1 or i > 0)))
+            nodes.append(
+                Node(i, name, f"172.18.0.{i + 2}", loaded, schedulable=(count == 1 or i > 0))
+            )
         return nodes
 
     def next_rv(self) -> str:
@@ -208,7 +210,8 @@ class Cluster:
         if self.faults["stuck_pending"]:
             return
         due = sorted(
-            (rt.start_at, key) for key, rt in self.pod_rt.items()
+            (rt.start_at, key)
+            for key, rt in self.pod_rt.items()
             if not rt.started and rt.start_at <= now and rt.node != NO_NODE
         )
         for _start, key in due:
@@ -217,11 +220,15 @@ class Cluster:
 
     def next_due(self) -> float | None:
         """When the next change that time alone makes is due (a pod start, an LB IP)."""
-        times = [rt.lb_ready_at for rt in self.svc_rt.values()
-                 if rt.lb_ready_at is not None and not rt.lb_announced]
+        times = [
+            rt.lb_ready_at
+            for rt in self.svc_rt.values()
+            if rt.lb_ready_at is not None and not rt.lb_announced
+        ]
         if not self.faults["stuck_pending"]:
-            times += [rt.start_at for rt in self.pod_rt.values()
-                      if not rt.started and rt.node != NO_NODE]
+            times += [
+                rt.start_at for rt in self.pod_rt.values() if not rt.started and rt.node != NO_NODE
+            ]
         return min(times) if times else None
 
     def _announce_started(self, key: tuple[str, str]) -> None:
@@ -269,8 +276,11 @@ class Cluster:
         meta["labels"] = labels
         if version_tuple(self.profile["kubernetes_version"]) >= (1, 21):
             labels["kubernetes.io/metadata.name"] = name
-        obj = {"metadata": meta, "spec": {"finalizers": ["kubernetes"]},
-               "status": {"phase": "Active"}}
+        obj = {
+            "metadata": meta,
+            "spec": {"finalizers": ["kubernetes"]},
+            "status": {"phase": "Active"},
+        }
         self.namespaces[name] = obj
         self._emit("namespaces", "ADDED", self.render_namespace(obj))
         return obj
@@ -278,13 +288,20 @@ class Cluster:
     def create_namespace(self, body: dict[str, Any]) -> dict[str, Any]:
         name = self._name_for(body, "Namespace")
         # Cluster-scoped: a namespace set on the object is cleared, not refused (rest.BeforeCreate).
-        body = {**body, "metadata": {k: v for k, v in (body.get("metadata") or {}).items() if k != "namespace"}}
+        body = {
+            **body,
+            "metadata": {k: v for k, v in (body.get("metadata") or {}).items() if k != "namespace"},
+        }
         causes = validation.validate_namespace({**body["metadata"], "name": name})
         if causes:
             raise invalid("Namespace", name, causes)
         if name in self.namespaces:
             raise already_exists("namespaces", name)
-        return self.render_namespace(self._new_namespace({**body, "metadata": {**(body.get("metadata") or {}), "name": name}}))
+        return self.render_namespace(
+            self._new_namespace(
+                {**body, "metadata": {**(body.get("metadata") or {}), "name": name}}
+            )
+        )
 
     def render_namespace(self, obj: dict[str, Any]) -> dict[str, Any]:
         return {"kind": "Namespace", "apiVersion": "v1", **copy.deepcopy(obj)}
@@ -295,15 +312,21 @@ class Cluster:
         return self.render_namespace(self.namespaces[name])
 
     def list_namespaces(self, selector: str | None) -> list[dict[str, Any]]:
-        return [self.render_namespace(o) for o in self.namespaces.values()
-                if matches_query(selector, o["metadata"].get("labels"))]
+        return [
+            self.render_namespace(o)
+            for o in self.namespaces.values()
+            if matches_query(selector, o["metadata"].get("labels"))
+        ]
 
     def delete_namespace(self, name: str) -> dict[str, Any]:
         if name not in self.namespaces:
             raise not_found("namespaces", name)
         if name in PROTECTED_NAMESPACES:
-            raise ApiError(403, f'namespaces "{name}" is forbidden: this namespace may not be deleted',
-                           details={"name": name, "kind": "namespaces"})
+            raise ApiError(
+                403,
+                f'namespaces "{name}" is forbidden: this namespace may not be deleted',
+                details={"name": name, "kind": "namespaces"},
+            )
         obj = self.render_namespace(self.namespaces.pop(name))
         # A real namespace lingers in Terminating while its content goes; the lab drops it at once.
         for kind in KIND_OF:
@@ -329,8 +352,11 @@ class Cluster:
         name = self._name_for(body, KIND_OF[kind])
         body_ns = (body.get("metadata") or {}).get("namespace")
         if body_ns and body_ns != namespace:
-            raise ApiError(400, "the namespace of the provided object does not match the "
-                                "namespace sent on the request")
+            raise ApiError(
+                400,
+                "the namespace of the provided object does not match the "
+                "namespace sent on the request",
+            )
         if (namespace, name) in self.ghost_pods and kind == "pods":
             self._drop(kind, (namespace, name))  # the name of a stale endpoint's pod is free
         spec = copy.deepcopy(body.get("spec") or {})
@@ -342,8 +368,11 @@ class Cluster:
             obj = self._create_network_policy(namespace, name, body, spec)
         if self.faults["basic_loads_module"] and dataplane.has_sctp_port(kind, obj["spec"]):
             for node in self.nodes:
-                self.module_load(node, f"{KIND_OF[kind]} {namespace}/{name} has an SCTP port "
-                                       "(basic_loads_module fault)")
+                self.module_load(
+                    node,
+                    f"{KIND_OF[kind]} {namespace}/{name} has an SCTP port "
+                    "(basic_loads_module fault)",
+                )
         rendered = self.render(kind, (namespace, name))
         self._emit(kind, "ADDED", copy.deepcopy(rendered))
         return rendered
@@ -353,10 +382,16 @@ class Cluster:
             raise not_found(kind, name, GROUP_OF[kind])
         return self.render(kind, (namespace, name))
 
-    def list_objects(self, kind: str, namespace: str | None, selector: str | None) -> list[dict[str, Any]]:
-        keys = [k for k, o in self.objects[kind].items()
-                if (namespace is None or k[0] == namespace) and k not in self.ghost_pods
-                and matches_query(selector, o["metadata"].get("labels"))]
+    def list_objects(
+        self, kind: str, namespace: str | None, selector: str | None
+    ) -> list[dict[str, Any]]:
+        keys = [
+            k
+            for k, o in self.objects[kind].items()
+            if (namespace is None or k[0] == namespace)
+            and k not in self.ghost_pods
+            and matches_query(selector, o["metadata"].get("labels"))
+        ]
         return [self.render(kind, k, in_list=True) for k in keys]
 
     def delete(self, kind: str, namespace: str, name: str) -> dict[str, Any]:
@@ -373,9 +408,18 @@ class Cluster:
         self._emit(kind, "DELETED", copy.deepcopy(rendered))
         if kind == "networkpolicies":
             # Like the real server: objects without graceful deletion answer a Success Status.
-            return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                    "details": {"name": name, "group": GROUP_OF[kind], "kind": kind,
-                                "uid": rendered["metadata"]["uid"]}}
+            return {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Success",
+                "details": {
+                    "name": name,
+                    "group": GROUP_OF[kind],
+                    "kind": kind,
+                    "uid": rendered["metadata"]["uid"],
+                },
+            }
         rendered["metadata"]["deletionTimestamp"] = timestamp(self.clock())
         if kind == "pods":
             rendered["metadata"]["deletionGracePeriodSeconds"] = 30
@@ -394,7 +438,9 @@ class Cluster:
 
     def _emit(self, resource: str, type_: str, obj: dict[str, Any]) -> None:
         """Log a change for watchers, then the Endpoints/EndpointSlices it changed."""
-        self.events.append(WatchEvent(int(obj["metadata"]["resourceVersion"]), resource, type_, obj))
+        self.events.append(
+            WatchEvent(int(obj["metadata"]["resourceVersion"]), resource, type_, obj)
+        )
         self._sync_derived()
         with self.changed:
             self.changed.notify_all()
@@ -410,7 +456,10 @@ class Cluster:
             if self.serves_endpointslices():
                 for item in self._slices(key):
                     out[("endpointslices", (key[0], item["metadata"]["name"]))] = {
-                        "kind": "EndpointSlice", "apiVersion": "discovery.k8s.io/v1", **item}
+                        "kind": "EndpointSlice",
+                        "apiVersion": "discovery.k8s.io/v1",
+                        **item,
+                    }
         return out
 
     @staticmethod
@@ -427,13 +476,21 @@ class Cluster:
                 continue
             obj["metadata"]["resourceVersion"] = self.next_rv()
             self._derived[ident] = (sig, obj)
-            self.events.append(WatchEvent(int(obj["metadata"]["resourceVersion"]), ident[0],
-                                          "ADDED" if before is None else "MODIFIED", copy.deepcopy(obj)))
+            self.events.append(
+                WatchEvent(
+                    int(obj["metadata"]["resourceVersion"]),
+                    ident[0],
+                    "ADDED" if before is None else "MODIFIED",
+                    copy.deepcopy(obj),
+                )
+            )
         for ident in [i for i in self._derived if i not in now]:
             _sig, obj = self._derived.pop(ident)
             obj = copy.deepcopy(obj)
             obj["metadata"]["resourceVersion"] = self.next_rv()
-            self.events.append(WatchEvent(int(obj["metadata"]["resourceVersion"]), ident[0], "DELETED", obj))
+            self.events.append(
+                WatchEvent(int(obj["metadata"]["resourceVersion"]), ident[0], "DELETED", obj)
+            )
 
     def render(self, kind: str, key: tuple[str, str], in_list: bool = False) -> dict[str, Any]:
         obj = copy.deepcopy(self.objects[kind][key])
@@ -447,14 +504,20 @@ class Cluster:
 
     # ------------------------------------------------------------------ pods
 
-    def _meta_for_validation(self, body: dict[str, Any], namespace: str, name: str) -> dict[str, Any]:
+    def _meta_for_validation(
+        self, body: dict[str, Any], namespace: str, name: str
+    ) -> dict[str, Any]:
         return {**(body.get("metadata") or {}), "name": name, "namespace": namespace}
 
-    def _create_pod(self, namespace: str, name: str, body: dict[str, Any],
-                    spec: dict[str, Any]) -> dict[str, Any]:
+    def _create_pod(
+        self, namespace: str, name: str, body: dict[str, Any], spec: dict[str, Any]
+    ) -> dict[str, Any]:
         validation.default_pod(spec)
-        causes = validation.validate_pod(self._meta_for_validation(body, namespace, name), spec,
-                                         sctp=bool(self.profile["sctp_feature_gate"]))
+        causes = validation.validate_pod(
+            self._meta_for_validation(body, namespace, name),
+            spec,
+            sctp=bool(self.profile["sctp_feature_gate"]),
+        )
         if causes:
             raise invalid("Pod", name, causes)
         refusal = dataplane.admission_refusal(self.profile, name, spec)
@@ -479,9 +542,12 @@ class Cluster:
         else:
             ip = node.host_ip if spec.get("hostNetwork") else self._pod_ip(node)
         self.pod_rt[key] = PodRuntime(
-            node=node.index if node is not None else NO_NODE, ip=ip, created=now,
+            node=node.index if node is not None else NO_NODE,
+            ip=ip,
+            created=now,
             start_at=now + float(self.faults["pod_start_delay_s"]),
-            workload=read_pod(spec), uid=meta["uid"],
+            workload=read_pod(spec),
+            uid=meta["uid"],
         )
         return obj
 
@@ -522,23 +588,45 @@ class Cluster:
         }
         containers = spec.get("containers") or []
 
-        def cstatus(c: dict[str, Any], ready: bool, state: dict[str, Any],
-                    restarts: int = 0, last: dict[str, Any] | None = None) -> dict[str, Any]:
-            out = {"name": c["name"], "image": c.get("image", ""),
-                   "imageID": c.get("image", "") + "@sha256:" + "0" * 64,
-                   "ready": ready, "restartCount": restarts, "started": "running" in state,
-                   "state": state, "lastState": last or {}}
+        def cstatus(
+            c: dict[str, Any],
+            ready: bool,
+            state: dict[str, Any],
+            restarts: int = 0,
+            last: dict[str, Any] | None = None,
+        ) -> dict[str, Any]:
+            out = {
+                "name": c["name"],
+                "image": c.get("image", ""),
+                "imageID": c.get("image", "") + "@sha256:" + "0" * 64,
+                "ready": ready,
+                "restartCount": restarts,
+                "started": "running" in state,
+                "state": state,
+                "lastState": last or {},
+            }
             if "waiting" not in state:
-                out["containerID"] = "containerd://" + zlib.crc32((rt.uid + c["name"]).encode()).to_bytes(4, "big").hex() * 16
+                out["containerID"] = (
+                    "containerd://"
+                    + zlib.crc32((rt.uid + c["name"]).encode()).to_bytes(4, "big").hex() * 16
+                )
             return out
 
         conditions = [{"type": "PodScheduled", "status": "True", "lastTransitionTime": created}]
         if not rt.started:
             status["phase"] = "Pending"
             status["containerStatuses"] = [
-                cstatus(c, False, {"waiting": {"reason": "ContainerCreating"}}) for c in containers]
-            conditions += [{"type": t, "status": "False", "lastTransitionTime": created,
-                            "reason": "ContainersNotReady"} for t in ("Ready", "ContainersReady")]
+                cstatus(c, False, {"waiting": {"reason": "ContainerCreating"}}) for c in containers
+            ]
+            conditions += [
+                {
+                    "type": t,
+                    "status": "False",
+                    "lastTransitionTime": created,
+                    "reason": "ContainersNotReady",
+                }
+                for t in ("Ready", "ContainersReady")
+            ]
             status["conditions"] = conditions
             return status
         started = timestamp(rt.start_at)
@@ -548,14 +636,20 @@ class Cluster:
         if rt.exit_code is None:
             status["phase"] = "Running"
             status["containerStatuses"] = [
-                cstatus(c, True, {"running": {"startedAt": started}}) for c in containers]
+                cstatus(c, True, {"running": {"startedAt": started}}) for c in containers
+            ]
             ready = "True"
         else:
             finished = timestamp(rt.finished_at or rt.start_at)
-            terminated = {"terminated": {
-                "exitCode": rt.exit_code, "reason": "Completed" if rt.exit_code == 0 else "Error",
-                "startedAt": started, "finishedAt": finished,
-                "containerID": "containerd://" + "0" * 64}}
+            terminated = {
+                "terminated": {
+                    "exitCode": rt.exit_code,
+                    "reason": "Completed" if rt.exit_code == 0 else "Error",
+                    "startedAt": started,
+                    "finishedAt": finished,
+                    "containerID": "containerd://" + "0" * 64,
+                }
+            }
             policy = spec.get("restartPolicy", "Always")
             if policy == "Never" or (policy == "OnFailure" and rt.exit_code == 0):
                 status["phase"] = "Succeeded" if rt.exit_code == 0 else "Failed"
@@ -564,12 +658,25 @@ class Cluster:
                 # The kubelet restarts it; what callers see is a crash-looping Running pod.
                 status["phase"] = "Running"
                 status["containerStatuses"] = [
-                    cstatus(c, False, {"waiting": {"reason": "CrashLoopBackOff",
-                                                   "message": "back-off 10s restarting failed container"}},
-                            restarts=1, last=terminated) for c in containers]
+                    cstatus(
+                        c,
+                        False,
+                        {
+                            "waiting": {
+                                "reason": "CrashLoopBackOff",
+                                "message": "back-off 10s restarting failed container",
+                            }
+                        },
+                        restarts=1,
+                        last=terminated,
+                    )
+                    for c in containers
+                ]
             ready = "False"
-        conditions += [{"type": t, "status": ready, "lastTransitionTime": started}
-                       for t in ("ContainersReady", "Ready")]
+        conditions += [
+            {"type": t, "status": ready, "lastTransitionTime": started}
+            for t in ("ContainersReady", "Ready")
+        ]
         status["conditions"] = conditions
         return status
 
@@ -582,38 +689,57 @@ class Cluster:
         if container and container not in names:
             raise ApiError(400, f"container {container} is not valid for pod {name}")
         if container is None and len(names) > 1:
-            raise ApiError(400, f"a container name must be specified for pod {name}, "
-                                f"choose one of: [{' '.join(names)}]")
+            raise ApiError(
+                400,
+                f"a container name must be specified for pod {name}, "
+                f"choose one of: [{' '.join(names)}]",
+            )
         if not rt.started:
-            raise ApiError(400, f'container "{container or names[0]}" in pod "{name}" is waiting '
-                                "to start: ContainerCreating")
+            raise ApiError(
+                400,
+                f'container "{container or names[0]}" in pod "{name}" is waiting '
+                "to start: ContainerCreating",
+            )
         return rt.log
 
     # ------------------------------------------------------------------ services
 
     def _create_kubernetes_service(self) -> None:
-        body: dict[str, Any] = {"metadata": {"name": "kubernetes", "labels": {"component": "apiserver",
-                                                              "provider": "kubernetes"}},
-                "spec": {"type": "ClusterIP", "clusterIP": KUBERNETES_SERVICE_IP,
-                         "ports": [{"name": "https", "port": 443, "protocol": "TCP",
-                                    "targetPort": 6443}]}}
+        body: dict[str, Any] = {
+            "metadata": {
+                "name": "kubernetes",
+                "labels": {"component": "apiserver", "provider": "kubernetes"},
+            },
+            "spec": {
+                "type": "ClusterIP",
+                "clusterIP": KUBERNETES_SERVICE_IP,
+                "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}],
+            },
+        }
         self._create_service("default", "kubernetes", body, copy.deepcopy(body["spec"]))
 
     def _used_cluster_ips(self) -> set[str]:
         return {o["spec"].get("clusterIP") for o in self.objects["services"].values()}
 
     def _used_node_ports(self) -> set[int]:
-        return {p.get("nodePort") for o in self.objects["services"].values()
-                for p in o["spec"].get("ports") or []}
+        return {
+            p.get("nodePort")
+            for o in self.objects["services"].values()
+            for p in o["spec"].get("ports") or []
+        }
 
-    def _create_service(self, namespace: str, name: str, body: dict[str, Any],
-                        spec: dict[str, Any]) -> dict[str, Any]:
+    def _create_service(
+        self, namespace: str, name: str, body: dict[str, Any], spec: dict[str, Any]
+    ) -> dict[str, Any]:
         validation.default_service(spec)
         svc_type = spec["type"]
         ports = spec.get("ports") or []
         if (namespace, name) != ("default", "kubernetes"):
-            causes = validation.validate_service(self._meta_for_validation(body, namespace, name), spec,
-                                                 sctp=bool(self.profile["sctp_feature_gate"]))
+            causes = validation.validate_service(
+                self._meta_for_validation(body, namespace, name),
+                spec,
+                sctp=bool(self.profile["sctp_feature_gate"]),
+            )
             if causes:
                 raise invalid("Service", name, causes)
             if (namespace, name) in self.objects["services"]:
@@ -624,25 +750,42 @@ class Cluster:
         if wanted_ip and wanted_ip != "None" and svc_type != "ExternalName":
             in_range = ipaddress.ip_address(wanted_ip) in SERVICE_CIDR
             if not in_range:
-                causes.append(validation.invalid(
-                    "spec.clusterIPs", [wanted_ip],
-                    f"failed to allocate IP {wanted_ip}: the provided IP ({wanted_ip}) is not in the "
-                    f"valid range. The range of valid IPs is {SERVICE_CIDR}"))
+                causes.append(
+                    validation.invalid(
+                        "spec.clusterIPs",
+                        [wanted_ip],
+                        f"failed to allocate IP {wanted_ip}: the provided IP ({wanted_ip}) is not in the "
+                        f"valid range. The range of valid IPs is {SERVICE_CIDR}",
+                    )
+                )
             elif wanted_ip in self._used_cluster_ips():
-                causes.append(validation.invalid(
-                    "spec.clusterIPs", [wanted_ip],
-                    f"failed to allocate IP {wanted_ip}: provided IP is already allocated"))
+                causes.append(
+                    validation.invalid(
+                        "spec.clusterIPs",
+                        [wanted_ip],
+                        f"failed to allocate IP {wanted_ip}: provided IP is already allocated",
+                    )
+                )
         used_node_ports = self._used_node_ports()
         for pi, port in enumerate(ports):
             wanted_np = port.get("nodePort")
             if wanted_np and svc_type in ("NodePort", "LoadBalancer"):
                 if not NODE_PORT_RANGE[0] <= wanted_np <= NODE_PORT_RANGE[1]:
-                    causes.append(validation.invalid(
-                        f"spec.ports[{pi}].nodePort", wanted_np,
-                        "provided port is not in the valid range. The range of valid ports is 30000-32767"))
+                    causes.append(
+                        validation.invalid(
+                            f"spec.ports[{pi}].nodePort",
+                            wanted_np,
+                            "provided port is not in the valid range. The range of valid ports is 30000-32767",
+                        )
+                    )
                 elif wanted_np in used_node_ports:
-                    causes.append(validation.invalid(f"spec.ports[{pi}].nodePort", wanted_np,
-                                                     "provided port is already allocated"))
+                    causes.append(
+                        validation.invalid(
+                            f"spec.ports[{pi}].nodePort",
+                            wanted_np,
+                            "provided port is already allocated",
+                        )
+                    )
         if causes:
             raise invalid("Service", name, causes)
         if svc_type != "ExternalName":
@@ -680,7 +823,9 @@ class Cluster:
             ip = str(SERVICE_CIDR[self.alloc_rng.randrange(11, SERVICE_CIDR.num_addresses - 1)])
             if ip not in used:
                 return ip
-        raise ApiError(500, "Internal error occurred: failed to allocate a serviceIP: range is full")
+        raise ApiError(
+            500, "Internal error occurred: failed to allocate a serviceIP: range is full"
+        )
 
     def _free_node_port(self, used: set[int]) -> int:
         for _ in range(10000):
@@ -719,7 +864,9 @@ class Cluster:
         selector = svc["spec"].get("selector")
         out = []
         for pod_key, pod in self.objects["pods"].items():
-            if pod_key[0] != key[0] or not service_selector_matches(selector, pod["metadata"].get("labels")):
+            if pod_key[0] != key[0] or not service_selector_matches(
+                selector, pod["metadata"].get("labels")
+            ):
                 continue
             rt = self.pod_rt[pod_key]
             if rt.started:
@@ -734,11 +881,15 @@ class Cluster:
             return int(target)
         for container in self.objects["pods"][pod_key]["spec"].get("containers") or []:
             for port in container.get("ports") or []:
-                if port.get("name") == target and port.get("protocol", "TCP") == svc_port.get("protocol", "TCP"):
+                if port.get("name") == target and port.get("protocol", "TCP") == svc_port.get(
+                    "protocol", "TCP"
+                ):
                     return int(port["containerPort"])
         return None
 
-    def _endpoint_groups(self, key: tuple[str, str]) -> list[tuple[list[dict[str, Any]], list[tuple[tuple[str, str], bool]]]]:
+    def _endpoint_groups(
+        self, key: tuple[str, str]
+    ) -> list[tuple[list[dict[str, Any]], list[tuple[tuple[str, str], bool]]]]:
         """Backends grouped by their resolved port list, as the controllers split subsets/slices."""
         svc = self.objects["services"][key]
         groups: dict[tuple, tuple[list[dict[str, Any]], list]] = {}
@@ -761,27 +912,42 @@ class Cluster:
         return bool(svc and (svc["spec"].get("selector") or key == ("default", "kubernetes")))
 
     def _target_ref(self, pod_key: tuple[str, str]) -> dict[str, Any]:
-        return {"kind": "Pod", "namespace": pod_key[0], "name": pod_key[1],
-                "uid": self.objects["pods"][pod_key]["metadata"]["uid"]}
+        return {
+            "kind": "Pod",
+            "namespace": pod_key[0],
+            "name": pod_key[1],
+            "uid": self.objects["pods"][pod_key]["metadata"]["uid"],
+        }
 
     def render_endpoints(self, key: tuple[str, str], in_list: bool = False) -> dict[str, Any]:
         if not self._has_endpoints_object(key):
             raise not_found("endpoints", key[1])
         svc = self.objects["services"][key]
-        meta = {"name": key[1], "namespace": key[0], "uid": svc["metadata"]["uid"],
-                "resourceVersion": str(self.resource_version),
-                "creationTimestamp": svc["metadata"]["creationTimestamp"],
-                "labels": dict(svc["metadata"].get("labels") or {})}
+        meta = {
+            "name": key[1],
+            "namespace": key[0],
+            "uid": svc["metadata"]["uid"],
+            "resourceVersion": str(self.resource_version),
+            "creationTimestamp": svc["metadata"]["creationTimestamp"],
+            "labels": dict(svc["metadata"].get("labels") or {}),
+        }
         subsets = []
         if key == ("default", "kubernetes"):
-            subsets.append({"addresses": [{"ip": self.nodes[0].host_ip}],
-                            "ports": [{"name": "https", "port": 6443, "protocol": "TCP"}]})
+            subsets.append(
+                {
+                    "addresses": [{"ip": self.nodes[0].host_ip}],
+                    "ports": [{"name": "https", "port": 6443, "protocol": "TCP"}],
+                }
+            )
         for ports, backends in self._endpoint_groups(key):
             subset: dict[str, Any] = {"ports": ports}
             for pod_key, ready in backends:
                 rt = self.pod_rt[pod_key]
-                addr = {"ip": rt.ip, "nodeName": self.nodes[rt.node].name,
-                        "targetRef": self._target_ref(pod_key)}
+                addr = {
+                    "ip": rt.ip,
+                    "nodeName": self.nodes[rt.node].name,
+                    "targetRef": self._target_ref(pod_key),
+                }
                 subset.setdefault("addresses" if ready else "notReadyAddresses", []).append(addr)
             subsets.append(subset)
         obj: dict[str, Any] = {"metadata": meta}
@@ -790,9 +956,13 @@ class Cluster:
         return obj if in_list else {"kind": "Endpoints", "apiVersion": "v1", **obj}
 
     def list_endpoints(self, namespace: str | None, selector: str | None) -> list[dict[str, Any]]:
-        return [self.render_endpoints(k, in_list=True) for k, o in self.objects["services"].items()
-                if (namespace is None or k[0] == namespace) and self._has_endpoints_object(k)
-                and matches_query(selector, o["metadata"].get("labels"))]
+        return [
+            self.render_endpoints(k, in_list=True)
+            for k, o in self.objects["services"].items()
+            if (namespace is None or k[0] == namespace)
+            and self._has_endpoints_object(k)
+            and matches_query(selector, o["metadata"].get("labels"))
+        ]
 
     def _slices(self, key: tuple[str, str]) -> list[dict[str, Any]]:
         svc = self.objects["services"][key]
@@ -801,43 +971,74 @@ class Cluster:
         labels["endpointslice.kubernetes.io/managed-by"] = "endpointslice-controller.k8s.io"
         groups = self._endpoint_groups(key)
         if key == ("default", "kubernetes"):
-            labels["endpointslice.kubernetes.io/managed-by"] = "endpointslicemirroring-controller.k8s.io"
+            labels["endpointslice.kubernetes.io/managed-by"] = (
+                "endpointslicemirroring-controller.k8s.io"
+            )
         slices = []
         for index, (ports, backends) in enumerate(groups or [([], [])]):
-            suffix = "".join("bcdfghjklmnpqrstvwxz2456789"[b % 27]
-                             for b in zlib.crc32(f"{svc['metadata']['uid']}/{index}".encode()).to_bytes(4, "big") + b"x")
+            suffix = "".join(
+                "bcdfghjklmnpqrstvwxz2456789"[b % 27]
+                for b in zlib.crc32(f"{svc['metadata']['uid']}/{index}".encode()).to_bytes(4, "big")
+                + b"x"
+            )
             endpoints = []
             for pod_key, ready in backends:
                 rt = self.pod_rt[pod_key]
-                endpoints.append({"addresses": [rt.ip],
-                                  "conditions": {"ready": ready, "serving": ready, "terminating": False},
-                                  "nodeName": self.nodes[rt.node].name,
-                                  "targetRef": self._target_ref(pod_key)})
+                endpoints.append(
+                    {
+                        "addresses": [rt.ip],
+                        "conditions": {"ready": ready, "serving": ready, "terminating": False},
+                        "nodeName": self.nodes[rt.node].name,
+                        "targetRef": self._target_ref(pod_key),
+                    }
+                )
             if key == ("default", "kubernetes"):
                 endpoints = [{"addresses": [self.nodes[0].host_ip], "conditions": {"ready": True}}]
                 ports = [{"name": "https", "port": 6443, "protocol": "TCP"}]
-            slices.append({
-                "metadata": {"name": key[1] if key == ("default", "kubernetes") else f"{key[1]}-{suffix}",
-                             "namespace": key[0],
-                             "uid": str(uuid.UUID(int=zlib.crc32(f"{svc['metadata']['uid']}/{index}".encode()), version=4)),
-                             "resourceVersion": str(self.resource_version),
-                             "creationTimestamp": svc["metadata"]["creationTimestamp"],
-                             "generateName": f"{key[1]}-",
-                             "labels": labels,
-                             "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": key[1],
-                                                  "uid": svc["metadata"]["uid"], "controller": True,
-                                                  "blockOwnerDeletion": True}]},
-                "addressType": "IPv4",
-                "endpoints": endpoints,
-                "ports": ports,
-            })
+            slices.append(
+                {
+                    "metadata": {
+                        "name": key[1]
+                        if key == ("default", "kubernetes")
+                        else f"{key[1]}-{suffix}",
+                        "namespace": key[0],
+                        "uid": str(
+                            uuid.UUID(
+                                int=zlib.crc32(f"{svc['metadata']['uid']}/{index}".encode()),
+                                version=4,
+                            )
+                        ),
+                        "resourceVersion": str(self.resource_version),
+                        "creationTimestamp": svc["metadata"]["creationTimestamp"],
+                        "generateName": f"{key[1]}-",
+                        "labels": labels,
+                        "ownerReferences": [
+                            {
+                                "apiVersion": "v1",
+                                "kind": "Service",
+                                "name": key[1],
+                                "uid": svc["metadata"]["uid"],
+                                "controller": True,
+                                "blockOwnerDeletion": True,
+                            }
+                        ],
+                    },
+                    "addressType": "IPv4",
+                    "endpoints": endpoints,
+                    "ports": ports,
+                }
+            )
         return slices
 
-    def list_endpointslices(self, namespace: str | None, selector: str | None) -> list[dict[str, Any]]:
+    def list_endpointslices(
+        self, namespace: str | None, selector: str | None
+    ) -> list[dict[str, Any]]:
         out = []
         for key in list(self.objects["services"]):
             if (namespace is None or key[0] == namespace) and self._has_endpoints_object(key):
-                out += [s for s in self._slices(key) if matches_query(selector, s["metadata"]["labels"])]
+                out += [
+                    s for s in self._slices(key) if matches_query(selector, s["metadata"]["labels"])
+                ]
         return out
 
     def get_endpointslice(self, namespace: str, name: str) -> dict[str, Any]:
@@ -848,16 +1049,19 @@ class Cluster:
 
     # ------------------------------------------------------------------ network policies
 
-    def _create_network_policy(self, namespace: str, name: str, body: dict[str, Any],
-                               spec: dict[str, Any]) -> dict[str, Any]:
+    def _create_network_policy(
+        self, namespace: str, name: str, body: dict[str, Any], spec: dict[str, Any]
+    ) -> dict[str, Any]:
         spec.setdefault("podSelector", {})
         for direction in ("ingress", "egress"):
             for rule in spec.get(direction) or []:
                 for port in rule.get("ports") or []:
                     port.setdefault("protocol", "TCP")
         causes = validation.validate_network_policy(
-            self._meta_for_validation(body, namespace, name), spec,
-            sctp=bool(self.profile["sctp_feature_gate"]))
+            self._meta_for_validation(body, namespace, name),
+            spec,
+            sctp=bool(self.profile["sctp_feature_gate"]),
+        )
         if causes:
             raise invalid("NetworkPolicy", name, causes, group="networking.k8s.io")
         if (namespace, name) in self.objects["networkpolicies"]:
@@ -874,38 +1078,61 @@ class Cluster:
 
     def render_node(self, node: Node, in_list: bool = False) -> dict[str, Any]:
         version = "v" + self.profile["kubernetes_version"]
-        labels = {"kubernetes.io/hostname": node.name, "kubernetes.io/os": "linux",
-                  "kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux",
-                  "beta.kubernetes.io/arch": "amd64"}
-        spec: dict[str, Any] = {"podCIDR": f"10.244.{node.index}.0/24",
-                                "podCIDRs": [f"10.244.{node.index}.0/24"],
-                                "providerID": f"kind://docker/{self.name}/{node.name}"}
+        labels = {
+            "kubernetes.io/hostname": node.name,
+            "kubernetes.io/os": "linux",
+            "kubernetes.io/arch": "amd64",
+            "beta.kubernetes.io/os": "linux",
+            "beta.kubernetes.io/arch": "amd64",
+        }
+        spec: dict[str, Any] = {
+            "podCIDR": f"10.244.{node.index}.0/24",
+            "podCIDRs": [f"10.244.{node.index}.0/24"],
+            "providerID": f"kind://docker/{self.name}/{node.name}",
+        }
         if node.index == 0:
             labels["node-role.kubernetes.io/control-plane"] = ""
             if not node.schedulable:
-                spec["taints"] = [{"key": "node-role.kubernetes.io/control-plane",
-                                   "effect": "NoSchedule"}]
+                spec["taints"] = [
+                    {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
+                ]
         created = timestamp(self.started_at)
         obj = {
-            "metadata": {"name": node.name, "uid": str(uuid.UUID(int=zlib.crc32(node.name.encode()), version=4)),
-                         "resourceVersion": str(self.resource_version), "creationTimestamp": created,
-                         "labels": labels},
+            "metadata": {
+                "name": node.name,
+                "uid": str(uuid.UUID(int=zlib.crc32(node.name.encode()), version=4)),
+                "resourceVersion": str(self.resource_version),
+                "creationTimestamp": created,
+                "labels": labels,
+            },
             "spec": spec,
             "status": {
-                "addresses": [{"type": "InternalIP", "address": node.host_ip},
-                              {"type": "Hostname", "address": node.name}],
-                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                                "message": "kubelet is posting ready status",
-                                "lastHeartbeatTime": timestamp(self.clock()),
-                                "lastTransitionTime": created}],
-                "nodeInfo": {"architecture": "amd64", "bootID": f"lab-{node.index}",
-                             "containerRuntimeVersion": "containerd://1.7.18",
-                             "kernelVersion": "6.8.0-45-generic",
-                             "kubeProxyVersion": version, "kubeletVersion": version,
-                             "machineID": f"{zlib.crc32(node.name.encode()):032x}",
-                             "operatingSystem": "linux",
-                             "osImage": "Debian GNU/Linux 12 (bookworm)",
-                             "systemUUID": str(uuid.UUID(int=zlib.crc32(node.name.encode())))},
+                "addresses": [
+                    {"type": "InternalIP", "address": node.host_ip},
+                    {"type": "Hostname", "address": node.name},
+                ],
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "True",
+                        "reason": "KubeletReady",
+                        "message": "kubelet is posting ready status",
+                        "lastHeartbeatTime": timestamp(self.clock()),
+                        "lastTransitionTime": created,
+                    }
+                ],
+                "nodeInfo": {
+                    "architecture": "amd64",
+                    "bootID": f"lab-{node.index}",
+                    "containerRuntimeVersion": "containerd://1.7.18",
+                    "kernelVersion": "6.8.0-45-generic",
+                    "kubeProxyVersion": version,
+                    "kubeletVersion": version,
+                    "machineID": f"{zlib.crc32(node.name.encode()):032x}",
+                    "operatingSystem": "linux",
+                    "osImage": "Debian GNU/Linux 12 (bookworm)",
+                    "systemUUID": str(uuid.UUID(int=zlib.crc32(node.name.encode()))),
+                },
                 "capacity": {"cpu": "8", "memory": "16318476Ki", "pods": "110"},
                 "allocatable": {"cpu": "8", "memory": "16318476Ki", "pods": "110"},
             },
@@ -915,11 +1142,18 @@ class Cluster:
     def version(self) -> dict[str, Any]:
         version = self.profile["kubernetes_version"]
         major, minor = version_tuple(version)
-        return {"major": str(major), "minor": str(minor), "gitVersion": f"v{version}",
-                "gitCommit": f"{zlib.crc32(version.encode()):08x}" * 5, "gitTreeState": "clean",
-                "buildDate": "2024-10-22T20:28:14Z", "goVersion": "go1.22.8",
-                "compiler": "gc", "platform": "linux/amd64",
-                "emulated": True}  # evidence policy: the lab always says it is an emulator
+        return {
+            "major": str(major),
+            "minor": str(minor),
+            "gitVersion": f"v{version}",
+            "gitCommit": f"{zlib.crc32(version.encode()):08x}" * 5,
+            "gitTreeState": "clean",
+            "buildDate": "2024-10-22T20:28:14Z",
+            "goVersion": "go1.22.8",
+            "compiler": "gc",
+            "platform": "linux/amd64",
+            "emulated": True,
+        }  # evidence policy: the lab always says it is an emulator
 
     def serves_endpointslices(self) -> bool:
         return version_tuple(self.profile["kubernetes_version"]) >= (1, 21)

@@ -23,14 +23,21 @@ PodKey = tuple[str, str]
 # ---------------------------------------------------------------- API-side checks
 
 
-def protocol_causes(profile: dict[str, Any], protocol: str, field: str) -> list[tuple[str, str, str]]:
+def protocol_causes(
+    profile: dict[str, Any], protocol: str, field: str
+) -> list[tuple[str, str, str]]:
     """The 422 cause a real apiserver gives for a protocol (SCTP only with the feature gate)."""
     allowed = ["TCP", "UDP"] + (["SCTP"] if profile["sctp_feature_gate"] else [])
     if protocol in allowed:
         return []
     supported = ", ".join(f'"{p}"' for p in allowed)
-    return [(field, "FieldValueNotSupported",
-             f'Unsupported value: "{protocol}": supported values: {supported}')]
+    return [
+        (
+            field,
+            "FieldValueNotSupported",
+            f'Unsupported value: "{protocol}": supported values: {supported}',
+        )
+    ]
 
 
 def has_sctp_port(kind: str, spec: dict[str, Any]) -> bool:
@@ -39,7 +46,12 @@ def has_sctp_port(kind: str, spec: dict[str, Any]) -> bool:
     elif kind == "services":
         ports = spec.get("ports") or []
     else:
-        ports = [p for d in ("ingress", "egress") for r in spec.get(d) or [] for p in r.get("ports") or []]
+        ports = [
+            p
+            for d in ("ingress", "egress")
+            for r in spec.get(d) or []
+            for p in r.get("ports") or []
+        ]
     return any(p.get("protocol") == "SCTP" for p in ports)
 
 
@@ -58,8 +70,12 @@ def pod_security_violations(spec: dict[str, Any]) -> list[str]:
         quoted = ", ".join(f'"{n}"' for n in volumes)
         word = "volume" if len(volumes) == 1 else "volumes"
         out.append(f"hostPath volumes ({word} {quoted})")
-    host_ports = [(c["name"], p["hostPort"]) for c in spec.get("containers") or []
-                  for p in c.get("ports") or [] if p.get("hostPort")]
+    host_ports = [
+        (c["name"], p["hostPort"])
+        for c in spec.get("containers") or []
+        for p in c.get("ports") or []
+        if p.get("hostPort")
+    ]
     if host_ports:
         names = sorted({f'"{n}"' for n, _p in host_ports})
         ports = ", ".join(str(p) for _n, p in host_ports)
@@ -69,8 +85,11 @@ def pod_security_violations(spec: dict[str, Any]) -> list[str]:
             word = "container" if len(names) == 1 else "containers"
             verb = "uses" if len(names) == 1 else "use"
             out.append(f"hostPort ({word} {', '.join(names)} {verb} hostPorts {ports})")
-    privileged = [c["name"] for c in spec.get("containers") or []
-                  if (c.get("securityContext") or {}).get("privileged")]
+    privileged = [
+        c["name"]
+        for c in spec.get("containers") or []
+        if (c.get("securityContext") or {}).get("privileged")
+    ]
     if privileged:
         quoted = ", ".join(f'"{n}"' for n in privileged)
         word = "container" if len(privileged) == 1 else "containers"
@@ -94,12 +113,18 @@ def admission_refusal(profile: dict[str, Any], name: str, spec: dict[str, Any]) 
     if not violations:
         return None
     if mode == "webhook-deny":
-        return ApiError(400, f'admission webhook "{WEBHOOK}" denied the request: privileged '
-                             "pods, host namespaces and hostPath volumes are not allowed",
-                        reason="BadRequest")
-    return ApiError(403, f'pods "{name}" is forbidden: violates PodSecurity '
-                         f'"baseline:latest": {", ".join(violations)}',
-                    details={"name": name, "kind": "pods"})
+        return ApiError(
+            400,
+            f'admission webhook "{WEBHOOK}" denied the request: privileged '
+            "pods, host namespaces and hostPath volumes are not allowed",
+            reason="BadRequest",
+        )
+    return ApiError(
+        403,
+        f'pods "{name}" is forbidden: violates PodSecurity '
+        f'"baseline:latest": {", ".join(violations)}',
+        details={"name": name, "kind": "pods"},
+    )
 
 
 def pod_started(cluster: Cluster, key: PodKey) -> None:
@@ -111,8 +136,10 @@ def pod_started(cluster: Cluster, key: PodKey) -> None:
         for port in container.get("ports") or []:
             if port.get("hostPort") and port.get("protocol") == "SCTP":
                 node = cluster.nodes[cluster.pod_rt[key].node]
-                cluster.module_load(node, f"pod {key[0]}/{key[1]} has an SCTP hostPort "
-                                          "(hostport_loads_module fault)")
+                cluster.module_load(
+                    node,
+                    f"pod {key[0]}/{key[1]} has an SCTP hostPort (hostport_loads_module fault)",
+                )
                 return
 
 
@@ -127,8 +154,9 @@ def connect_verdict(cluster: Cluster, client: PodKey, connect: Any) -> str | Non
     `TIMEOUT: …` and `REFUSED: …` with the Go error; `DNS: …` for every protocol.
     """
     word = connect_word(cluster, client, connect.host, connect.port, connect.protocol)
-    return None if word is None else agnhost_words(word, connect.host, connect.port,
-                                                   connect.protocol)
+    return (
+        None if word is None else agnhost_words(word, connect.host, connect.port, connect.protocol)
+    )
 
 
 def agnhost_words(word: str, host: str, port: int, protocol: str) -> str:
@@ -144,8 +172,9 @@ def agnhost_words(word: str, host: str, port: int, protocol: str) -> str:
     return word
 
 
-def connect_word(cluster: Cluster, client: PodKey, host: str, port: int, protocol: str,
-                 pick: int = 0) -> str | None:
+def connect_word(
+    cluster: Cluster, client: PodKey, host: str, port: int, protocol: str, pick: int = 0
+) -> str | None:
     """None when the connection works, else TIMEOUT / REFUSED / DNS (protocol-neutral)."""
     target = resolve(cluster, client[0], host, port, protocol, pick)
     if isinstance(target, str):
@@ -157,8 +186,10 @@ def connect_word(cluster: Cluster, client: PodKey, host: str, port: int, protoco
         return TIMEOUT
     if not ingress_allowed(cluster, client, server, protocol, server_port):
         return TIMEOUT
-    if not cluster.pod_is_ready(server) or \
-            (protocol, server_port) not in cluster.pod_rt[server].workload.listens:
+    if (
+        not cluster.pod_is_ready(server)
+        or (protocol, server_port) not in cluster.pod_rt[server].workload.listens
+    ):
         return REFUSED
     return None
 
@@ -194,6 +225,7 @@ def curl(cluster: Cluster, client: PodKey, url: str) -> tuple[int, str]:
 
 def _dial(cluster: Cluster, dialer: PodKey, query: dict[str, list[str]]) -> dict[str, list[str]]:
     """netexec's /dial: send `request` `tries` times from the dialer pod, collect the answers."""
+
     def arg(name: str, default: str = "") -> str:
         return (query.get(name) or [default])[0]
 
@@ -226,8 +258,10 @@ def _dial(cluster: Cluster, dialer: PodKey, query: dict[str, list[str]]) -> dict
             word = TIMEOUT  # connected, but no answer to the request
         proto = protocol.lower()
         if word == TIMEOUT:
-            errors.append(f"reading from {proto} connection failed. err:'read {proto} "
-                          f"{source}->{target}: i/o timeout'")
+            errors.append(
+                f"reading from {proto} connection failed. err:'read {proto} "
+                f"{source}->{target}: i/o timeout'"
+            )
         elif word == DNS:
             errors.append(f"dial {proto} {target}: lookup {host}: no such host")
         else:
@@ -241,13 +275,18 @@ def _dial(cluster: Cluster, dialer: PodKey, query: dict[str, list[str]]) -> dict
 def _ready_pod_by_ip(cluster: Cluster, ip: str) -> PodKey | None:
     # hostNetwork pods share their node's IP; those are nodes, not pod endpoints.
     for key, rt in cluster.pod_rt.items():
-        if rt.started and rt.ip == ip and not cluster.objects["pods"][key]["spec"].get("hostNetwork"):
+        if (
+            rt.started
+            and rt.ip == ip
+            and not cluster.objects["pods"][key]["spec"].get("hostNetwork")
+        ):
             return key
     return None
 
 
-def resolve(cluster: Cluster, client_ns: str, host: str, port: int,
-            protocol: str, pick: int = 0) -> tuple[str, PodKey, int] | str:
+def resolve(
+    cluster: Cluster, client_ns: str, host: str, port: int, protocol: str, pick: int = 0
+) -> tuple[str, PodKey, int] | str:
     """(dataplane path, server pod, port on the pod) or a failure word."""
     try:
         ipaddress.ip_address(host)
@@ -262,15 +301,19 @@ def resolve(cluster: Cluster, client_ns: str, host: str, port: int,
             if svc["spec"].get("clusterIP") == host:
                 return _through_service(cluster, key, port, protocol, "via_service", pick=pick)
             if cluster.lb_ip(key) == host:
-                return _through_service(cluster, key, port, protocol, "via_load_balancer",
-                                        pick=pick)
+                return _through_service(
+                    cluster, key, port, protocol, "via_load_balancer", pick=pick
+                )
         for node in cluster.nodes:
             if node.host_ip == host:
                 for key, svc in cluster.objects["services"].items():
-                    if any(p.get("nodePort") == port and p.get("protocol", "TCP") == protocol
-                           for p in svc["spec"].get("ports") or []):
-                        return _through_service(cluster, key, port, protocol, "via_node_port",
-                                                node_port=True, pick=pick)
+                    if any(
+                        p.get("nodePort") == port and p.get("protocol", "TCP") == protocol
+                        for p in svc["spec"].get("ports") or []
+                    ):
+                        return _through_service(
+                            cluster, key, port, protocol, "via_node_port", node_port=True, pick=pick
+                        )
                 return REFUSED
         # Nobody owns this address: packets go nowhere.
         return TIMEOUT
@@ -303,17 +346,35 @@ def _service_by_name(cluster: Cluster, client_ns: str, host: str) -> PodKey | No
     return key if key in cluster.objects["services"] else None
 
 
-def _through_service(cluster: Cluster, key: PodKey, port: int, protocol: str, path: str,
-                     node_port: bool = False, pick: int = 0) -> tuple[str, PodKey, int] | str:
+def _through_service(
+    cluster: Cluster,
+    key: PodKey,
+    port: int,
+    protocol: str,
+    path: str,
+    node_port: bool = False,
+    pick: int = 0,
+) -> tuple[str, PodKey, int] | str:
     svc = cluster.objects["services"][key]
     field = "nodePort" if node_port else "port"
-    svc_port = next((p for p in svc["spec"].get("ports") or []
-                     if p.get(field) == port and p.get("protocol", "TCP") == protocol), None)
+    svc_port = next(
+        (
+            p
+            for p in svc["spec"].get("ports") or []
+            if p.get(field) == port and p.get("protocol", "TCP") == protocol
+        ),
+        None,
+    )
     if svc_port is None:
         # kube-proxy rejects traffic to a service IP on a port the service does not have.
         return REFUSED
-    backends = [(pod, target) for pod, ready in cluster.service_backends(key) if ready
-                for target in [cluster.resolve_target_port(svc_port, pod)] if target is not None]
+    backends = [
+        (pod, target)
+        for pod, ready in cluster.service_backends(key)
+        if ready
+        for target in [cluster.resolve_target_port(svc_port, pod)]
+        if target is not None
+    ]
     if not backends:
         return REFUSED
     # Real kube-proxy picks at random; the lab takes the endpoints in turn (oldest first), so
@@ -341,32 +402,46 @@ def policy_types(spec: dict[str, Any]) -> list[str]:
     return spec.get("policyTypes") or (["Ingress"] + (["Egress"] if spec.get("egress") else []))
 
 
-def ingress_allowed(cluster: Cluster, client: PodKey, server: PodKey, protocol: str, port: int) -> bool:
+def ingress_allowed(
+    cluster: Cluster, client: PodKey, server: PodKey, protocol: str, port: int
+) -> bool:
     mode = cluster.dataplane["network_policy"]
     if mode == "none":
         return True
     if mode == "deny-all":
         # The over-blocking plugin: any ingress policy in the namespace stops all its pods.
-        return not any(ns == server[0] and "Ingress" in policy_types(p["spec"])
-                       for (ns, _n), p in cluster.objects["networkpolicies"].items())
+        return not any(
+            ns == server[0] and "Ingress" in policy_types(p["spec"])
+            for (ns, _n), p in cluster.objects["networkpolicies"].items()
+        )
     server_labels = cluster.objects["pods"][server]["metadata"].get("labels")
-    policies = [p for (ns, _n), p in cluster.objects["networkpolicies"].items()
-                if ns == server[0] and "Ingress" in policy_types(p["spec"])
-                and selector_matches(p["spec"].get("podSelector") or {}, server_labels)]
+    policies = [
+        p
+        for (ns, _n), p in cluster.objects["networkpolicies"].items()
+        if ns == server[0]
+        and "Ingress" in policy_types(p["spec"])
+        and selector_matches(p["spec"].get("podSelector") or {}, server_labels)
+    ]
     if not policies:
         return True
     if mode == "no-sctp" and protocol == "SCTP":
         return False
     for policy in policies:
         for rule in policy["spec"].get("ingress") or []:
-            if _peers_match(cluster, rule.get("from"), server[0], client, protocol) and \
-                    _ports_match(cluster, rule.get("ports"), server, protocol, port, mode):
+            if _peers_match(
+                cluster, rule.get("from"), server[0], client, protocol
+            ) and _ports_match(cluster, rule.get("ports"), server, protocol, port, mode):
                 return True
     return False
 
 
-def _peers_match(cluster: Cluster, peers: list[dict[str, Any]] | None, policy_ns: str,
-                 client: PodKey, protocol: str = "TCP") -> bool:
+def _peers_match(
+    cluster: Cluster,
+    peers: list[dict[str, Any]] | None,
+    policy_ns: str,
+    client: PodKey,
+    protocol: str = "TCP",
+) -> bool:
     if not peers:
         return True
     pod = cluster.objects["pods"][client]
@@ -377,7 +452,8 @@ def _peers_match(cluster: Cluster, peers: list[dict[str, Any]] | None, policy_ns
         if block:
             ip = ipaddress.ip_address(rt.ip)
             if ip in ipaddress.ip_network(block["cidr"], strict=False) and not any(
-                    ip in ipaddress.ip_network(e, strict=False) for e in block.get("except") or []):
+                ip in ipaddress.ip_network(e, strict=False) for e in block.get("except") or []
+            ):
                 return True
             continue
         if host_network:
@@ -385,23 +461,36 @@ def _peers_match(cluster: Cluster, peers: list[dict[str, Any]] | None, policy_ns
             continue
         ns_selector = peer.get("namespaceSelector")
         pod_selector = peer.get("podSelector")
-        if ns_selector is not None and protocol == "SCTP" and \
-                not cluster.dataplane["namespace_selector"]:
+        if (
+            ns_selector is not None
+            and protocol == "SCTP"
+            and not cluster.dataplane["namespace_selector"]
+        ):
             continue  # the plugin bug `namespace_selector: false` emulates
         if ns_selector is not None:
             ns_obj = cluster.namespaces.get(client[0])
-            if ns_obj is None or not selector_matches(ns_selector, ns_obj["metadata"].get("labels")):
+            if ns_obj is None or not selector_matches(
+                ns_selector, ns_obj["metadata"].get("labels")
+            ):
                 continue
         elif client[0] != policy_ns:
             continue
-        if pod_selector is not None and not selector_matches(pod_selector, pod["metadata"].get("labels")):
+        if pod_selector is not None and not selector_matches(
+            pod_selector, pod["metadata"].get("labels")
+        ):
             continue
         return True
     return False
 
 
-def _ports_match(cluster: Cluster, ports: list[dict[str, Any]] | None, server: PodKey,
-                 protocol: str, port: int, mode: str) -> bool:
+def _ports_match(
+    cluster: Cluster,
+    ports: list[dict[str, Any]] | None,
+    server: PodKey,
+    protocol: str,
+    port: int,
+    mode: str,
+) -> bool:
     if not ports:
         return True
     effective = []
@@ -425,8 +514,11 @@ def _ports_match(cluster: Cluster, ports: list[dict[str, Any]] | None, server: P
             continue
         for container in cluster.objects["pods"][server]["spec"].get("containers") or []:
             for cport in container.get("ports") or []:
-                if cport.get("name") == want and cport.get("protocol", "TCP") == protocol \
-                        and cport.get("containerPort") == port:
+                if (
+                    cport.get("name") == want
+                    and cport.get("protocol", "TCP") == protocol
+                    and cport.get("containerPort") == port
+                ):
                     return True
     return False
 

@@ -59,8 +59,9 @@ def not_found(resource: str, name: str, group: str = "") -> ApiError:
     return ApiError(
         404,
         f'{qualified} "{name}" not found',
-        details={"name": name, "group": group, "kind": resource} if group else
-        {"name": name, "kind": resource},
+        details={"name": name, "group": group, "kind": resource}
+        if group
+        else {"name": name, "kind": resource},
     )
 
 
@@ -69,8 +70,9 @@ def already_exists(resource: str, name: str, group: str = "") -> ApiError:
     return ApiError(
         409,
         f'{qualified} "{name}" already exists',
-        details={"name": name, "group": group, "kind": resource} if group else
-        {"name": name, "kind": resource},
+        details={"name": name, "group": group, "kind": resource}
+        if group
+        else {"name": name, "kind": resource},
     )
 
 
@@ -99,6 +101,7 @@ def invalid(kind: str, name: str, causes: list[tuple[str, str, str]], group: str
     if group:
         details["group"] = group
     details["kind"] = kind
-    details["causes"] = [{"reason": reason, "message": text, "field": field}
-                         for field, reason, text in causes]
+    details["causes"] = [
+        {"reason": reason, "message": text, "field": field} for field, reason, text in causes
+    ]
     return ApiError(422, message, details=details)

@@ -41,29 +41,39 @@ def self_signed(host: str, directory: Path) -> tuple[Path, Path]:
     now = datetime.datetime.now(datetime.UTC)
     cert = (
         x509.CertificateBuilder()
-        .subject_name(name).issuer_name(name).public_key(key.public_key())
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([
-            x509.IPAddress(ipaddress.ip_address(host)), x509.DNSName("kubernetes.default.svc")]),
-            critical=False)
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address(host)), x509.DNSName("kubernetes.default.svc")]
+            ),
+            critical=False,
+        )
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .sign(key, hashes.SHA256())
     )
     cert_path, key_path = directory / "apiserver.crt", directory / "apiserver.key"
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                           serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
     return cert_path, key_path
 
 
 class InClusterEndpoint:
     """HTTPS at the root for cluster `name` of `lab`; `environ()` and `sa_dir` for the pod."""
 
-    def __init__(self, lab: LabServer, name: str, token: str | None = None,
-                 host: str = "127.0.0.1") -> None:
+    def __init__(
+        self, lab: LabServer, name: str, token: str | None = None, host: str = "127.0.0.1"
+    ) -> None:
         self.lab, self.name, self.host = lab, name, host
         self.token = token or lab.cluster(name).profile["token"]
         self._tmp = tempfile.TemporaryDirectory(prefix="lab-incluster-")
@@ -80,8 +90,9 @@ class InClusterEndpoint:
         self._httpd.lab = lab
         self._httpd.socket = context.wrap_socket(self._httpd.socket, server_side=True)
         self.port = self._httpd.server_address[1]
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,),
-                                        name="lab-incluster", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(0.05,), name="lab-incluster", daemon=True
+        )
 
     def environ(self) -> dict[str, str]:
         return {"KUBERNETES_SERVICE_HOST": self.host, "KUBERNETES_SERVICE_PORT": str(self.port)}

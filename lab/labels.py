@@ -96,7 +96,9 @@ def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, st
     return True
 
 
-def service_selector_matches(selector: Mapping[str, str] | None, labels: Mapping[str, str] | None) -> bool:
+def service_selector_matches(
+    selector: Mapping[str, str] | None, labels: Mapping[str, str] | None
+) -> bool:
     """A Service's plain map selector; an empty or absent one selects no pods."""
     if not selector:
         return False

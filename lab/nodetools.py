@@ -68,9 +68,19 @@ def service_ports(cluster: Cluster) -> list[ServicePort]:
                 target = cluster.resolve_target_port(sp, pod)
                 if ready and target is not None:
                     endpoints.append((cluster.pod_rt[pod].ip, target))
-            out.append(ServicePort(key[0], key[1], sp.get("name") or "", sp.get("protocol", "TCP"),
-                                   cluster_ip, sp["port"], sp.get("nodePort"),
-                                   cluster.lb_ip(key), sorted(set(endpoints))))
+            out.append(
+                ServicePort(
+                    key[0],
+                    key[1],
+                    sp.get("name") or "",
+                    sp.get("protocol", "TCP"),
+                    cluster_ip,
+                    sp["port"],
+                    sp.get("nodePort"),
+                    cluster.lb_ip(key),
+                    sorted(set(endpoints)),
+                )
+            )
     return out
 
 
@@ -169,18 +179,32 @@ def lsmod(cluster: Cluster, node: Node) -> str:
     modules = list(_BASE_MODULES)
     proxier = kube_proxy_mode(cluster)
     if proxier == "ipvs":
-        modules = [("ip_vs_rr", 12288, 4, ""), ("ip_vs_wrr", 12288, 0, ""),
-                   ("ip_vs_sh", 12288, 0, ""), ("ip_vs", 200704, 10, "ip_vs_rr,ip_vs_sh,ip_vs_wrr"),
-                   *modules]
+        modules = [
+            ("ip_vs_rr", 12288, 4, ""),
+            ("ip_vs_wrr", 12288, 0, ""),
+            ("ip_vs_sh", 12288, 0, ""),
+            ("ip_vs", 200704, 10, "ip_vs_rr,ip_vs_sh,ip_vs_wrr"),
+            *modules,
+        ]
     if proxier == "nftables":
-        modules = [("nft_chain_nat", 12288, 4, ""), ("nft_numgen", 12288, 2, ""),
-                   ("nft_ct", 24576, 6, ""), *modules]
+        modules = [
+            ("nft_chain_nat", 12288, 4, ""),
+            ("nft_numgen", 12288, 2, ""),
+            ("nft_ct", 24576, 6, ""),
+            *modules,
+        ]
     if node.sctp_loaded:
         # Newest modules first, as /proc/modules lists them.
-        modules = [("sctp", 434176, 4, ""), ("ip6_udp_tunnel", 16384, 1, "sctp"),
-                   ("udp_tunnel", 32768, 1, "sctp"), *modules]
-        modules = [(n, s, u + 1, (h + ",sctp").lstrip(",")) if n == "libcrc32c" else (n, s, u, h)
-                   for n, s, u, h in modules]
+        modules = [
+            ("sctp", 434176, 4, ""),
+            ("ip6_udp_tunnel", 16384, 1, "sctp"),
+            ("udp_tunnel", 32768, 1, "sctp"),
+            *modules,
+        ]
+        modules = [
+            (n, s, u + 1, (h + ",sctp").lstrip(",")) if n == "libcrc32c" else (n, s, u, h)
+            for n, s, u, h in modules
+        ]
         if not any(m[0] == "libcrc32c" for m in modules):
             modules.append(("libcrc32c", 12288, 3, "nf_conntrack,nf_nat,sctp"))
     return "Module                  Size  Used by\n" + "".join(_lsmod_line(*m) for m in modules)
@@ -221,18 +245,26 @@ def _kubelet_chains(nat: _Table, filt: _Table, mangle: _Table) -> None:
     mangle.chain("KUBE-IPTABLES-HINT")
     filt.add("INPUT", "-j KUBE-FIREWALL")
     filt.add("OUTPUT", "-j KUBE-FIREWALL")
-    filt.add("KUBE-FIREWALL", '! -s 127.0.0.0/8 -d 127.0.0.0/8 -m comment --comment '
-                              '"block incoming localnet connections" -m conntrack ! --ctstate '
-                              "RELATED,ESTABLISHED,DNAT -j DROP")
+    filt.add(
+        "KUBE-FIREWALL",
+        "! -s 127.0.0.0/8 -d 127.0.0.0/8 -m comment --comment "
+        '"block incoming localnet connections" -m conntrack ! --ctstate '
+        "RELATED,ESTABLISHED,DNAT -j DROP",
+    )
 
 
 def _masq_chains(nat: _Table) -> None:
-    nat.add("POSTROUTING", '-m comment --comment "kubernetes postrouting rules" -j KUBE-POSTROUTING')
+    nat.add(
+        "POSTROUTING", '-m comment --comment "kubernetes postrouting rules" -j KUBE-POSTROUTING'
+    )
     nat.add("KUBE-MARK-MASQ", "-j MARK --set-xmark 0x4000/0x4000")
     nat.add("KUBE-POSTROUTING", "-m mark ! --mark 0x4000/0x4000 -j RETURN")
     nat.add("KUBE-POSTROUTING", "-j MARK --set-xmark 0x4000/0x0")
-    nat.add("KUBE-POSTROUTING", '-m comment --comment "kubernetes service traffic requiring SNAT" '
-                                "-j MASQUERADE --random-fully")
+    nat.add(
+        "KUBE-POSTROUTING",
+        '-m comment --comment "kubernetes service traffic requiring SNAT" '
+        "-j MASQUERADE --random-fully",
+    )
 
 
 def _iptables_proxier(cluster: Cluster, nat: _Table, filt: _Table) -> None:
@@ -243,48 +275,92 @@ def _iptables_proxier(cluster: Cluster, nat: _Table, filt: _Table) -> None:
         nat.add(chain, '-m comment --comment "kubernetes service portals" -j KUBE-SERVICES')
     nat.chain("KUBE-NODEPORTS")
     for chain in ("INPUT", "FORWARD", "OUTPUT"):
-        filt.add(chain, '-m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer '
-                        'firewall" -j KUBE-PROXY-FIREWALL')
-    filt.add("INPUT", '-m comment --comment "kubernetes health check service ports" -j KUBE-NODEPORTS')
-    filt.add("INPUT", '-m conntrack --ctstate NEW -m comment --comment "kubernetes externally-visible '
-                      'service portals" -j KUBE-EXTERNAL-SERVICES')
+        filt.add(
+            chain,
+            '-m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer '
+            'firewall" -j KUBE-PROXY-FIREWALL',
+        )
+    filt.add(
+        "INPUT", '-m comment --comment "kubernetes health check service ports" -j KUBE-NODEPORTS'
+    )
+    filt.add(
+        "INPUT",
+        '-m conntrack --ctstate NEW -m comment --comment "kubernetes externally-visible '
+        'service portals" -j KUBE-EXTERNAL-SERVICES',
+    )
     filt.add("FORWARD", '-m comment --comment "kubernetes forwarding rules" -j KUBE-FORWARD')
-    filt.add("FORWARD", '-m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" '
-                        "-j KUBE-SERVICES")
-    filt.add("OUTPUT", '-m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" '
-                       "-j KUBE-SERVICES")
+    filt.add(
+        "FORWARD",
+        '-m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" '
+        "-j KUBE-SERVICES",
+    )
+    filt.add(
+        "OUTPUT",
+        '-m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" '
+        "-j KUBE-SERVICES",
+    )
     filt.chain("KUBE-EXTERNAL-SERVICES")
     filt.chain("KUBE-PROXY-FIREWALL")
     filt.chain("KUBE-NODEPORTS")
     filt.chain("KUBE-SERVICES")
     filt.add("KUBE-FORWARD", "-m conntrack --ctstate INVALID -j DROP")
-    filt.add("KUBE-FORWARD", '-m comment --comment "kubernetes forwarding rules" -m mark --mark '
-                             "0x4000/0x4000 -j ACCEPT")
-    filt.add("KUBE-FORWARD", '-m comment --comment "kubernetes forwarding conntrack rule" -m conntrack '
-                             "--ctstate RELATED,ESTABLISHED -j ACCEPT")
+    filt.add(
+        "KUBE-FORWARD",
+        '-m comment --comment "kubernetes forwarding rules" -m mark --mark 0x4000/0x4000 -j ACCEPT',
+    )
+    filt.add(
+        "KUBE-FORWARD",
+        '-m comment --comment "kubernetes forwarding conntrack rule" -m conntrack '
+        "--ctstate RELATED,ESTABLISHED -j ACCEPT",
+    )
     for sp in service_ports(cluster):
         p = sp.proto
         if not sp.endpoints:
             # No endpoints: kube-proxy rejects in the filter table and writes no NAT rules.
-            filt.add("KUBE-SERVICES", f"-d {sp.cluster_ip}/32 " + _match(p, f"{sp.spn} has no endpoints", sp.port)
-                + " -j REJECT --reject-with icmp-port-unreachable")
+            filt.add(
+                "KUBE-SERVICES",
+                f"-d {sp.cluster_ip}/32 "
+                + _match(p, f"{sp.spn} has no endpoints", sp.port)
+                + " -j REJECT --reject-with icmp-port-unreachable",
+            )
             if sp.node_port:
                 # iptables-save prints -p first, then the matches in the order kube-proxy gave them.
-                filt.add("KUBE-EXTERNAL-SERVICES", f"-p {p} -m comment --comment "
-                         f"{_quote(sp.spn + ' has no endpoints')} -m addrtype --dst-type LOCAL "
-                         f"-m {p} --dport {sp.node_port} -j REJECT --reject-with icmp-port-unreachable")
+                filt.add(
+                    "KUBE-EXTERNAL-SERVICES",
+                    f"-p {p} -m comment --comment "
+                    f"{_quote(sp.spn + ' has no endpoints')} -m addrtype --dst-type LOCAL "
+                    f"-m {p} --dport {sp.node_port} -j REJECT --reject-with icmp-port-unreachable",
+                )
             continue
         svc_chain = "KUBE-SVC-" + _hash(sp.spn + p)
         ext_chain = "KUBE-EXT-" + _hash(sp.spn + p)
-        nat.add("KUBE-SERVICES", f"-d {sp.cluster_ip}/32 " + _match(p, f"{sp.spn} cluster IP", sp.port) + f" -j {svc_chain}")
+        nat.add(
+            "KUBE-SERVICES",
+            f"-d {sp.cluster_ip}/32 "
+            + _match(p, f"{sp.spn} cluster IP", sp.port)
+            + f" -j {svc_chain}",
+        )
         if sp.lb_ip:
-            nat.add("KUBE-SERVICES", f"-d {sp.lb_ip}/32 " + _match(p, f"{sp.spn} loadbalancer IP", sp.port) + f" -j {ext_chain}")
+            nat.add(
+                "KUBE-SERVICES",
+                f"-d {sp.lb_ip}/32 "
+                + _match(p, f"{sp.spn} loadbalancer IP", sp.port)
+                + f" -j {ext_chain}",
+            )
         if sp.node_port:
             nat.add("KUBE-NODEPORTS", _match(p, sp.spn, sp.node_port) + f" -j {ext_chain}")
-            nat.add(ext_chain, f'-m comment --comment "masquerade traffic for {sp.spn} external '
-                               'destinations" -j KUBE-MARK-MASQ')
+            nat.add(
+                ext_chain,
+                f'-m comment --comment "masquerade traffic for {sp.spn} external '
+                'destinations" -j KUBE-MARK-MASQ',
+            )
             nat.add(ext_chain, f"-j {svc_chain}")
-        nat.add(svc_chain, f"! -s {POD_CIDR} -d {sp.cluster_ip}/32 " + _match(p, f"{sp.spn} cluster IP", sp.port) + " -j KUBE-MARK-MASQ")
+        nat.add(
+            svc_chain,
+            f"! -s {POD_CIDR} -d {sp.cluster_ip}/32 "
+            + _match(p, f"{sp.spn} cluster IP", sp.port)
+            + " -j KUBE-MARK-MASQ",
+        )
         count = len(sp.endpoints)
         for i, (ip, target) in enumerate(sp.endpoints):
             endpoint = f"{ip}:{target}"
@@ -293,11 +369,17 @@ def _iptables_proxier(cluster: Cluster, nat: _Table, filt: _Table) -> None:
             if i < count - 1:
                 stat = f" -m statistic --mode random --probability {_probability(count - i)}"
             nat.add(svc_chain, f'-m comment --comment "{sp.spn} -> {endpoint}"{stat} -j {sep}')
-            nat.add(sep, f'-s {ip}/32 -m comment --comment {_quote(sp.spn)} -j KUBE-MARK-MASQ')
-            nat.add(sep, f"-p {p} -m comment --comment {_quote(sp.spn)} -m {p} -j DNAT "
-                         f"--to-destination {endpoint}")
-    nat.add("KUBE-SERVICES", '-m comment --comment "kubernetes service nodeports; NOTE: this must be '
-                             'the last rule in this chain" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS')
+            nat.add(sep, f"-s {ip}/32 -m comment --comment {_quote(sp.spn)} -j KUBE-MARK-MASQ")
+            nat.add(
+                sep,
+                f"-p {p} -m comment --comment {_quote(sp.spn)} -m {p} -j DNAT "
+                f"--to-destination {endpoint}",
+            )
+    nat.add(
+        "KUBE-SERVICES",
+        '-m comment --comment "kubernetes service nodeports; NOTE: this must be '
+        'the last rule in this chain" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS',
+    )
 
 
 def _match(proto: str, comment: str, port: int) -> str:
@@ -330,14 +412,20 @@ def _ipvs_proxier(cluster: Cluster, nat: _Table, filt: _Table) -> None:
     protos = sorted({sp.protocol for sp in service_ports(cluster) if sp.node_port})
     for proto in protos:
         suffix = "" if proto == "TCP" else ("-HASH" if proto == "SCTP" else "")
-        nat.add("KUBE-NODE-PORT", f"-p {proto.lower()} -m comment --comment \"Kubernetes nodeport "
-                                  f"{proto} port for masquerade purpose\" -m set --match-set "
-                                  f"KUBE-NODE-PORT-{proto}{suffix} dst{',dst' if suffix else ''} "
-                                  "-j KUBE-MARK-MASQ")
+        nat.add(
+            "KUBE-NODE-PORT",
+            f'-p {proto.lower()} -m comment --comment "Kubernetes nodeport '
+            f'{proto} port for masquerade purpose" -m set --match-set '
+            f"KUBE-NODE-PORT-{proto}{suffix} dst{',dst' if suffix else ''} "
+            "-j KUBE-MARK-MASQ",
+        )
     nat.chain("KUBE-NODE-PORT")
-    nat.add("KUBE-SERVICES", f'! -s {POD_CIDR} -m comment --comment "Kubernetes service cluster ip + '
-                             'port for masquerade purpose" -m set --match-set KUBE-CLUSTER-IP '
-                             "dst,dst -j KUBE-MARK-MASQ")
+    nat.add(
+        "KUBE-SERVICES",
+        f'! -s {POD_CIDR} -m comment --comment "Kubernetes service cluster ip + '
+        'port for masquerade purpose" -m set --match-set KUBE-CLUSTER-IP '
+        "dst,dst -j KUBE-MARK-MASQ",
+    )
     nat.add("KUBE-SERVICES", "-m addrtype --dst-type LOCAL -j KUBE-NODE-PORT")
     nat.add("KUBE-SERVICES", "-m set --match-set KUBE-CLUSTER-IP dst,dst -j ACCEPT")
     filt.add("INPUT", '-m comment --comment "kubernetes ipvs access filter" -j KUBE-IPVS-FILTER')
@@ -345,12 +433,17 @@ def _ipvs_proxier(cluster: Cluster, nat: _Table, filt: _Table) -> None:
     filt.add("INPUT", '-m comment --comment "kubernetes health check rules" -j KUBE-NODE-PORT')
     filt.add("FORWARD", '-m comment --comment "kube-proxy firewall rules" -j KUBE-PROXY-FIREWALL')
     filt.add("FORWARD", '-m comment --comment "kubernetes forwarding rules" -j KUBE-FORWARD')
-    filt.add("KUBE-FORWARD", '-m comment --comment "kubernetes forwarding rules" -m mark --mark '
-                             "0x4000/0x4000 -j ACCEPT")
+    filt.add(
+        "KUBE-FORWARD",
+        '-m comment --comment "kubernetes forwarding rules" -m mark --mark 0x4000/0x4000 -j ACCEPT',
+    )
     filt.add("KUBE-IPVS-FILTER", "-m set --match-set KUBE-LOAD-BALANCER dst,dst -j RETURN")
     filt.add("KUBE-IPVS-FILTER", "-m set --match-set KUBE-CLUSTER-IP dst,dst -j RETURN")
-    filt.add("KUBE-IPVS-FILTER", "-m conntrack --ctstate NEW -m set --match-set KUBE-IPVS-IPS dst "
-                                 "-j REJECT --reject-with icmp-port-unreachable")
+    filt.add(
+        "KUBE-IPVS-FILTER",
+        "-m conntrack --ctstate NEW -m set --match-set KUBE-IPVS-IPS dst "
+        "-j REJECT --reject-with icmp-port-unreachable",
+    )
     filt.chain("KUBE-PROXY-FIREWALL")
     filt.chain("KUBE-NODE-PORT")
 
@@ -358,8 +451,11 @@ def _ipvs_proxier(cluster: Cluster, nat: _Table, filt: _Table) -> None:
 def _hostports(cluster: Cluster, node: Node, nat: _Table) -> None:
     nat.chain("KUBE-HOSTPORTS")
     for chain in ("PREROUTING", "OUTPUT"):
-        nat.add(chain, '-m comment --comment "kube hostport portals" -m addrtype --dst-type LOCAL '
-                       "-j KUBE-HOSTPORTS")
+        nat.add(
+            chain,
+            '-m comment --comment "kube hostport portals" -m addrtype --dst-type LOCAL '
+            "-j KUBE-HOSTPORTS",
+        )
     for key in sorted(cluster.objects["pods"]):
         rt = cluster.pod_rt[key]
         pod = cluster.objects["pods"][key]
@@ -375,11 +471,16 @@ def _hostports(cluster: Cluster, node: Node, nat: _Table) -> None:
                 p = proto.lower()
                 chain = "KUBE-HP-" + _hash(f"{host_port}{proto}{full_name}")
                 comment = f'"{full_name} hostport {host_port}"'
-                nat.add("KUBE-HOSTPORTS", f"-p {p} -m comment --comment {comment} -m {p} "
-                                          f"--dport {host_port} -j {chain}")
+                nat.add(
+                    "KUBE-HOSTPORTS",
+                    f"-p {p} -m comment --comment {comment} -m {p} --dport {host_port} -j {chain}",
+                )
                 nat.add(chain, f"-s {rt.ip}/32 -m comment --comment {comment} -j KUBE-MARK-MASQ")
-                nat.add(chain, f"-p {p} -m comment --comment {comment} -m {p} -j DNAT "
-                               f"--to-destination {rt.ip}:{port['containerPort']}")
+                nat.add(
+                    chain,
+                    f"-p {p} -m comment --comment {comment} -m {p} -j DNAT "
+                    f"--to-destination {rt.ip}:{port['containerPort']}",
+                )
 
 
 def iptables_save(cluster: Cluster, node: Node, table: str | None = None) -> str:
@@ -409,9 +510,11 @@ def iptables_save(cluster: Cluster, node: Node, table: str | None = None) -> str
 
 
 def ipvsadm(cluster: Cluster) -> str:
-    head = ("IP Virtual Server version 1.2.1 (size=4096)\n"
-            "Prot LocalAddress:Port Scheduler Flags\n"
-            "  -> RemoteAddress:Port           Forward Weight ActiveConn InActConn\n")
+    head = (
+        "IP Virtual Server version 1.2.1 (size=4096)\n"
+        "Prot LocalAddress:Port Scheduler Flags\n"
+        "  -> RemoteAddress:Port           Forward Weight ActiveConn InActConn\n"
+    )
     if kube_proxy_mode(cluster) != "ipvs":
         return head
     virtuals: list[tuple[str, str, int, list[tuple[str, int]]]] = []
@@ -423,8 +526,10 @@ def ipvsadm(cluster: Cluster) -> str:
             for node in cluster.nodes:
                 virtuals.append((sp.protocol, node.host_ip, sp.node_port, sp.endpoints))
 
-    def cmp_services(a: tuple[str, str, int, list[tuple[str, int]]],
-                     b: tuple[str, str, int, list[tuple[str, int]]]) -> int:
+    def cmp_services(
+        a: tuple[str, str, int, list[tuple[str, int]]],
+        b: tuple[str, str, int, list[tuple[str, int]]],
+    ) -> int:
         return (IP_PROTO[a[0]] - IP_PROTO[b[0]]) or _addr_cmp(a[1], b[1]) or (a[2] - b[2])
 
     def cmp_dests(a: tuple[str, int], b: tuple[str, int]) -> int:
@@ -486,8 +591,10 @@ def nft_ruleset(cluster: Cluster) -> str:
     if kube_proxy_mode(cluster) != "nftables":
         return ""
     ports = service_ports(cluster)
-    cluster_ips = sorted({sp.cluster_ip for sp in ports if sp.cluster_ip},
-                         key=lambda ip: tuple(int(x) for x in ip.split(".")))
+    cluster_ips = sorted(
+        {sp.cluster_ip for sp in ports if sp.cluster_ip},
+        key=lambda ip: tuple(int(x) for x in ip.split(".")),
+    )
     service_elems: list[str] = []
     no_endpoint: list[str] = []
     no_endpoint_nodeports: list[str] = []
@@ -508,63 +615,93 @@ def nft_ruleset(cluster: Cluster) -> str:
         if sp.node_port:
             nodeport_elems.append(f"{sp.proto} . {sp.node_port} : goto {ext_chain}")
         if sp.lb_ip or sp.node_port:
-            chains.append(f"\tchain {ext_chain} {{\n\t\tjump mark-for-masquerade\n"
-                          f"\t\tgoto {svc_chain}\n\t}}\n")
+            chains.append(
+                f"\tchain {ext_chain} {{\n\t\tjump mark-for-masquerade\n"
+                f"\t\tgoto {svc_chain}\n\t}}\n"
+            )
         vmap = []
         ep_chains = []
         for i, (ip, target) in enumerate(sp.endpoints):
             ep_chain = "endpoint-" + _nft_hash(f"{base}__{ip}/{target}")
             vmap.append(f"{i} : goto {ep_chain}")
-            ep_chains.append(f"\tchain {ep_chain} {{\n\t\tip saddr {ip} jump mark-for-masquerade\n"
-                             f"\t\tmeta l4proto {sp.proto} dnat to {ip}:{target}\n\t}}\n")
-        chains.append(f"\tchain {svc_chain} {{\n"
-                      f"\t\tip daddr {sp.cluster_ip} {sp.proto} dport {sp.port} ip saddr != "
-                      f"{POD_CIDR} jump mark-for-masquerade\n"
-                      f"\t\tnumgen random mod {len(sp.endpoints)} vmap {{ {', '.join(vmap)} }}\n\t}}\n")
+            ep_chains.append(
+                f"\tchain {ep_chain} {{\n\t\tip saddr {ip} jump mark-for-masquerade\n"
+                f"\t\tmeta l4proto {sp.proto} dnat to {ip}:{target}\n\t}}\n"
+            )
+        chains.append(
+            f"\tchain {svc_chain} {{\n"
+            f"\t\tip daddr {sp.cluster_ip} {sp.proto} dport {sp.port} ip saddr != "
+            f"{POD_CIDR} jump mark-for-masquerade\n"
+            f"\t\tnumgen random mod {len(sp.endpoints)} vmap {{ {', '.join(vmap)} }}\n\t}}\n"
+        )
         chains += ep_chains
     parts = [
         "table ip kube-proxy {\n",
         '\tcomment "rules for kube-proxy"\n',
-        "\tset cluster-ips {\n\t\ttype ipv4_addr\n\t\tcomment \"Active ClusterIPs\"\n",
+        '\tset cluster-ips {\n\t\ttype ipv4_addr\n\t\tcomment "Active ClusterIPs"\n',
         f"\t\t{_elements(cluster_ips, per_line=2)}\n" if cluster_ips else "",
         "\t}\n\n",
-        "\tset nodeport-ips {\n\t\ttype ipv4_addr\n\t\tcomment \"IPs that accept NodePort traffic\"\n",
+        '\tset nodeport-ips {\n\t\ttype ipv4_addr\n\t\tcomment "IPs that accept NodePort traffic"\n',
         f"\t\t{_elements([n.host_ip for n in cluster.nodes], per_line=2)}\n\t}}\n\n",
-        ("\tmap no-endpoint-services {\n\t\ttype ipv4_addr . inet_proto . inet_service : verdict\n"
-        "\t\tcomment \"vmap to drop or reject packets to services with no endpoints\"\n"),
+        (
+            "\tmap no-endpoint-services {\n\t\ttype ipv4_addr . inet_proto . inet_service : verdict\n"
+            '\t\tcomment "vmap to drop or reject packets to services with no endpoints"\n'
+        ),
         f"\t\t{_elements(no_endpoint)}\n" if no_endpoint else "",
         "\t}\n\n",
-        ("\tmap no-endpoint-nodeports {\n\t\ttype inet_proto . inet_service : verdict\n"
-        "\t\tcomment \"vmap to drop or reject packets to service nodeports with no endpoints\"\n"),
+        (
+            "\tmap no-endpoint-nodeports {\n\t\ttype inet_proto . inet_service : verdict\n"
+            '\t\tcomment "vmap to drop or reject packets to service nodeports with no endpoints"\n'
+        ),
         f"\t\t{_elements(no_endpoint_nodeports)}\n" if no_endpoint_nodeports else "",
         "\t}\n\n",
-        ("\tmap service-ips {\n\t\ttype ipv4_addr . inet_proto . inet_service : verdict\n"
-        "\t\tcomment \"ClusterIP, ExternalIP and LoadBalancer IP traffic\"\n"),
+        (
+            "\tmap service-ips {\n\t\ttype ipv4_addr . inet_proto . inet_service : verdict\n"
+            '\t\tcomment "ClusterIP, ExternalIP and LoadBalancer IP traffic"\n'
+        ),
         f"\t\t{_elements(service_elems)}\n" if service_elems else "",
         "\t}\n\n",
-        ("\tmap service-nodeports {\n\t\ttype inet_proto . inet_service : verdict\n"
-        "\t\tcomment \"NodePort traffic\"\n"),
+        (
+            "\tmap service-nodeports {\n\t\ttype inet_proto . inet_service : verdict\n"
+            '\t\tcomment "NodePort traffic"\n'
+        ),
         f"\t\t{_elements(nodeport_elems)}\n" if nodeport_elems else "",
         "\t}\n\n",
-        ("\tchain nat-prerouting {\n\t\ttype nat hook prerouting priority dstnat; policy accept;\n"
-        "\t\tjump services\n\t}\n\n"),
-        ("\tchain nat-output {\n\t\ttype nat hook output priority -100; policy accept;\n"
-        "\t\tjump services\n\t}\n\n"),
-        ("\tchain nat-postrouting {\n\t\ttype nat hook postrouting priority srcnat; policy accept;\n"
-        "\t\tjump masquerading\n\t}\n\n"),
-        ("\tchain filter-input {\n\t\ttype filter hook input priority -110; policy accept;\n"
-        "\t\tct state new jump service-endpoints-check\n"
-        "\t\tct state new jump nodeport-endpoints-check\n\t}\n\n"),
-        ("\tchain nodeport-endpoints-check {\n"
-        "\t\tip daddr @nodeport-ips meta l4proto . th dport vmap @no-endpoint-nodeports\n\t}\n\n"),
-        ("\tchain service-endpoints-check {\n"
-        "\t\tip daddr . meta l4proto . th dport vmap @no-endpoint-services\n\t}\n\n"),
-        "\tchain reject-chain {\n\t\tcomment \"helper for @no-endpoint-services\"\n\t\treject\n\t}\n\n",
+        (
+            "\tchain nat-prerouting {\n\t\ttype nat hook prerouting priority dstnat; policy accept;\n"
+            "\t\tjump services\n\t}\n\n"
+        ),
+        (
+            "\tchain nat-output {\n\t\ttype nat hook output priority -100; policy accept;\n"
+            "\t\tjump services\n\t}\n\n"
+        ),
+        (
+            "\tchain nat-postrouting {\n\t\ttype nat hook postrouting priority srcnat; policy accept;\n"
+            "\t\tjump masquerading\n\t}\n\n"
+        ),
+        (
+            "\tchain filter-input {\n\t\ttype filter hook input priority -110; policy accept;\n"
+            "\t\tct state new jump service-endpoints-check\n"
+            "\t\tct state new jump nodeport-endpoints-check\n\t}\n\n"
+        ),
+        (
+            "\tchain nodeport-endpoints-check {\n"
+            "\t\tip daddr @nodeport-ips meta l4proto . th dport vmap @no-endpoint-nodeports\n\t}\n\n"
+        ),
+        (
+            "\tchain service-endpoints-check {\n"
+            "\t\tip daddr . meta l4proto . th dport vmap @no-endpoint-services\n\t}\n\n"
+        ),
+        '\tchain reject-chain {\n\t\tcomment "helper for @no-endpoint-services"\n\t\treject\n\t}\n\n',
         "\tchain mark-for-masquerade {\n\t\tmeta mark set meta mark | 0x00004000\n\t}\n\n",
-        ("\tchain masquerading {\n\t\tmeta mark & 0x00004000 == 0x00000000 return\n"
-        "\t\tmeta mark set meta mark ^ 0x00004000\n\t\tmasquerade fully-random\n\t}\n\n"),
-        ("\tchain services {\n\t\tip daddr . meta l4proto . th dport vmap @service-ips\n"
-        "\t\tip daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports\n\t}\n"),
+        (
+            "\tchain masquerading {\n\t\tmeta mark & 0x00004000 == 0x00000000 return\n"
+            "\t\tmeta mark set meta mark ^ 0x00004000\n\t\tmasquerade fully-random\n\t}\n\n"
+        ),
+        (
+            "\tchain services {\n\t\tip daddr . meta l4proto . th dport vmap @service-ips\n"
+            "\t\tip daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports\n\t}\n"
+        ),
     ]
     for chain in chains:
         parts.append("\n" + chain)

@@ -85,23 +85,31 @@ def _type_ok(kind: str, value: Any) -> bool:
     raise AssertionError(kind)
 
 
-_TYPE_WORDS = {"bool": "a boolean", "int": "an integer", "number": "a number",
-               "str": "a string (quote versions)", "dict": "a mapping"}
+_TYPE_WORDS = {
+    "bool": "a boolean",
+    "int": "an integer",
+    "number": "a number",
+    "str": "a string (quote versions)",
+    "dict": "a mapping",
+}
 
 
-def _fill(section: dict[str, Any], spec: dict[str, tuple[str, Any]], prefix: str,
-          source: str, what: str) -> dict[str, Any]:
+def _fill(
+    section: dict[str, Any], spec: dict[str, tuple[str, Any]], prefix: str, source: str, what: str
+) -> dict[str, Any]:
     unknown = sorted(set(section) - set(spec))
     if unknown:
-        raise ValueError(f"{source}: unknown {what} {prefix}{unknown[0]!s} "
-                         f"(known: {', '.join(sorted(spec))})")
+        raise ValueError(
+            f"{source}: unknown {what} {prefix}{unknown[0]!s} (known: {', '.join(sorted(spec))})"
+        )
     out: dict[str, Any] = {}
     for field, (kind, default) in spec.items():
         if field in section and section[field] is not None:
             value = section[field]
             if not _type_ok(kind, value):
-                raise ValueError(f"{source}: field {prefix}{field} must be {_TYPE_WORDS[kind]}, "
-                                 f"got {value!r}")
+                raise ValueError(
+                    f"{source}: field {prefix}{field} must be {_TYPE_WORDS[kind]}, got {value!r}"
+                )
             out[field] = value
         else:
             out[field] = copy.deepcopy(default)
@@ -110,8 +118,9 @@ def _fill(section: dict[str, Any], spec: dict[str, tuple[str, Any]], prefix: str
 
 def _choice(value: str, choices: tuple[str, ...], field: str, source: str) -> None:
     if value not in choices:
-        raise ValueError(f"{source}: field {field} must be one of {', '.join(choices)}, "
-                         f"got {value!r}")
+        raise ValueError(
+            f"{source}: field {field} must be one of {', '.join(choices)}, got {value!r}"
+        )
 
 
 def validate_profile(data: Any, source: str = "<profile>") -> dict[str, Any]:
@@ -123,33 +132,51 @@ def validate_profile(data: Any, source: str = "<profile>") -> dict[str, Any]:
         stem = Path(source).stem
         profile["name"] = stem
     if not _NAME_RE.match(profile["name"]) or len(profile["name"]) > 63:
-        raise ValueError(f"{source}: field name {profile['name']!r} must be a DNS label "
-                         "(lowercase letters, digits and '-')")
+        raise ValueError(
+            f"{source}: field name {profile['name']!r} must be a DNS label "
+            "(lowercase letters, digits and '-')"
+        )
     if profile["plugin"] is None:
         raise ValueError(f"{source}: field plugin is required")
     if not _VERSION_RE.match(profile["kubernetes_version"].lstrip("v")):
-        raise ValueError(f"{source}: field kubernetes_version {profile['kubernetes_version']!r} "
-                         "is not a version like \"1.31.2\"")
+        raise ValueError(
+            f"{source}: field kubernetes_version {profile['kubernetes_version']!r} "
+            'is not a version like "1.31.2"'
+        )
     profile["kubernetes_version"] = profile["kubernetes_version"].lstrip("v")
     if profile["proxier"] not in PROXIERS:
-        raise ValueError(f"{source}: field proxier must be one of {', '.join(PROXIERS)}, "
-                         f"got {profile['proxier']!r}")
+        raise ValueError(
+            f"{source}: field proxier must be one of {', '.join(PROXIERS)}, "
+            f"got {profile['proxier']!r}"
+        )
     if profile["nodes"] < 1:
         raise ValueError(f"{source}: field nodes must be at least 1, got {profile['nodes']}")
     if profile["nodes"] > 250:
         raise ValueError(f"{source}: field nodes must be at most 250, got {profile['nodes']}")
-    profile["dataplane"] = _fill(profile["dataplane"] or {}, _DATAPLANE, "dataplane.", source,
-                                 "field")
+    profile["dataplane"] = _fill(
+        profile["dataplane"] or {}, _DATAPLANE, "dataplane.", source, "field"
+    )
     mode = profile["dataplane"]["network_policy"]
     if mode not in NETWORK_POLICY_MODES:
-        raise ValueError(f"{source}: field dataplane.network_policy must be one of "
-                         f"{', '.join(NETWORK_POLICY_MODES)}, got {mode!r}")
-    _choice(profile["dataplane"]["endpoints_reachable"], ENDPOINTS_REACHABLE,
-            "dataplane.endpoints_reachable", source)
-    profile["admission"] = _fill(profile["admission"] or {}, _ADMISSION, "admission.", source,
-                                 "field")
-    _choice(profile["admission"]["privileged_pods"], PRIVILEGED_PODS,
-            "admission.privileged_pods", source)
+        raise ValueError(
+            f"{source}: field dataplane.network_policy must be one of "
+            f"{', '.join(NETWORK_POLICY_MODES)}, got {mode!r}"
+        )
+    _choice(
+        profile["dataplane"]["endpoints_reachable"],
+        ENDPOINTS_REACHABLE,
+        "dataplane.endpoints_reachable",
+        source,
+    )
+    profile["admission"] = _fill(
+        profile["admission"] or {}, _ADMISSION, "admission.", source, "field"
+    )
+    _choice(
+        profile["admission"]["privileged_pods"],
+        PRIVILEGED_PODS,
+        "admission.privileged_pods",
+        source,
+    )
     # node_access: false is the older spelling of privileged_pods: forbid. The reverse is not
     # implied: `lab --register` declares node_access, and a cluster declared with node access
     # is sent the privileged pod, so the battery meets (and quotes) the refusal itself.
@@ -163,8 +190,10 @@ def validate_profile(data: Any, source: str = "<profile>") -> dict[str, Any]:
     profile["faults"] = _fill(profile["faults"] or {}, _FAULTS, "faults.", source, "fault")
     faults = profile["faults"]
     if not 0.0 <= faults["api_error_rate"] <= 1.0:
-        raise ValueError(f"{source}: field faults.api_error_rate must be between 0 and 1, "
-                         f"got {faults['api_error_rate']}")
+        raise ValueError(
+            f"{source}: field faults.api_error_rate must be between 0 and 1, "
+            f"got {faults['api_error_rate']}"
+        )
     for field in ("pod_start_delay_s", "api_timeout_s"):
         if faults[field] < 0:
             raise ValueError(f"{source}: field faults.{field} must not be negative")
@@ -199,8 +228,9 @@ def load_profiles(directory: str | Path) -> list[dict[str, Any]]:
     for path in paths:
         profile = load_profile(path)
         if profile["name"] in seen:
-            raise ValueError(f"{path}: field name {profile['name']!r} is already used by "
-                             f"{seen[profile['name']]}")
+            raise ValueError(
+                f"{path}: field name {profile['name']!r} is already used by {seen[profile['name']]}"
+            )
         seen[profile["name"]] = path
         profiles.append(profile)
     return profiles

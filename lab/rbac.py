@@ -70,8 +70,9 @@ class Attributes:
 class RbacState:
     """The RBAC objects of one lab cluster and the tokens issued for its ServiceAccounts."""
 
-    objects: dict[str, dict[tuple[str, str], dict[str, Any]]] = field(default_factory=lambda: {
-        kind: {} for kind in _KINDS})
+    objects: dict[str, dict[tuple[str, str], dict[str, Any]]] = field(
+        default_factory=lambda: {kind: {} for kind in _KINDS}
+    )
     tokens: dict[str, tuple[Identity, float]] = field(default_factory=dict)
     profile_identity: Identity | None = None
 
@@ -97,7 +98,11 @@ def load_role_file(path: str | Path) -> tuple[Identity, tuple[dict[str, Any], ..
     """The ServiceAccount and ClusterRole rules of a role file (one or more YAML documents),
     or of every YAML file in a directory (e.g. `deploy/rbac`)."""
     path = Path(path)
-    files = sorted(p for p in path.glob("*.y*ml") if p.name != "kustomization.yaml") if path.is_dir() else [path]
+    files = (
+        sorted(p for p in path.glob("*.y*ml") if p.name != "kustomization.yaml")
+        if path.is_dir()
+        else [path]
+    )
     try:
         docs = [d for f in files for d in yaml.safe_load_all(f.read_text(encoding="utf-8")) if d]
     except (OSError, yaml.YAMLError) as exc:
@@ -142,7 +147,9 @@ def authenticate(cluster: Any, header: str | None) -> Identity:
     scheme, _, value = (header or "").partition(" ")
     token = value.strip() if scheme.lower() == "bearer" else ""
     if token and secrets.compare_digest(token, cluster.profile["token"]):
-        return state.profile_identity or Identity("kubernetes-admin", ("system:masters",), admin=True)
+        return state.profile_identity or Identity(
+            "kubernetes-admin", ("system:masters",), admin=True
+        )
     issued = state.tokens.get(token) if token else None
     if issued is not None and issued[1] > time.time():
         return issued[0]
@@ -150,6 +157,7 @@ def authenticate(cluster: Any, header: str | None) -> Identity:
 
 
 # --- request attributes (k8s.io/apiserver/pkg/endpoints/request/requestinfo.go) ------------
+
 
 def attributes(method: str, path: str, query: dict[str, list[str]]) -> Attributes:
     verb = _VERBS.get(method, method.lower())
@@ -184,7 +192,11 @@ def _allows(rule: dict[str, Any], attrs: Attributes) -> bool:
         return False
     if not attrs.resource_request:
         for url in rule.get("nonResourceURLs") or []:
-            if url == attrs.path or url == "*" or (url.endswith("*") and attrs.path.startswith(url[:-1])):
+            if (
+                url == attrs.path
+                or url == "*"
+                or (url.endswith("*") and attrs.path.startswith(url[:-1]))
+            ):
                 return True
         return False
     groups = rule.get("apiGroups") or []
@@ -192,8 +204,11 @@ def _allows(rule: dict[str, Any], attrs: Attributes) -> bool:
         return False
     wanted = f"{attrs.resource}/{attrs.subresource}" if attrs.subresource else attrs.resource
     resources = rule.get("resources") or []
-    if not ("*" in resources or wanted in resources
-            or (attrs.subresource and f"*/{attrs.subresource}" in resources)):
+    if not (
+        "*" in resources
+        or wanted in resources
+        or (attrs.subresource and f"*/{attrs.subresource}" in resources)
+    ):
         return False
     names = rule.get("resourceNames") or []
     return not names or attrs.name in names
@@ -241,15 +256,18 @@ class _Forbidden(ApiError):
 def forbidden(attrs: Attributes, user: str) -> ApiError:
     """The 403 of k8s.io/apiserver responsewriters.Forbidden, word for word."""
     if not attrs.resource_request:
-        return _Forbidden(403, f'forbidden: User "{user}" cannot {attrs.verb} path "{attrs.path}"',
-                          details={})
+        return _Forbidden(
+            403, f'forbidden: User "{user}" cannot {attrs.verb} path "{attrs.path}"', details={}
+        )
     resource = f"{attrs.resource}/{attrs.subresource}" if attrs.subresource else attrs.resource
     if attrs.namespace:
         where = f'in the namespace "{attrs.namespace}"'
     else:
         where = "at the cluster scope"
-    why = (f'User "{user}" cannot {attrs.verb} resource "{resource}" in API group '
-           f'"{attrs.api_group}" {where}')
+    why = (
+        f'User "{user}" cannot {attrs.verb} resource "{resource}" in API group '
+        f'"{attrs.api_group}" {where}'
+    )
     qualified = f"{attrs.resource}.{attrs.api_group}" if attrs.api_group else attrs.resource
     subject = f'{qualified} "{attrs.name}"' if attrs.name else qualified
     details: dict[str, Any] = {"kind": attrs.resource}
@@ -260,8 +278,9 @@ def forbidden(attrs: Attributes, user: str) -> ApiError:
     return _Forbidden(403, f"{subject} is forbidden: {why}", details=details)
 
 
-def authorize(cluster: Any, who: Identity, method: str, path: str,
-              query: dict[str, list[str]]) -> None:
+def authorize(
+    cluster: Any, who: Identity, method: str, path: str, query: dict[str, list[str]]
+) -> None:
     """Raise the API server's 403 unless a rule bound to `who` allows the request."""
     if who.admin:
         return
@@ -277,9 +296,11 @@ def authorize(cluster: Any, who: Identity, method: str, path: str,
 
 _RBAC_PATH = re.compile(
     r"^/apis/rbac\.authorization\.k8s\.io/v1(?:/namespaces/(?P<ns>[^/]+))?/(?P<res>clusterroles|"
-    r"clusterrolebindings|roles|rolebindings)(?:/(?P<name>[^/]+))?/?$")
+    r"clusterrolebindings|roles|rolebindings)(?:/(?P<name>[^/]+))?/?$"
+)
 _SA_PATH = re.compile(
-    r"^/api/v1/namespaces/(?P<ns>[^/]+)/serviceaccounts(?:/(?P<name>[^/]+)(?P<token>/token)?)?/?$")
+    r"^/api/v1/namespaces/(?P<ns>[^/]+)/serviceaccounts(?:/(?P<name>[^/]+)(?P<token>/token)?)?/?$"
+)
 
 
 def serve(cluster: Any, method: str, path: str, body: Any) -> tuple[int, Any] | None:
@@ -289,8 +310,11 @@ def serve(cluster: Any, method: str, path: str, body: Any) -> tuple[int, Any] | 
         ns, name = found.group("ns"), found.group("name")
         if found.group("token"):
             if method != "POST":
-                raise ApiError(405, "the server does not allow this method on the requested "
-                                    "resource", reason="MethodNotAllowed")
+                raise ApiError(
+                    405,
+                    "the server does not allow this method on the requested resource",
+                    reason="MethodNotAllowed",
+                )
             return 201, _token_request(cluster, ns, name, body)
         return _crud(cluster, method, "serviceaccounts", ns, name, body)
     found = _RBAC_PATH.match(path)
@@ -308,8 +332,9 @@ def _group_of(resource: str) -> str:
     return "" if resource == "serviceaccounts" else RBAC_GROUP
 
 
-def _crud(cluster: Any, method: str, resource: str, ns: str, name: str | None,
-          body: Any) -> tuple[int, Any]:
+def _crud(
+    cluster: Any, method: str, resource: str, ns: str, name: str | None, body: Any
+) -> tuple[int, Any]:
     objects = state_of(cluster).objects[resource]
     kind, _namespaced = _KINDS[resource]
     group = _group_of(resource)
@@ -318,14 +343,21 @@ def _crud(cluster: Any, method: str, resource: str, ns: str, name: str | None,
         cluster._require_namespace(ns)
     if name is None:
         if method == "GET":
-            items = [copy.deepcopy(o) for (o_ns, _), o in sorted(objects.items())
-                     if not ns or o_ns == ns]
-            return 200, {"kind": f"{kind}List", "apiVersion": api_version,
-                         "metadata": {"resourceVersion": str(cluster.resource_version)},
-                         "items": items}
+            items = [
+                copy.deepcopy(o) for (o_ns, _), o in sorted(objects.items()) if not ns or o_ns == ns
+            ]
+            return 200, {
+                "kind": f"{kind}List",
+                "apiVersion": api_version,
+                "metadata": {"resourceVersion": str(cluster.resource_version)},
+                "items": items,
+            }
         if method != "POST":
-            raise ApiError(405, "the server does not allow this method on the requested "
-                                "resource", reason="MethodNotAllowed")
+            raise ApiError(
+                405,
+                "the server does not allow this method on the requested resource",
+                reason="MethodNotAllowed",
+            )
         obj = _checked(body, kind, api_version, resource, group)
         key = (ns, obj["metadata"]["name"])
         if key in objects:
@@ -347,10 +379,18 @@ def _crud(cluster: Any, method: str, resource: str, ns: str, name: str | None,
         if key not in objects:
             raise not_found(resource, name, group)
         objects.pop(key)
-        return 200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                     "details": {"name": name, "group": group, "kind": resource}}
-    raise ApiError(405, "the server does not allow this method on the requested resource",
-                   reason="MethodNotAllowed")
+        return 200, {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Success",
+            "details": {"name": name, "group": group, "kind": resource},
+        }
+    raise ApiError(
+        405,
+        "the server does not allow this method on the requested resource",
+        reason="MethodNotAllowed",
+    )
 
 
 def _checked(body: Any, kind: str, api_version: str, resource: str, group: str) -> dict[str, Any]:
@@ -359,35 +399,58 @@ def _checked(body: Any, kind: str, api_version: str, resource: str, group: str) 
     name = (body.get("metadata") or {}).get("name") or ""
     causes: list[tuple[str, str, str]] = []
     if not re.match(r"^[a-z0-9]([-a-z0-9.:]*[a-z0-9])?$", name):
-        causes.append(("metadata.name", "FieldValueRequired" if not name else "FieldValueInvalid",
-                       "Required value: name or generateName is required" if not name else
-                       f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of '
-                       "lower case alphanumeric characters, '-' or '.'"))
+        causes.append(
+            (
+                "metadata.name",
+                "FieldValueRequired" if not name else "FieldValueInvalid",
+                "Required value: name or generateName is required"
+                if not name
+                else f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of '
+                "lower case alphanumeric characters, '-' or '.'",
+            )
+        )
     if kind in ("ClusterRoleBinding", "RoleBinding"):
         ref = body.get("roleRef") or {}
         if ref.get("kind") not in ("ClusterRole", "Role") or not ref.get("name"):
-            causes.append(("roleRef.kind", "FieldValueNotSupported",
-                           'Unsupported value: "": supported values: "ClusterRole", "Role"'))
+            causes.append(
+                (
+                    "roleRef.kind",
+                    "FieldValueNotSupported",
+                    'Unsupported value: "": supported values: "ClusterRole", "Role"',
+                )
+            )
     if kind in ("ClusterRole", "Role"):
         for i, rule in enumerate(body.get("rules") or []):
             if not isinstance(rule, dict) or not rule.get("verbs"):
-                causes.append((f"rules[{i}].verbs", "FieldValueRequired",
-                               "Required value: verbs must contain at least one value"))
+                causes.append(
+                    (
+                        f"rules[{i}].verbs",
+                        "FieldValueRequired",
+                        "Required value: verbs must contain at least one value",
+                    )
+                )
     if causes:
         from lab.errors import invalid
+
         raise invalid(kind, name, causes, group)
     obj = copy.deepcopy(body)
     obj["kind"], obj["apiVersion"] = kind, api_version
     return obj
 
 
-def _store(cluster: Any, objects: dict[tuple[str, str], dict[str, Any]], key: tuple[str, str],
-           obj: dict[str, Any], ns: str) -> dict[str, Any]:
+def _store(
+    cluster: Any,
+    objects: dict[tuple[str, str], dict[str, Any]],
+    key: tuple[str, str],
+    obj: dict[str, Any],
+    ns: str,
+) -> dict[str, Any]:
     meta = obj.setdefault("metadata", {})
     old = objects.get(key, {}).get("metadata", {})
     meta["uid"] = old.get("uid") or f"{secrets.token_hex(4)}-{secrets.token_hex(2)}"
     meta["creationTimestamp"] = old.get("creationTimestamp") or time.strftime(
-        "%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        "%Y-%m-%dT%H:%M:%SZ", time.gmtime()
+    )
     meta["resourceVersion"] = cluster.next_rv()
     if ns:
         meta["namespace"] = ns
@@ -418,27 +481,45 @@ def _token_request(cluster: Any, ns: str, name: str | None, body: Any) -> dict[s
     seconds = spec.get("expirationSeconds", 3600)
     if not isinstance(seconds, int) or isinstance(seconds, bool) or seconds < MIN_TOKEN_SECONDS:
         from lab.errors import invalid
-        raise invalid("TokenRequest", name or "", [(
-            "spec.expirationSeconds", "FieldValueInvalid",
-            f"Invalid value: {seconds}: may not specify a duration less than 10 minutes")],
-            "authentication.k8s.io")
+
+        raise invalid(
+            "TokenRequest",
+            name or "",
+            [
+                (
+                    "spec.expirationSeconds",
+                    "FieldValueInvalid",
+                    f"Invalid value: {seconds}: may not specify a duration less than 10 minutes",
+                )
+            ],
+            "authentication.k8s.io",
+        )
     seconds = min(seconds, MAX_TOKEN_SECONDS)
     issued = time.time()
     expires = issued + seconds
-    token = _jwt({
-        "aud": spec.get("audiences") or ["https://kubernetes.default.svc"],
-        "exp": int(expires), "iat": int(issued), "nbf": int(issued),
-        "iss": "https://kubernetes.default.svc.cluster.local",
-        "sub": f"system:serviceaccount:{ns}:{name}",
-        "kubernetes.io": {"namespace": ns, "serviceaccount": {"name": name}},
-    })
+    token = _jwt(
+        {
+            "aud": spec.get("audiences") or ["https://kubernetes.default.svc"],
+            "exp": int(expires),
+            "iat": int(issued),
+            "nbf": int(issued),
+            "iss": "https://kubernetes.default.svc.cluster.local",
+            "sub": f"system:serviceaccount:{ns}:{name}",
+            "kubernetes.io": {"namespace": ns, "serviceaccount": {"name": name}},
+        }
+    )
     state.tokens[token] = (sa_user(ns, name or ""), expires)
     return {
         "kind": "TokenRequest",
         "apiVersion": "authentication.k8s.io/v1",
         "metadata": {"name": name, "namespace": ns},
-        "spec": {"audiences": spec.get("audiences") or ["https://kubernetes.default.svc"],
-                 "expirationSeconds": seconds, "boundObjectRef": spec.get("boundObjectRef")},
-        "status": {"token": token,
-                   "expirationTimestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(expires))},
+        "spec": {
+            "audiences": spec.get("audiences") or ["https://kubernetes.default.svc"],
+            "expirationSeconds": seconds,
+            "boundObjectRef": spec.get("boundObjectRef"),
+        },
+        "status": {
+            "token": token,
+            "expirationTimestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(expires)),
+        },
     }

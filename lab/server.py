@@ -29,34 +29,54 @@ _NS = r"(?P<ns>[a-z0-9.-]+)"
 _NAME = r"(?P<name>[^/]+)"
 LIST_KIND = {"pods": "PodList", "services": "ServiceList", "networkpolicies": "NetworkPolicyList"}
 LIST_API_VERSION = {"pods": "v1", "services": "v1", "networkpolicies": "networking.k8s.io/v1"}
-PREFIX = {"pods": "/api/v1", "services": "/api/v1",
-          "networkpolicies": "/apis/networking.k8s.io/v1"}
+PREFIX = {"pods": "/api/v1", "services": "/api/v1", "networkpolicies": "/apis/networking.k8s.io/v1"}
 
 Handler = Callable[[Cluster, dict[str, str], dict[str, list[str]], Any], tuple[int, Any]]
 
 
-def _list(kind: str, api_version: str, items: list[dict[str, Any]], cluster: Cluster) -> dict[str, Any]:
-    return {"kind": kind, "apiVersion": api_version,
-            "metadata": {"resourceVersion": str(cluster.resource_version)}, "items": items}
+def _list(
+    kind: str, api_version: str, items: list[dict[str, Any]], cluster: Cluster
+) -> dict[str, Any]:
+    return {
+        "kind": kind,
+        "apiVersion": api_version,
+        "metadata": {"resourceVersion": str(cluster.resource_version)},
+        "items": items,
+    }
 
 
 # The kind and apiVersion of each list's items, for watch events (list items carry neither).
-ITEM_TYPE = {"pods": ("Pod", "v1"), "services": ("Service", "v1"),
-             "networkpolicies": ("NetworkPolicy", "networking.k8s.io/v1"),
-             "namespaces": ("Namespace", "v1"), "nodes": ("Node", "v1"),
-             "endpoints": ("Endpoints", "v1"),
-             "endpointslices": ("EndpointSlice", "discovery.k8s.io/v1")}
+ITEM_TYPE = {
+    "pods": ("Pod", "v1"),
+    "services": ("Service", "v1"),
+    "networkpolicies": ("NetworkPolicy", "networking.k8s.io/v1"),
+    "namespaces": ("Namespace", "v1"),
+    "nodes": ("Node", "v1"),
+    "endpoints": ("Endpoints", "v1"),
+    "endpointslices": ("EndpointSlice", "discovery.k8s.io/v1"),
+}
 
 
-def _list_or_watch(resource: str, list_kind: str, api_version: str, cluster: Cluster,
-                   namespace: str | None, query: dict[str, list[str]],
-                   produce: Callable[[], list[dict[str, Any]]]) -> tuple[int, Any]:
+def _list_or_watch(
+    resource: str,
+    list_kind: str,
+    api_version: str,
+    cluster: Cluster,
+    namespace: str | None,
+    query: dict[str, list[str]],
+    produce: Callable[[], list[dict[str, Any]]],
+) -> tuple[int, Any]:
     """A list answer, or with ?watch=true the watch stream of the same collection."""
     if is_watch(query):
         kind, item_version = ITEM_TYPE[resource]
-        snapshot = [{"kind": kind, "apiVersion": item_version,
-                     **{k: v for k, v in item.items() if k not in ("kind", "apiVersion")}}
-                    for item in produce()]
+        snapshot = [
+            {
+                "kind": kind,
+                "apiVersion": item_version,
+                **{k: v for k, v in item.items() if k not in ("kind", "apiVersion")},
+            }
+            for item in produce()
+        ]
         return 200, WatchStream(cluster, resource, namespace, query, snapshot, _ROUTER.stopping)
     check_list_resource_version(cluster, query)
     return 200, _list(list_kind, api_version, produce(), cluster)
@@ -85,8 +105,11 @@ class _Router:
             found = regex.match(path)
             if found:
                 if method not in methods:
-                    raise ApiError(405, "the server does not allow this method on the requested "
-                                        "resource", reason="MethodNotAllowed")
+                    raise ApiError(
+                        405,
+                        "the server does not allow this method on the requested resource",
+                        reason="MethodNotAllowed",
+                    )
                 return methods[method], found.groupdict()
         raise ApiError(404, "the server could not find the requested resource")
 
@@ -95,75 +118,175 @@ def _build_router() -> _Router:
     r = _Router()
     r.add("/version", GET=lambda c, a, q, b: (200, c.version()))
     r.add("/(healthz|readyz|livez)", GET=lambda c, a, q, b: (200, "ok"))
-    r.add("/api", GET=lambda c, a, q, b: (200, {"kind": "APIVersions", "versions": ["v1"],
-                                                "serverAddressByClientCIDRs": [
-                                                    {"clientCIDR": "0.0.0.0/0",
-                                                     "serverAddress": "172.18.0.2:6443"}]}))
-    r.add("/api/v1/nodes", GET=lambda c, a, q, b: (200, _list(
-        "NodeList", "v1", [c.render_node(n, in_list=True) for n in c.nodes
-                           if _labels_ok(q, c.render_node(n))], c)))
+    r.add(
+        "/api",
+        GET=lambda c, a, q, b: (
+            200,
+            {
+                "kind": "APIVersions",
+                "versions": ["v1"],
+                "serverAddressByClientCIDRs": [
+                    {"clientCIDR": "0.0.0.0/0", "serverAddress": "172.18.0.2:6443"}
+                ],
+            },
+        ),
+    )
+    r.add(
+        "/api/v1/nodes",
+        GET=lambda c, a, q, b: (
+            200,
+            _list(
+                "NodeList",
+                "v1",
+                [
+                    c.render_node(n, in_list=True)
+                    for n in c.nodes
+                    if _labels_ok(q, c.render_node(n))
+                ],
+                c,
+            ),
+        ),
+    )
 
     def get_node(c: Cluster, a: dict[str, str], q: Any, b: Any) -> tuple[int, Any]:
         node = c.node_by_name(a["name"])
         if node is None:
-            raise ApiError(404, f'nodes "{a["name"]}" not found',
-                           details={"name": a["name"], "kind": "nodes"})
+            raise ApiError(
+                404, f'nodes "{a["name"]}" not found', details={"name": a["name"], "kind": "nodes"}
+            )
         return 200, c.render_node(node)
 
     r.add(f"/api/v1/nodes/{_NAME}", GET=get_node)
-    r.add("/api/v1/namespaces",
-          GET=lambda c, a, q, b: _list_or_watch("namespaces", "NamespaceList", "v1", c, None, q, lambda: [
-              {k: v for k, v in ns.items() if k not in ("kind", "apiVersion")}
-              for ns in c.list_namespaces(_q(q, "labelSelector"))]),
-          POST=lambda c, a, q, b: (201, c.create_namespace(_body(b))))
-    r.add(f"/api/v1/namespaces/{_NAME}",
-          GET=lambda c, a, q, b: (200, c.get_namespace(a["name"])),
-          DELETE=lambda c, a, q, b: (200, c.delete_namespace(a["name"])))
+    r.add(
+        "/api/v1/namespaces",
+        GET=lambda c, a, q, b: _list_or_watch(
+            "namespaces",
+            "NamespaceList",
+            "v1",
+            c,
+            None,
+            q,
+            lambda: [
+                {k: v for k, v in ns.items() if k not in ("kind", "apiVersion")}
+                for ns in c.list_namespaces(_q(q, "labelSelector"))
+            ],
+        ),
+        POST=lambda c, a, q, b: (201, c.create_namespace(_body(b))),
+    )
+    r.add(
+        f"/api/v1/namespaces/{_NAME}",
+        GET=lambda c, a, q, b: (200, c.get_namespace(a["name"])),
+        DELETE=lambda c, a, q, b: (200, c.delete_namespace(a["name"])),
+    )
     for kind in KIND_OF:
         _add_kind(r, kind)
-    r.add(f"/api/v1/namespaces/{_NS}/pods/{_NAME}/log",
-          GET=lambda c, a, q, b: (200, _Text(c.pod_log(a["ns"], a["name"], _q(q, "container")))))
-    r.add(f"/api/v1/namespaces/{_NS}/endpoints",
-          GET=lambda c, a, q, b: _list_or_watch("endpoints", "EndpointsList", "v1", c, a["ns"], q,
-                                                lambda: c.list_endpoints(a["ns"], _q(q, "labelSelector"))))
-    r.add(f"/api/v1/namespaces/{_NS}/endpoints/{_NAME}",
-          GET=lambda c, a, q, b: (200, _endpoints(c, a["ns"], a["name"])))
-    r.add("/api/v1/endpoints",
-          GET=lambda c, a, q, b: _list_or_watch("endpoints", "EndpointsList", "v1", c, None, q,
-                                                lambda: c.list_endpoints(None, _q(q, "labelSelector"))))
-    r.add(f"/apis/discovery.k8s.io/v1/namespaces/{_NS}/endpointslices",
-          GET=lambda c, a, q, b: _list_or_watch(
-              "endpointslices", "EndpointSliceList", "discovery.k8s.io/v1", c, a["ns"], q,
-              lambda: c.list_endpointslices(a["ns"], _q(q, "labelSelector"))))
-    r.add(f"/apis/discovery.k8s.io/v1/namespaces/{_NS}/endpointslices/{_NAME}",
-          GET=lambda c, a, q, b: (200, c.get_endpointslice(a["ns"], a["name"])))
-    r.add("/apis/discovery.k8s.io/v1/endpointslices",
-          GET=lambda c, a, q, b: _list_or_watch(
-              "endpointslices", "EndpointSliceList", "discovery.k8s.io/v1", c, None, q,
-              lambda: c.list_endpointslices(None, _q(q, "labelSelector"))))
+    r.add(
+        f"/api/v1/namespaces/{_NS}/pods/{_NAME}/log",
+        GET=lambda c, a, q, b: (200, _Text(c.pod_log(a["ns"], a["name"], _q(q, "container")))),
+    )
+    r.add(
+        f"/api/v1/namespaces/{_NS}/endpoints",
+        GET=lambda c, a, q, b: _list_or_watch(
+            "endpoints",
+            "EndpointsList",
+            "v1",
+            c,
+            a["ns"],
+            q,
+            lambda: c.list_endpoints(a["ns"], _q(q, "labelSelector")),
+        ),
+    )
+    r.add(
+        f"/api/v1/namespaces/{_NS}/endpoints/{_NAME}",
+        GET=lambda c, a, q, b: (200, _endpoints(c, a["ns"], a["name"])),
+    )
+    r.add(
+        "/api/v1/endpoints",
+        GET=lambda c, a, q, b: _list_or_watch(
+            "endpoints",
+            "EndpointsList",
+            "v1",
+            c,
+            None,
+            q,
+            lambda: c.list_endpoints(None, _q(q, "labelSelector")),
+        ),
+    )
+    r.add(
+        f"/apis/discovery.k8s.io/v1/namespaces/{_NS}/endpointslices",
+        GET=lambda c, a, q, b: _list_or_watch(
+            "endpointslices",
+            "EndpointSliceList",
+            "discovery.k8s.io/v1",
+            c,
+            a["ns"],
+            q,
+            lambda: c.list_endpointslices(a["ns"], _q(q, "labelSelector")),
+        ),
+    )
+    r.add(
+        f"/apis/discovery.k8s.io/v1/namespaces/{_NS}/endpointslices/{_NAME}",
+        GET=lambda c, a, q, b: (200, c.get_endpointslice(a["ns"], a["name"])),
+    )
+    r.add(
+        "/apis/discovery.k8s.io/v1/endpointslices",
+        GET=lambda c, a, q, b: _list_or_watch(
+            "endpointslices",
+            "EndpointSliceList",
+            "discovery.k8s.io/v1",
+            c,
+            None,
+            q,
+            lambda: c.list_endpointslices(None, _q(q, "labelSelector")),
+        ),
+    )
     # The CNI's and kube-proxy's DaemonSets (lab/daemonsets.py), read to detect the CNI.
-    r.add("/apis/apps/v1/daemonsets", GET=lambda c, a, q, b: (200, _list(
-        "DaemonSetList", "apps/v1", daemonsets(c), c)))
-    r.add(f"/apis/apps/v1/namespaces/{_NS}/daemonsets", GET=lambda c, a, q, b: (200, _list(
-        "DaemonSetList", "apps/v1", daemonsets(c, a["ns"]), c)))
+    r.add(
+        "/apis/apps/v1/daemonsets",
+        GET=lambda c, a, q, b: (200, _list("DaemonSetList", "apps/v1", daemonsets(c), c)),
+    )
+    r.add(
+        f"/apis/apps/v1/namespaces/{_NS}/daemonsets",
+        GET=lambda c, a, q, b: (200, _list("DaemonSetList", "apps/v1", daemonsets(c, a["ns"]), c)),
+    )
     return r
 
 
 def _add_kind(r: _Router, k: str) -> None:
     """The routes of one kind of object (a function, so that each route's lambdas keep their kind)."""
     prefix = PREFIX[k]
-    r.add(f"{prefix}/namespaces/{_NS}/{k}",
-          GET=lambda c, a, q, b: _list_or_watch(
-              k, LIST_KIND[k], LIST_API_VERSION[k], c, a["ns"], q,
-              lambda: _checked_ns(c, a["ns"], lambda: c.list_objects(k, a["ns"], _q(q, "labelSelector")))),
-          POST=lambda c, a, q, b: (201, c.create(k, a["ns"], _body(b))))
-    r.add(f"{prefix}/namespaces/{_NS}/{k}/{_NAME}",
-          GET=lambda c, a, q, b: (200, c.get(k, a["ns"], a["name"])),
-          DELETE=lambda c, a, q, b: (200, c.delete(k, a["ns"], a["name"])))
-    r.add(f"{prefix}/{k}",
-          GET=lambda c, a, q, b: _list_or_watch(
-              k, LIST_KIND[k], LIST_API_VERSION[k], c, None, q,
-              lambda: c.list_objects(k, None, _q(q, "labelSelector"))))
+    r.add(
+        f"{prefix}/namespaces/{_NS}/{k}",
+        GET=lambda c, a, q, b: _list_or_watch(
+            k,
+            LIST_KIND[k],
+            LIST_API_VERSION[k],
+            c,
+            a["ns"],
+            q,
+            lambda: _checked_ns(
+                c, a["ns"], lambda: c.list_objects(k, a["ns"], _q(q, "labelSelector"))
+            ),
+        ),
+        POST=lambda c, a, q, b: (201, c.create(k, a["ns"], _body(b))),
+    )
+    r.add(
+        f"{prefix}/namespaces/{_NS}/{k}/{_NAME}",
+        GET=lambda c, a, q, b: (200, c.get(k, a["ns"], a["name"])),
+        DELETE=lambda c, a, q, b: (200, c.delete(k, a["ns"], a["name"])),
+    )
+    r.add(
+        f"{prefix}/{k}",
+        GET=lambda c, a, q, b: _list_or_watch(
+            k,
+            LIST_KIND[k],
+            LIST_API_VERSION[k],
+            c,
+            None,
+            q,
+            lambda: c.list_objects(k, None, _q(q, "labelSelector")),
+        ),
+    )
 
 
 class _Text(str):
@@ -172,18 +295,22 @@ class _Text(str):
 
 def _labels_ok(query: dict[str, list[str]], obj: dict[str, Any]) -> bool:
     from lab.labels import matches_query
+
     return matches_query(_q(query, "labelSelector"), obj["metadata"].get("labels"))
 
 
-def _checked_ns(cluster: Cluster, namespace: str, produce: Callable[[], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+def _checked_ns(
+    cluster: Cluster, namespace: str, produce: Callable[[], list[dict[str, Any]]]
+) -> list[dict[str, Any]]:
     # Listing in a missing namespace answers an empty list on a real server, not 404.
     return produce()
 
 
 def _endpoints(cluster: Cluster, namespace: str, name: str) -> dict[str, Any]:
     if (namespace, name) not in cluster.objects["services"]:
-        raise ApiError(404, f'endpoints "{name}" not found',
-                       details={"name": name, "kind": "endpoints"})
+        raise ApiError(
+            404, f'endpoints "{name}" not found', details={"name": name, "kind": "endpoints"}
+        )
     return cluster.render_endpoints((namespace, name))
 
 
@@ -248,7 +375,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
         except (AttributeError, TypeError, ValueError, KeyError) as exc:
             # A body of the wrong shape (a string where an object belongs): a real server fails
             # to decode it; answer a Status instead of dropping the connection.
-            refused = ApiError(400, f"the request body could not be decoded: {type(exc).__name__}: {exc}")
+            refused = ApiError(
+                400, f"the request body could not be decoded: {type(exc).__name__}: {exc}"
+            )
             code, payload = refused.code, refused.status()
         if isinstance(payload, WatchStream):
             self._stream(payload)
@@ -287,17 +416,26 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if faults["api_timeout"]:
             # Hang like an overloaded apiserver; stop() wakes us so shutdown stays quick.
             lab.stopping.wait(float(faults["api_timeout_s"]))
-            raise ApiError(504, "Timeout: request did not complete within the allotted timeout",
-                           reason="Timeout")
+            raise ApiError(
+                504,
+                "Timeout: request did not complete within the allotted timeout",
+                reason="Timeout",
+            )
         with cluster.lock:
             if faults["api_error_rate"] and cluster.fault_rng.random() < faults["api_error_rate"]:
                 if cluster.fault_rng.random() < 0.25:
-                    raise ApiError(503, "the server is currently unable to handle the request",
-                                   reason="ServiceUnavailable")
+                    raise ApiError(
+                        503,
+                        "the server is currently unable to handle the request",
+                        reason="ServiceUnavailable",
+                    )
                 raise ApiError(500, "Internal error occurred: etcdserver: request timed out")
             query = parse_qs(url.query)
             rbac.authorize(cluster, who, method, rest, query)  # 403 as the RBAC authorizer words it
-            if rest.startswith("/apis/discovery.k8s.io/v1/") and not cluster.serves_endpointslices():
+            if (
+                rest.startswith("/apis/discovery.k8s.io/v1/")
+                and not cluster.serves_endpointslices()
+            ):
                 raise ApiError(404, "the server could not find the requested resource")
             body: Any = None
             if raw:
@@ -322,8 +460,14 @@ class _HTTPServer(ThreadingHTTPServer):
 class LabServer:
     """Serves one emulated cluster per profile; `start()` runs it on a background thread."""
 
-    def __init__(self, profiles: list[dict[str, Any]], host: str = "127.0.0.1", port: int = 0,
-                 *, verbose: bool = False) -> None:
+    def __init__(
+        self,
+        profiles: list[dict[str, Any]],
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        verbose: bool = False,
+    ) -> None:
         self.host = host
         self.port = port
         self.verbose = verbose
@@ -343,8 +487,9 @@ class LabServer:
         self._httpd.lab = self
         self.port = self._httpd.server_address[1]
         # A short poll interval keeps stop() fast (shutdown waits for the next poll).
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,),
-                                        name="lab-server", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(0.05,), name="lab-server", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -390,8 +535,9 @@ class LabServer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lab.server",
-                                     description="Serve emulated Kubernetes clusters.")
+    parser = argparse.ArgumentParser(
+        prog="python -m lab.server", description="Serve emulated Kubernetes clusters."
+    )
     parser.add_argument("--profiles", required=True, help="directory of profile YAML files")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")

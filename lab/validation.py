@@ -88,10 +88,15 @@ def is_dns1123_label(value: str) -> list[str]:
         if _full(_DNS1123_SUBDOMAIN_FMT, value):
             errs.append("must not contain dots")
         else:
-            errs.append(regex_error(
-                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
-                "or '-', and must start and end with an alphanumeric character",
-                _DNS1123_LABEL_FMT, "my-name", "123-abc"))
+            errs.append(
+                regex_error(
+                    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
+                    "or '-', and must start and end with an alphanumeric character",
+                    _DNS1123_LABEL_FMT,
+                    "my-name",
+                    "123-abc",
+                )
+            )
     return errs
 
 
@@ -100,10 +105,14 @@ def is_dns1123_subdomain(value: str) -> list[str]:
     if len(value) > 253:
         errs.append(max_len_error(253))
     if not _full(_DNS1123_SUBDOMAIN_FMT, value):
-        errs.append(regex_error(
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-            "'-' or '.', and must start and end with an alphanumeric character",
-            _DNS1123_SUBDOMAIN_FMT, "example.com"))
+        errs.append(
+            regex_error(
+                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+                "'-' or '.', and must start and end with an alphanumeric character",
+                _DNS1123_SUBDOMAIN_FMT,
+                "example.com",
+            )
+        )
     return errs
 
 
@@ -112,10 +121,15 @@ def is_dns1035_label(value: str) -> list[str]:
     if len(value) > 63:
         errs.append(max_len_error(63))
     if not _full(_DNS1035_LABEL_FMT, value):
-        errs.append(regex_error(
-            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start "
-            "with an alphabetic character, and end with an alphanumeric character",
-            _DNS1035_LABEL_FMT, "my-name", "abc-123"))
+        errs.append(
+            regex_error(
+                "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start "
+                "with an alphabetic character, and end with an alphanumeric character",
+                _DNS1035_LABEL_FMT,
+                "my-name",
+                "abc-123",
+            )
+        )
     return errs
 
 
@@ -152,18 +166,34 @@ def is_qualified_name(value: str) -> list[str]:
         else:
             errs += ["prefix part " + m for m in is_dns1123_subdomain(prefix)]
     else:
-        return ["a qualified name " + regex_error(
-            "must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
-            "with an alphanumeric character", _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
+        return [
+            "a qualified name "
+            + regex_error(
+                "must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+                "with an alphanumeric character",
+                _QUALIFIED_NAME_FMT,
+                "MyName",
+                "my.name",
+                "123-abc",
+            )
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
     if not name:
         errs.append("name part must be non-empty")
     elif len(name) > 63:
         errs.append("name part " + max_len_error(63))
     if not _full(_QUALIFIED_NAME_FMT, name):
-        errs.append("name part " + regex_error(
-            "must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
-            "with an alphanumeric character", _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc"))
+        errs.append(
+            "name part "
+            + regex_error(
+                "must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+                "with an alphanumeric character",
+                _QUALIFIED_NAME_FMT,
+                "MyName",
+                "my.name",
+                "123-abc",
+            )
+        )
     return errs
 
 
@@ -172,20 +202,32 @@ def is_valid_label_value(value: str) -> list[str]:
     if len(value) > 63:
         errs.append(max_len_error(63))
     if not _full(_LABEL_VALUE_FMT, value):
-        errs.append(regex_error(
-            "a valid label must be an empty string or consist of alphanumeric characters, '-', "
-            "'_' or '.', and must start and end with an alphanumeric character",
-            _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
+        errs.append(
+            regex_error(
+                "a valid label must be an empty string or consist of alphanumeric characters, '-', "
+                "'_' or '.', and must start and end with an alphanumeric character",
+                _LABEL_VALUE_FMT,
+                "MyValue",
+                "my_value",
+                "12345",
+            )
+        )
     return errs
 
 
 def is_env_var_name(value: str) -> list[str]:
     errs = []
     if not _full(_ENV_VAR_NAME_FMT, value):
-        errs.append(regex_error(
-            "a valid environment variable name must consist of alphabetic characters, digits, "
-            "'_', '-', or '.', and must not start with a digit",
-            _ENV_VAR_NAME_FMT, "my.env-name", "MY_ENV.NAME", "MyEnvName1"))
+        errs.append(
+            regex_error(
+                "a valid environment variable name must consist of alphabetic characters, digits, "
+                "'_', '-', or '.', and must not start with a digit",
+                _ENV_VAR_NAME_FMT,
+                "my.env-name",
+                "MY_ENV.NAME",
+                "MyEnvName1",
+            )
+        )
     if value == ".":
         errs.append("must not be '.'")
     elif value == "..":
@@ -235,8 +277,12 @@ def not_found(field: str, value: Any) -> FieldError:
 
 def not_supported(field: str, value: Any, valid: list[str]) -> FieldError:
     supported = ", ".join(json.dumps(v) for v in valid)
-    return (field, NOT_SUPPORTED,
-            f"Unsupported value: {go_value(value)}" + (f": supported values: {supported}" if valid else ""))
+    return (
+        field,
+        NOT_SUPPORTED,
+        f"Unsupported value: {go_value(value)}"
+        + (f": supported values: {supported}" if valid else ""),
+    )
 
 
 # ---------------------------------------------------------------- object meta
@@ -247,9 +293,9 @@ def _mask_trailing_dash(name: str) -> str:
 
 
 NAME_RULES = {
-    "Namespace": is_dns1123_label,    # ValidateNamespaceName = NameIsDNSLabel
-    "Pod": is_dns1123_subdomain,      # ValidatePodName = NameIsDNSSubdomain
-    "Service": is_dns1035_label,      # ValidateServiceName = NameIsDNS1035Label
+    "Namespace": is_dns1123_label,  # ValidateNamespaceName = NameIsDNSLabel
+    "Pod": is_dns1123_subdomain,  # ValidatePodName = NameIsDNSSubdomain
+    "Service": is_dns1035_label,  # ValidateServiceName = NameIsDNS1035Label
     "Endpoints": is_dns1123_subdomain,
     "NetworkPolicy": is_dns1123_subdomain,
 }
@@ -266,7 +312,10 @@ def validate_labels(labels: Any, field: str) -> list[FieldError]:
     for key in sorted(labels):
         errs += [invalid(field, key, m) for m in is_qualified_name(str(key))]
         value = labels[key]
-        errs += [invalid(field, value, m) for m in is_valid_label_value(str(value if value is not None else ""))]
+        errs += [
+            invalid(field, value, m)
+            for m in is_valid_label_value(str(value if value is not None else ""))
+        ]
     return errs
 
 
@@ -275,8 +324,10 @@ def validate_object_meta(kind: str, meta: dict[str, Any], namespaced: bool) -> l
     errs: list[FieldError] = []
     generate = meta.get("generateName") or ""
     if generate:
-        errs += [invalid("metadata.generateName", generate, m)
-                 for m in name_errors(kind, generate, prefix=True)]
+        errs += [
+            invalid("metadata.generateName", generate, m)
+            for m in name_errors(kind, generate, prefix=True)
+        ]
     name = meta.get("name") or ""
     if not name:
         errs.append(required("metadata.name", "name or generateName is required"))
@@ -287,14 +338,18 @@ def validate_object_meta(kind: str, meta: dict[str, Any], namespaced: bool) -> l
         if not namespace:
             errs.append(required("metadata.namespace"))
         else:
-            errs += [invalid("metadata.namespace", namespace, m) for m in is_dns1123_label(namespace)]
+            errs += [
+                invalid("metadata.namespace", namespace, m) for m in is_dns1123_label(namespace)
+            ]
     elif namespace:
         errs.append(forbidden("metadata.namespace", "not allowed on this type"))
     errs += validate_labels(meta.get("labels"), "metadata.labels")
     annotations = meta.get("annotations")
     if isinstance(annotations, dict):
         for key in sorted(annotations):
-            errs += [invalid("metadata.annotations", key, m) for m in is_qualified_name(str(key).lower())]
+            errs += [
+                invalid("metadata.annotations", key, m) for m in is_qualified_name(str(key).lower())
+            ]
     return errs
 
 
@@ -332,8 +387,10 @@ def validate_container_ports(ports: Any, path: str, protocols: list[str]) -> lis
         if not container_port:
             errs.append(required(f"{idx}.containerPort"))
         else:
-            errs += [invalid(f"{idx}.containerPort", container_port, m)
-                     for m in is_valid_port_num(container_port)]
+            errs += [
+                invalid(f"{idx}.containerPort", container_port, m)
+                for m in is_valid_port_num(container_port)
+            ]
         host_port = port.get("hostPort")
         if host_port:
             errs += [invalid(f"{idx}.hostPort", host_port, m) for m in is_valid_port_num(host_port)]
@@ -394,8 +451,9 @@ def validate_volume_mounts(mounts: Any, volumes: set[str], path: str) -> list[Fi
     return errs
 
 
-def validate_containers(containers: Any, volumes: set[str], path: str,
-                        protocols: list[str]) -> list[FieldError]:
+def validate_containers(
+    containers: Any, volumes: set[str], path: str, protocols: list[str]
+) -> list[FieldError]:
     if not containers:
         return [required(path)]
     errs: list[FieldError] = []
@@ -414,7 +472,11 @@ def validate_containers(containers: Any, volumes: set[str], path: str,
         if not policy:
             errs.append(required(f"{idx}.terminationMessagePolicy"))
         elif policy not in TERMINATION_MESSAGE_POLICIES:
-            errs.append(not_supported(f"{idx}.terminationMessagePolicy", policy, TERMINATION_MESSAGE_POLICIES))
+            errs.append(
+                not_supported(
+                    f"{idx}.terminationMessagePolicy", policy, TERMINATION_MESSAGE_POLICIES
+                )
+            )
         errs += validate_container_ports(ctr.get("ports"), f"{idx}.ports", protocols)
         errs += validate_env(ctr.get("env"), f"{idx}.env")
         errs += validate_volume_mounts(ctr.get("volumeMounts"), volumes, f"{idx}.volumeMounts")
@@ -449,15 +511,21 @@ def validate_pod(meta: dict[str, Any], spec: dict[str, Any], *, sctp: bool) -> l
     volumes = _volume_names(spec.get("volumes"))
     errs += validate_containers(spec.get("containers"), volumes, "spec.containers", protocols)
     if spec.get("initContainers"):
-        errs += validate_containers(spec["initContainers"], volumes, "spec.initContainers", protocols)
+        errs += validate_containers(
+            spec["initContainers"], volumes, "spec.initContainers", protocols
+        )
     if spec.get("hostNetwork"):
         # validatePodHostNetworkDeps: defaulting made a zero hostPort equal to containerPort.
         for ci, ctr in enumerate(spec.get("containers") or []):
             for pi, port in enumerate(ctr.get("ports") or []):
                 if port.get("hostPort") != port.get("containerPort"):
-                    errs.append(invalid(f"spec.containers[{ci}].ports[{pi}].hostPort",
-                                        port.get("hostPort"),
-                                        "must match `containerPort` when `hostNetwork` is true"))
+                    errs.append(
+                        invalid(
+                            f"spec.containers[{ci}].ports[{pi}].hostPort",
+                            port.get("hostPort"),
+                            "must match `containerPort` when `hostNetwork` is true",
+                        )
+                    )
     restart = spec.get("restartPolicy")
     if not restart:
         errs.append(required("spec.restartPolicy"))
@@ -471,7 +539,9 @@ def validate_pod(meta: dict[str, Any], spec: dict[str, Any], *, sctp: bool) -> l
     errs += validate_labels(spec.get("nodeSelector"), "spec.nodeSelector")
     account = spec.get("serviceAccountName")
     if account:
-        errs += [invalid("spec.serviceAccountName", account, m) for m in is_dns1123_subdomain(account)]
+        errs += [
+            invalid("spec.serviceAccountName", account, m) for m in is_dns1123_subdomain(account)
+        ]
     node = spec.get("nodeName")
     if node:
         # ValidateNodeName: a name only; an absent node is accepted (the pod stays Pending).
@@ -504,14 +574,16 @@ def default_pod(spec: dict[str, Any]) -> None:
 
 def _int_or_string_go(value: Any) -> str:
     if isinstance(value, str):
-        return f'intstr.IntOrString{{Type:1, IntVal:0, StrVal:{json.dumps(value)}}}'
+        return f"intstr.IntOrString{{Type:1, IntVal:0, StrVal:{json.dumps(value)}}}"
     return f'intstr.IntOrString{{Type:0, IntVal:{value or 0}, StrVal:""}}'
 
 
 def _service_port_go(protocol: str, port: Any) -> str:
     # The duplicate check's key: core.ServicePort{Protocol, Port} printed with %#v.
-    return (f'core.ServicePort{{Name:"", Protocol:{json.dumps(protocol)}, AppProtocol:(*string)(nil), '
-            f'Port:{port}, TargetPort:{_int_or_string_go(None)}, NodePort:0}}')
+    return (
+        f'core.ServicePort{{Name:"", Protocol:{json.dumps(protocol)}, AppProtocol:(*string)(nil), '
+        f"Port:{port}, TargetPort:{_int_or_string_go(None)}, NodePort:0}}"
+    )
 
 
 def validate_port_num_or_name(value: Any, field: str) -> list[FieldError]:
@@ -536,17 +608,35 @@ def validate_service(meta: dict[str, Any], spec: dict[str, Any], *, sctp: bool) 
         try:
             ipaddress.ip_address(ip)
         except ValueError:
-            errs.append(invalid("spec.clusterIPs[0]", ip,
-                                "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"))
+            errs.append(
+                invalid(
+                    "spec.clusterIPs[0]",
+                    ip,
+                    "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)",
+                )
+            )
     if svc_type == "LoadBalancer":
         if headless:
-            errs.append(invalid("spec.clusterIPs[0]", "None", "may not be set to 'None' for LoadBalancer services"))
+            errs.append(
+                invalid(
+                    "spec.clusterIPs[0]",
+                    "None",
+                    "may not be set to 'None' for LoadBalancer services",
+                )
+            )
         for i, port in enumerate(ports):
             if port.get("port") == KUBELET_PORT:
-                errs.append(invalid(f"spec.ports[{i}]", KUBELET_PORT,
-                                    f"may not expose port {KUBELET_PORT} externally since it is used by kubelet"))
+                errs.append(
+                    invalid(
+                        f"spec.ports[{i}]",
+                        KUBELET_PORT,
+                        f"may not expose port {KUBELET_PORT} externally since it is used by kubelet",
+                    )
+                )
     elif svc_type == "NodePort" and headless:
-        errs.append(invalid("spec.clusterIPs[0]", "None", "may not be set to 'None' for NodePort services"))
+        errs.append(
+            invalid("spec.clusterIPs[0]", "None", "may not be set to 'None' for NodePort services")
+        )
     elif svc_type == "ExternalName":
         if spec.get("clusterIP"):
             errs.append(forbidden("spec.clusterIPs", "may not be set for ExternalName services"))
@@ -566,7 +656,10 @@ def validate_service(meta: dict[str, Any], spec: dict[str, Any], *, sctp: bool) 
             if name in names:
                 errs.append(duplicate(f"{idx}.name", name))
             names.add(name)
-        errs += [invalid(f"{idx}.port", port.get("port", 0), m) for m in is_valid_port_num(port.get("port", 0))]
+        errs += [
+            invalid(f"{idx}.port", port.get("port", 0), m)
+            for m in is_valid_port_num(port.get("port", 0))
+        ]
         errs += _protocol_errors(port.get("protocol"), f"{idx}.protocol", protocols)
         errs += validate_port_num_or_name(port.get("targetPort"), f"{idx}.targetPort")
     if spec.get("selector") is not None:
@@ -583,7 +676,11 @@ def validate_service(meta: dict[str, Any], spec: dict[str, Any], *, sctp: bool) 
     if svc_type == "ClusterIP":
         for i, port in enumerate(ports):
             if port.get("nodePort"):
-                errs.append(forbidden(f"spec.ports[{i}].nodePort", "may not be used when `type` is 'ClusterIP'"))
+                errs.append(
+                    forbidden(
+                        f"spec.ports[{i}].nodePort", "may not be used when `type` is 'ClusterIP'"
+                    )
+                )
     seen_node: set[tuple[str, int]] = set()
     for i, port in enumerate(ports):
         node_port = port.get("nodePort")
@@ -604,8 +701,13 @@ def validate_service(meta: dict[str, Any], spec: dict[str, Any], *, sctp: bool) 
         if etp and etp not in TRAFFIC_POLICIES:
             errs.append(not_supported("spec.externalTrafficPolicy", etp, TRAFFIC_POLICIES))
     elif etp:
-        errs.append(invalid("spec.externalTrafficPolicy", etp,
-                            "may only be set when `type` is 'NodePort' or 'LoadBalancer'"))
+        errs.append(
+            invalid(
+                "spec.externalTrafficPolicy",
+                etp,
+                "may only be set when `type` is 'NodePort' or 'LoadBalancer'",
+            )
+        )
     itp = spec.get("internalTrafficPolicy")
     if svc_type != "ExternalName" and itp and itp not in TRAFFIC_POLICIES:
         errs.append(not_supported("spec.internalTrafficPolicy", itp, TRAFFIC_POLICIES))
@@ -642,17 +744,31 @@ def _validate_selector(selector: Any, field: str) -> list[FieldError]:
         values = expr.get("values") or []
         if op in ("In", "NotIn"):
             if not values:
-                errs.append(required(f"{idx}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
+                errs.append(
+                    required(
+                        f"{idx}.values", "must be specified when `operator` is 'In' or 'NotIn'"
+                    )
+                )
         elif op in ("Exists", "DoesNotExist"):
             if values:
-                errs.append(forbidden(f"{idx}.values", "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
+                errs.append(
+                    forbidden(
+                        f"{idx}.values",
+                        "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+                    )
+                )
         else:
             errs.append(invalid(f"{idx}.operator", op, "not a valid selector operator"))
-        errs += [invalid(f"{idx}.key", expr.get("key"), m) for m in is_qualified_name(str(expr.get("key") or ""))]
+        errs += [
+            invalid(f"{idx}.key", expr.get("key"), m)
+            for m in is_qualified_name(str(expr.get("key") or ""))
+        ]
     return errs
 
 
-def validate_network_policy(meta: dict[str, Any], spec: dict[str, Any], *, sctp: bool) -> list[FieldError]:
+def validate_network_policy(
+    meta: dict[str, Any], spec: dict[str, Any], *, sctp: bool
+) -> list[FieldError]:
     """ValidateNetworkPolicy (pkg/apis/networking/validation), in upstream's order."""
     protocols = netpol_protocols(sctp)
     errs = validate_object_meta("NetworkPolicy", meta, namespaced=True)
@@ -672,23 +788,51 @@ def validate_network_policy(meta: dict[str, Any], spec: dict[str, Any], *, sctp:
                         end = port.get("endPort")
                         if end is not None:
                             if end < value:
-                                errs.append(invalid(f"{idx}.endPort", value, "must be greater than or equal to `port`"))
-                            errs += [invalid(f"{idx}.endPort", end, m) for m in is_valid_port_num(end)]
+                                errs.append(
+                                    invalid(
+                                        f"{idx}.endPort",
+                                        value,
+                                        "must be greater than or equal to `port`",
+                                    )
+                                )
+                            errs += [
+                                invalid(f"{idx}.endPort", end, m) for m in is_valid_port_num(end)
+                            ]
                     else:
                         if port.get("endPort") is not None:
-                            errs.append(invalid(f"{idx}.endPort", port["endPort"], "may not be specified when `port` is non-numeric"))
-                        errs += [invalid(f"{idx}.port", value, m) for m in is_valid_port_name(str(value))]
+                            errs.append(
+                                invalid(
+                                    f"{idx}.endPort",
+                                    port["endPort"],
+                                    "may not be specified when `port` is non-numeric",
+                                )
+                            )
+                        errs += [
+                            invalid(f"{idx}.port", value, m) for m in is_valid_port_name(str(value))
+                        ]
                 elif port.get("endPort") is not None:
-                    errs.append(invalid(f"{idx}.endPort", port["endPort"], "may not be specified when `port` is not specified"))
+                    errs.append(
+                        invalid(
+                            f"{idx}.endPort",
+                            port["endPort"],
+                            "may not be specified when `port` is not specified",
+                        )
+                    )
             for pi, peer in enumerate(rule.get(peers_key) or []):
                 idx = f"{base}.{peers_key}[{pi}]"
-                kinds = [k for k in ("podSelector", "namespaceSelector", "ipBlock") if peer.get(k) is not None]
+                kinds = [
+                    k
+                    for k in ("podSelector", "namespaceSelector", "ipBlock")
+                    if peer.get(k) is not None
+                ]
                 if not kinds:
                     errs.append(required(idx, "must specify a peer"))
                 elif "ipBlock" in kinds and len(kinds) > 1:
                     errs.append(forbidden(idx, "may not specify more than 1 peer type"))
                 errs += _validate_selector(peer.get("podSelector"), f"{idx}.podSelector")
-                errs += _validate_selector(peer.get("namespaceSelector"), f"{idx}.namespaceSelector")
+                errs += _validate_selector(
+                    peer.get("namespaceSelector"), f"{idx}.namespaceSelector"
+                )
                 block = peer.get("ipBlock")
                 if block is not None:
                     errs += _validate_ip_block(block, f"{idx}.ipBlock")
@@ -708,13 +852,25 @@ def _validate_ip_block(block: dict[str, Any], field: str) -> list[FieldError]:
     try:
         network = ipaddress.ip_network(cidr, strict=False)
     except ValueError:
-        return [invalid(f"{field}.cidr", cidr, "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)")]
+        return [
+            invalid(
+                f"{field}.cidr",
+                cidr,
+                "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)",
+            )
+        ]
     errs: list[FieldError] = []
     for i, exc in enumerate(block.get("except") or []):
         try:
             inner = ipaddress.ip_network(exc, strict=False)
         except ValueError:
-            errs.append(invalid(f"{field}.except[{i}]", exc, "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)"))
+            errs.append(
+                invalid(
+                    f"{field}.except[{i}]",
+                    exc,
+                    "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)",
+                )
+            )
             continue
         if inner.version != network.version or not inner.subnet_of(network) or inner == network:  # type: ignore[arg-type]
             errs.append(invalid(f"{field}.except[{i}]", exc, "must be a strict subset of `cidr`"))

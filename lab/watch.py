@@ -54,8 +54,11 @@ def _field_matches(selector: str | None, obj: dict[str, Any]) -> bool:
         value = value.lstrip("=")
         field = {"metadata.name": meta.get("name"), "metadata.namespace": meta.get("namespace")}
         if key not in field:
-            raise ApiError(400, f'"{key}" is not a known field selector: only "metadata.name", '
-                                '"metadata.namespace"')
+            raise ApiError(
+                400,
+                f'"{key}" is not a known field selector: only "metadata.name", '
+                '"metadata.namespace"',
+            )
         if (field[key] == value) == negate:
             return False
     return True
@@ -67,8 +70,11 @@ def _parse_rv(raw: str | None) -> int | None:
     try:
         return int(raw)
     except ValueError:
-        raise ApiError(400, f"resourceVersion: Invalid value: \"{raw}\": strconv.ParseUint: "
-                            f"parsing \"{raw}\": invalid syntax") from None
+        raise ApiError(
+            400,
+            f'resourceVersion: Invalid value: "{raw}": strconv.ParseUint: '
+            f'parsing "{raw}": invalid syntax',
+        ) from None
 
 
 def check_list_resource_version(cluster: Cluster, query: dict[str, list[str]]) -> None:
@@ -78,21 +84,35 @@ def check_list_resource_version(cluster: Cluster, query: dict[str, list[str]]) -
         return
     current = cluster.resource_version
     if rv > current:
-        raise ApiError(504, f"Timeout: Too large resource version: {rv}, current: {current}",
-                       reason="Timeout",
-                       details={"causes": [{"reason": "ResourceVersionTooLarge",
-                                            "message": "Too large resource version"}],
-                                "retryAfterSeconds": 1})
+        raise ApiError(
+            504,
+            f"Timeout: Too large resource version: {rv}, current: {current}",
+            reason="Timeout",
+            details={
+                "causes": [
+                    {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
+                ],
+                "retryAfterSeconds": 1,
+            },
+        )
     if _q(query, "resourceVersionMatch") == "Exact" and rv != current:
-        raise ApiError(410, "The resourceVersion for the provided list is too old.", reason="Expired")
+        raise ApiError(
+            410, "The resourceVersion for the provided list is too old.", reason="Expired"
+        )
 
 
 class WatchStream:
     """The events one watch request sends; iterate `lines()` outside the cluster lock."""
 
-    def __init__(self, cluster: Cluster, resource: str, namespace: str | None,
-                 query: dict[str, list[str]], snapshot: list[dict[str, Any]],
-                 stopping: threading.Event) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        resource: str,
+        namespace: str | None,
+        query: dict[str, list[str]],
+        snapshot: list[dict[str, Any]],
+        stopping: threading.Event,
+    ) -> None:
         self.cluster = cluster
         self.resource = resource
         self.namespace = namespace
@@ -137,7 +157,10 @@ class WatchStream:
 
     def lines(self) -> Iterator[dict[str, Any]]:
         if self.expired:
-            yield {"type": "ERROR", "object": ApiError(410, self.expired, reason="Expired").status()}
+            yield {
+                "type": "ERROR",
+                "object": ApiError(410, self.expired, reason="Expired").status(),
+            }
             return
         yield from self.initial
         deadline = time.monotonic() + self.timeout

@@ -121,7 +121,7 @@ def read_container(container: dict[str, Any]) -> Workload:
     if url is not None:
         return Workload(long_running=False, curl=url)
     if argv[:1] == ["nsenter"] and "--" in argv:
-        rest = argv[argv.index("--") + 1:]
+        rest = argv[argv.index("--") + 1 :]
         if len(rest) >= 3 and rest[0] in ("sh", "/bin/sh", "bash") and rest[1] == "-c":
             return Workload(long_running=False, hostexec=rest[2])
         return Workload(long_running=False, hostexec=" ".join(rest))

@@ -69,11 +69,15 @@ def check(method: str, path: str, status: int, content_type: str, body: bytes) -
     assert op is not None, f"{method} {path} is not in the generated schema"
     responses = op["responses"]
     documented = responses.get(str(status)) or responses.get("default")
-    assert documented is not None, (f"{method} {path} answered {status}, which its schema does not document "
-                                    f"(documented: {', '.join(responses)})")
+    assert documented is not None, (
+        f"{method} {path} answered {status}, which its schema does not document "
+        f"(documented: {', '.join(responses)})"
+    )
     if status == 204 or not body:
         return
-    assert content_type.startswith("application/json"), f"{method} {path} answered {content_type}, not JSON"
+    assert content_type.startswith("application/json"), (
+        f"{method} {path} answered {content_type}, not JSON"
+    )
     schema = documented.get("content", {}).get("application/json", {}).get("schema")
     assert schema is not None, f"{method} {path} {status} has no JSON schema"
     document = {**to_json_schema(schema), "components": _components()}
@@ -81,11 +85,18 @@ def check(method: str, path: str, status: int, content_type: str, body: bytes) -
         jsonschema.Draft202012Validator(document).validate(json.loads(body))
     except jsonschema.ValidationError as exc:
         where = "/".join(str(p) for p in exc.absolute_path)
-        raise AssertionError(f"{method} {path} {status}: the answer does not match its schema at "
-                             f"'{where}': {exc.message}") from None
+        raise AssertionError(
+            f"{method} {path} {status}: the answer does not match its schema at "
+            f"'{where}': {exc.message}"
+        ) from None
 
 
 def check_response(response: Any) -> None:
     req = response.request
-    check(req["REQUEST_METHOD"], req["PATH_INFO"], response.status_code, response.get("Content-Type", ""),
-          response.content if not getattr(response, "streaming", False) else b"")
+    check(
+        req["REQUEST_METHOD"],
+        req["PATH_INFO"],
+        response.status_code,
+        response.get("Content-Type", ""),
+        response.content if not getattr(response, "streaming", False) else b"",
+    )

@@ -47,7 +47,9 @@ def fresh_cache_namespace(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     # No refresh tasks sent to a shared broker nobody consumes in tests; readers recompute.
     settings.READINESS_REFRESH_ON_COMMIT = False
-    redis_cache = caches["default"]["BACKEND"].endswith("RedisCache") and caches["default"]["LOCATION"]
+    redis_cache = (
+        caches["default"]["BACKEND"].endswith("RedisCache") and caches["default"]["LOCATION"]
+    )
     yield
     if redis_cache:
         forget_keys(redis_cache, prefix)
@@ -88,7 +90,9 @@ def api_answers_match_the_schema(monkeypatch):
 def seeded_catalog_after_flush(request):
     """Transactional tests flush the database, seed migration included: seed it again."""
     marker = request.node.get_closest_marker("django_db")
-    transactional = marker is not None and (marker.kwargs.get("transaction") or (marker.args and marker.args[0]))
+    transactional = marker is not None and (
+        marker.kwargs.get("transaction") or (marker.args and marker.args[0])
+    )
     if transactional or "live_server" in request.fixturenames:
         request.getfixturevalue("transactional_db")
         from dashboard.catalog import seed
@@ -122,13 +126,17 @@ def other_vendor_user(db):
 
 @pytest.fixture
 def vendor_token(db) -> str:
-    _, token = ApiToken.issue(role=ApiToken.Role.VENDOR, vendor=factories.vendor("Calico vendor", ("calico",)))
+    _, token = ApiToken.issue(
+        role=ApiToken.Role.VENDOR, vendor=factories.vendor("Calico vendor", ("calico",))
+    )
     return token
 
 
 @pytest.fixture
 def other_vendor_token(db) -> str:
-    _, token = ApiToken.issue(role=ApiToken.Role.VENDOR, vendor=factories.vendor("Cilium vendor", ("cilium",)))
+    _, token = ApiToken.issue(
+        role=ApiToken.Role.VENDOR, vendor=factories.vendor("Cilium vendor", ("cilium",))
+    )
     return token
 
 
@@ -147,8 +155,12 @@ def api(db) -> Client:
 def memory_cache(settings):
     """A process-local cache for tests that count queries: with the embedded mode's database
     cache every cache read is a query too, with Redis none; a count must not depend on that."""
-    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",
-                                   "LOCATION": f"test-{uuid.uuid4().hex}"}}
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+            "LOCATION": f"test-{uuid.uuid4().hex}",
+        }
+    }
 
 
 def auth(token: str) -> dict[str, Any]:  # Any: spread into Client.get/post(**extra)

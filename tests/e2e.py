@@ -35,7 +35,11 @@ def maintainer_token(name: str = "e2e-maintainer") -> str:
 
 
 def request_run(client: Client, token: str, cluster: str, battery: str) -> int:
-    resp = client.post(f"/api/v1/clusters/{cluster}/runs/", {"battery": battery}, content_type="application/json",
-                       HTTP_AUTHORIZATION=f"Token {token}")
+    resp = client.post(
+        f"/api/v1/clusters/{cluster}/runs/",
+        {"battery": battery},
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Token {token}",
+    )
     assert resp.status_code == 202, resp.content
     return int(resp.json()["run"])

@@ -21,8 +21,15 @@ BASE_PROFILE: dict[str, Any] = {
     "kubenet": False,
     "load_balancer": False,
     "sctp_module_loaded_at_start": False,
-    "dataplane": {"pod_to_pod": True, "via_service": True, "via_load_balancer": True, "network_policy": "full",
-                  "via_node_port": True, "endpoints_reachable": "all", "namespace_selector": True},
+    "dataplane": {
+        "pod_to_pod": True,
+        "via_service": True,
+        "via_load_balancer": True,
+        "network_policy": "full",
+        "via_node_port": True,
+        "endpoints_reachable": "all",
+        "namespace_selector": True,
+    },
     # `cni` and `kube_proxy` are left out on purpose: they default to `plugin` and `proxier`.
     "admission": {"privileged_pods": "allow"},
     "faults": {},
@@ -30,8 +37,12 @@ BASE_PROFILE: dict[str, Any] = {
 
 
 def profile(**overrides: Any) -> dict[str, Any]:
-    p = {**BASE_PROFILE, "dataplane": dict(BASE_PROFILE["dataplane"]), "faults": {},
-         "admission": dict(BASE_PROFILE["admission"])}
+    p = {
+        **BASE_PROFILE,
+        "dataplane": dict(BASE_PROFILE["dataplane"]),
+        "faults": {},
+        "admission": dict(BASE_PROFILE["admission"]),
+    }
     for key, value in overrides.items():
         if key in ("dataplane", "faults", "admission"):
             p[key].update(value)

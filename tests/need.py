@@ -17,6 +17,8 @@ def in_ci() -> bool:
 
 def unavailable(reason: str) -> None:
     if in_ci():
-        pytest.fail(f"{reason} (CI=true: a missing dependency fails the test instead of skipping it)",
-                    pytrace=False)
+        pytest.fail(
+            f"{reason} (CI=true: a missing dependency fails the test instead of skipping it)",
+            pytrace=False,
+        )
     pytest.skip(reason)

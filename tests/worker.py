@@ -58,8 +58,12 @@ def use_broker(url: str, transport_options: dict) -> None:
 
 
 @contextmanager
-def celery_worker(concurrency: int = 1, extra_env: dict[str, str] | None = None,
-                  queue: str | None = None, embedded_dir: Path | None = None) -> Iterator[dict]:
+def celery_worker(
+    concurrency: int = 1,
+    extra_env: dict[str, str] | None = None,
+    queue: str | None = None,
+    embedded_dir: Path | None = None,
+) -> Iterator[dict]:
     """Starts `celery -A workers worker` on a private queue; yields {"queue", "proc", "log"}.
 
     With `embedded_dir`, worker and test use the embedded broker (kombu's filesystem transport
@@ -71,20 +75,22 @@ def celery_worker(concurrency: int = 1, extra_env: dict[str, str] | None = None,
         redis_or_skip()
     queue = queue or f"test-{uuid.uuid4().hex[:8]}"
     env = os.environ.copy()
-    env.update({
-        "DATABASE_URL": test_database_url(),
-        "CELERY_BROKER_URL": settings.REDIS_URL,
-        "REDIS_URL": settings.REDIS_URL,
-        "CELERY_QUEUE": queue,
-        "RUN_HEARTBEAT_SECONDS": str(settings.RUN_HEARTBEAT_SECONDS),
-        "RUN_HEARTBEAT_TIMEOUT": str(settings.RUN_HEARTBEAT_TIMEOUT),
-        "RUN_LEASE_SECONDS": str(settings.RUN_LEASE_SECONDS),
-        # the test's own key prefixes: what the worker leaves in Redis is the test's to remove
-        "CACHE_KEY_PREFIX": str(settings.CACHES["default"].get("KEY_PREFIX", "")),
-        "FIELD_ENCRYPTION_KEY": settings.FIELD_ENCRYPTION_KEY,
-        "CLUSTER_ALLOWED_NETWORKS": settings.CLUSTER_ALLOWED_NETWORKS,
-        "SECRET_KEY": settings.SECRET_KEY,
-    })
+    env.update(
+        {
+            "DATABASE_URL": test_database_url(),
+            "CELERY_BROKER_URL": settings.REDIS_URL,
+            "REDIS_URL": settings.REDIS_URL,
+            "CELERY_QUEUE": queue,
+            "RUN_HEARTBEAT_SECONDS": str(settings.RUN_HEARTBEAT_SECONDS),
+            "RUN_HEARTBEAT_TIMEOUT": str(settings.RUN_HEARTBEAT_TIMEOUT),
+            "RUN_LEASE_SECONDS": str(settings.RUN_LEASE_SECONDS),
+            # the test's own key prefixes: what the worker leaves in Redis is the test's to remove
+            "CACHE_KEY_PREFIX": str(settings.CACHES["default"].get("KEY_PREFIX", "")),
+            "FIELD_ENCRYPTION_KEY": settings.FIELD_ENCRYPTION_KEY,
+            "CLUSTER_ALLOWED_NETWORKS": settings.CLUSTER_ALLOWED_NETWORKS,
+            "SECRET_KEY": settings.SECRET_KEY,
+        }
+    )
     if embedded_dir is not None:
         env.update({"CELERY_BROKER_URL": "filesystem://", "VAR_DIR": str(embedded_dir)})
     env.update(extra_env or {})
@@ -92,9 +98,30 @@ def celery_worker(concurrency: int = 1, extra_env: dict[str, str] | None = None,
     log.parent.mkdir(exist_ok=True)
     logfile = open(log, "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "workers", "worker", "-Q", queue, "-c", str(concurrency),
-         "-n", f"{queue}@%h", "-l", "info", "--without-heartbeat", "--without-mingle", "--without-gossip"],
-        cwd=ROOT, env=env, stdout=logfile, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "workers",
+            "worker",
+            "-Q",
+            queue,
+            "-c",
+            str(concurrency),
+            "-n",
+            f"{queue}@%h",
+            "-l",
+            "info",
+            "--without-heartbeat",
+            "--without-mingle",
+            "--without-gossip",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=logfile,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     old_queue = app.conf.task_default_queue
     app.conf.task_default_queue = queue
@@ -103,10 +130,16 @@ def celery_worker(concurrency: int = 1, extra_env: dict[str, str] | None = None,
         (embedded_dir / "broker" / "out").mkdir(parents=True, exist_ok=True)
         (embedded_dir / "broker" / "processed").mkdir(parents=True, exist_ok=True)
         (embedded_dir / "broker" / "control").mkdir(parents=True, exist_ok=True)
-        use_broker("filesystem://", {"data_folder_in": folder, "data_folder_out": folder,
-                                     "processed_folder": str(embedded_dir / "broker" / "processed"),
-                                     "control_folder": str(embedded_dir / "broker" / "control"),
-                                     "store_processed": False})
+        use_broker(
+            "filesystem://",
+            {
+                "data_folder_in": folder,
+                "data_folder_out": folder,
+                "processed_folder": str(embedded_dir / "broker" / "processed"),
+                "control_folder": str(embedded_dir / "broker" / "control"),
+                "store_processed": False,
+            },
+        )
     else:
         use_broker(settings.REDIS_URL, settings.CELERY_BROKER_TRANSPORT_OPTIONS)
     try:
@@ -137,6 +170,10 @@ def forget_queue(queue: str) -> None:
     import redis
 
     client = redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=1)
-    keys = [f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}", queue,
-            *(k for k in client.scan_iter(match=f"{queue}\x06\x16*", count=1000))]
+    keys = [
+        f"_kombu.binding.{queue}",
+        f"_kombu.binding_permanent.{queue}",
+        queue,
+        *(k for k in client.scan_iter(match=f"{queue}\x06\x16*", count=1000)),
+    ]
     client.delete(*keys)

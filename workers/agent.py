@@ -60,27 +60,53 @@ def _bool(text: str | None, default: bool) -> bool:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m workers.agent", description=__doc__.split("\n\n")[0])
-    p.add_argument("--dashboard", default=os.environ.get("SCTP_DASHBOARD_URL"),
-                   help="the dashboard's address (env SCTP_DASHBOARD_URL)")
+    p = argparse.ArgumentParser(
+        prog="python -m workers.agent", description=__doc__.split("\n\n")[0]
+    )
+    p.add_argument(
+        "--dashboard",
+        default=os.environ.get("SCTP_DASHBOARD_URL"),
+        help="the dashboard's address (env SCTP_DASHBOARD_URL)",
+    )
     p.add_argument("--cluster", default=_env("cluster"), help="the cluster's name on the dashboard")
-    p.add_argument("--plugin", default=_env("plugin"), help="the network plugin's slug, e.g. calico")
+    p.add_argument(
+        "--plugin", default=_env("plugin"), help="the network plugin's slug, e.g. calico"
+    )
     p.add_argument("--plugin-version", default=_env("plugin_version", ""))
-    p.add_argument("--proxier", default=_env("proxier", "iptables"), help="iptables | ipvs | nftables")
+    p.add_argument(
+        "--proxier", default=_env("proxier", "iptables"), help="iptables | ipvs | nftables"
+    )
     p.add_argument("--battery", default=_env("battery", "basic"), help="basic | connectivity | all")
-    p.add_argument("--node-access", default=_env("node_access"),
-                   help="true/false: privileged hostexec pods allowed (default true)")
-    p.add_argument("--load-balancer", default=_env("load_balancer"), help="true/false (default false)")
+    p.add_argument(
+        "--node-access",
+        default=_env("node_access"),
+        help="true/false: privileged hostexec pods allowed (default true)",
+    )
+    p.add_argument(
+        "--load-balancer", default=_env("load_balancer"), help="true/false (default false)"
+    )
     p.add_argument("--kubenet", default=_env("kubenet"), help="true/false (default false)")
     p.add_argument("--agnhost-image", default=_env("agnhost_image"))
-    p.add_argument("--timeouts", default=_env("timeouts"),
-                   help='JSON overrides of the battery\'s waits, e.g. {"pod_start": 600}')
-    p.add_argument("--service-account-dir", default=_env("service_account_dir", SA_DIR),
-                   help=f"token and ca.crt of the in-cluster ServiceAccount (default {SA_DIR})")
-    p.add_argument("--token-file", default=os.environ.get("SCTP_DASHBOARD_TOKEN_FILE"),
-                   help="file holding the vendor's dashboard token (else env SCTP_DASHBOARD_TOKEN)")
-    p.add_argument("--dashboard-ca", default=_env("dashboard_ca"),
-                   help="a CA bundle for the dashboard's certificate (default: the system's)")
+    p.add_argument(
+        "--timeouts",
+        default=_env("timeouts"),
+        help='JSON overrides of the battery\'s waits, e.g. {"pod_start": 600}',
+    )
+    p.add_argument(
+        "--service-account-dir",
+        default=_env("service_account_dir", SA_DIR),
+        help=f"token and ca.crt of the in-cluster ServiceAccount (default {SA_DIR})",
+    )
+    p.add_argument(
+        "--token-file",
+        default=os.environ.get("SCTP_DASHBOARD_TOKEN_FILE"),
+        help="file holding the vendor's dashboard token (else env SCTP_DASHBOARD_TOKEN)",
+    )
+    p.add_argument(
+        "--dashboard-ca",
+        default=_env("dashboard_ca"),
+        help="a CA bundle for the dashboard's certificate (default: the system's)",
+    )
     return p
 
 
@@ -89,12 +115,16 @@ def vendor_token(args: argparse.Namespace, environ: Mapping[str, str]) -> str:
         try:
             token = Path(args.token_file).read_text().strip()
         except OSError as exc:
-            raise AgentError(f"cannot read the dashboard token file {args.token_file}: {exc}") from exc
+            raise AgentError(
+                f"cannot read the dashboard token file {args.token_file}: {exc}"
+            ) from exc
     else:
         token = (environ.get("SCTP_DASHBOARD_TOKEN") or "").strip()
     if not token:
-        raise AgentError("no dashboard token: set SCTP_DASHBOARD_TOKEN or SCTP_DASHBOARD_TOKEN_FILE "
-                         "(from the Secret holding your vendor token)")
+        raise AgentError(
+            "no dashboard token: set SCTP_DASHBOARD_TOKEN or SCTP_DASHBOARD_TOKEN_FILE "
+            "(from the Secret holding your vendor token)"
+        )
     return token
 
 
@@ -106,13 +136,17 @@ def in_cluster_client(sa_dir: str, environ: Mapping[str, str]) -> Any:
 
     directory = Path(sa_dir)
     configuration = type.__call__(k8s.Configuration)  # never the process-wide default
-    loader = InClusterConfigLoader(token_filename=str(directory / "token"),
-                                   cert_filename=str(directory / "ca.crt"), environ=dict(environ))
+    loader = InClusterConfigLoader(
+        token_filename=str(directory / "token"),
+        cert_filename=str(directory / "ca.crt"),
+        environ=dict(environ),
+    )
     try:
         loader.load_and_set(configuration)
     except ConfigException as exc:
-        raise AgentError(f"not inside a cluster, or the ServiceAccount is not mounted "
-                         f"({directory}): {exc}") from exc
+        raise AgentError(
+            f"not inside a cluster, or the ServiceAccount is not mounted ({directory}): {exc}"
+        ) from exc
     configuration.retries = False  # the battery's own retry policy decides (workers/kube.py)
     return k8s.ApiClient(configuration)
 
@@ -140,10 +174,15 @@ def cluster_spec(args: argparse.Namespace) -> Any:
         except (ValueError, TypeError) as exc:
             raise AgentError(f"--timeouts: {exc}") from exc
     return ClusterSpec(
-        name=args.cluster, plugin_slug=args.plugin, plugin_in_tree=args.plugin == "kubenet",
-        kubenet=_bool(args.kubenet, args.plugin == "kubenet"), declared_proxier=args.proxier,
-        node_access=_bool(args.node_access, True), load_balancer=_bool(args.load_balancer, False),
-        agnhost_image=args.agnhost_image or DEFAULT_AGNHOST_IMAGE, timeouts=timeouts,
+        name=args.cluster,
+        plugin_slug=args.plugin,
+        plugin_in_tree=args.plugin == "kubenet",
+        kubenet=_bool(args.kubenet, args.plugin == "kubenet"),
+        declared_proxier=args.proxier,
+        node_access=_bool(args.node_access, True),
+        load_balancer=_bool(args.load_balancer, False),
+        agnhost_image=args.agnhost_image or DEFAULT_AGNHOST_IMAGE,
+        timeouts=timeouts,
     )
 
 
@@ -152,34 +191,52 @@ def _version_says_emulated(api: Any) -> bool:
     from kubernetes import client as k8s
 
     try:
-        answer: Any = k8s.VersionApi(api).get_code(_preload_content=False, _request_timeout=10)  # urllib3's
+        answer: Any = k8s.VersionApi(api).get_code(
+            _preload_content=False, _request_timeout=10
+        )  # urllib3's
         return json.loads(answer.data or b"{}").get("emulated") is True
     except Exception:  # when in doubt, the evidence does not count
         return True
 
 
-def payload(args: argparse.Namespace, report: Any, started: datetime, finished: datetime) -> dict[str, Any]:
+def payload(
+    args: argparse.Namespace, report: Any, started: datetime, finished: datetime
+) -> dict[str, Any]:
     results = {}
     for key, outcome in report.results.items():
         data = outcome.to_dict()
-        results[key] = {k: data[k] for k in ("outcome", "reason", "evidence", "duration", "started",
-                                             "finished", "reached")}
+        results[key] = {
+            k: data[k]
+            for k in ("outcome", "reason", "evidence", "duration", "started", "finished", "reached")
+        }
         # Within the dashboard's limits (dashboard/agent_runs.py), so a long log never costs the run.
         results[key]["reason"] = data["reason"][:MAX_REASON]
         results[key]["evidence"] = data["evidence"][:MAX_EVIDENCE]
     fingerprint = dict(report.fingerprint)
     return {
-        "cluster": args.cluster, "plugin": args.plugin, "plugin_version": args.plugin_version or "",
-        "kubernetes_version": fingerprint.get("kubernetes_version") or "", "proxier": args.proxier,
-        "battery": args.battery, "started": started.isoformat(), "finished": finished.isoformat(),
-        "fingerprint": fingerprint, "results": results,
+        "cluster": args.cluster,
+        "plugin": args.plugin,
+        "plugin_version": args.plugin_version or "",
+        "kubernetes_version": fingerprint.get("kubernetes_version") or "",
+        "proxier": args.proxier,
+        "battery": args.battery,
+        "started": started.isoformat(),
+        "finished": finished.isoformat(),
+        "fingerprint": fingerprint,
+        "results": results,
         "errors": [str(e)[:MAX_REASON] for e in report.errors][:50],
         "agent_version": VERSION,
     }
 
 
-def post(url: str, token: str, body: dict[str, Any], ca: str | None = None,
-         tries: int = POST_TRIES, backoff: float = 2.0) -> dict[str, Any]:
+def post(
+    url: str,
+    token: str,
+    body: dict[str, Any],
+    ca: str | None = None,
+    tries: int = POST_TRIES,
+    backoff: float = 2.0,
+) -> dict[str, Any]:
     """POST the run; retried on connection errors and 5xx (bounded), never on 4xx."""
     data = json.dumps(body).encode()
     context = ssl.create_default_context(cafile=ca) if ca else None
@@ -188,25 +245,38 @@ def post(url: str, token: str, body: dict[str, Any], ca: str | None = None,
     for attempt in range(tries):
         if attempt:
             time.sleep(backoff * 2 ** (attempt - 1))
-        request = urllib.request.Request(target, data=data, method="POST", headers={
-            "Authorization": f"Token {token}", "Content-Type": "application/json",
-            "User-Agent": f"sctp-dashboard-agent/{VERSION}"})
+        request = urllib.request.Request(
+            target,
+            data=data,
+            method="POST",
+            headers={
+                "Authorization": f"Token {token}",
+                "Content-Type": "application/json",
+                "User-Agent": f"sctp-dashboard-agent/{VERSION}",
+            },
+        )
         try:
             with urllib.request.urlopen(request, timeout=POST_TIMEOUT, context=context) as answer:
                 return json.loads(answer.read() or b"{}")
         except urllib.error.HTTPError as err:
             text = err.read()[:2000].decode("utf-8", "replace")
             if err.code < 500:
-                raise AgentError(f"the dashboard refused the run: HTTP {err.code}: {text}", code=1) from err
+                raise AgentError(
+                    f"the dashboard refused the run: HTTP {err.code}: {text}", code=1
+                ) from err
             last = f"HTTP {err.code}: {text}"
         except (urllib.error.URLError, OSError) as exc:
             last = f"{type(exc).__name__}: {exc}"
         log.warning("posting the run failed (try %d/%d): %s", attempt + 1, tries, last)
-    raise AgentError(f"the dashboard at {url} could not be reached after {tries} tries: {last}", code=3)
+    raise AgentError(
+        f"the dashboard at {url} could not be reached after {tries} tries: {last}", code=3
+    )
 
 
 def main(argv: list[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     environ = os.environ if environ is None else environ
     args = parser().parse_args(argv)
     try:
@@ -233,12 +303,17 @@ def main(argv: list[str] | None = None, environ: Mapping[str, str] | None = None
                 report.fingerprint["emulated"] = _version_says_emulated(api)
         finally:
             api.close()
-        answer = post(args.dashboard, token, payload(args, report, started, finished), args.dashboard_ca)
+        answer = post(
+            args.dashboard, token, payload(args, report, started, finished), args.dashboard_ca
+        )
     except AgentError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.code
-    summary = {"run": answer.get("run"), "url": answer.get("url"),
-               "results": {k: r.outcome for k, r in report.results.items()}}
+    summary = {
+        "run": answer.get("run"),
+        "url": answer.get("url"),
+        "results": {k: r.outcome for k, r in report.results.items()},
+    }
     print(json.dumps(summary), flush=True)
     return 0
 

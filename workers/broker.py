@@ -32,12 +32,17 @@ class QoS(kombu_redis.QoS):
         self._unacked_in_redis: set[str] = set()
 
     def ack(self, delivery_tag: str) -> None:
-        self._settle(delivery_tag, lambda: kombu_redis.QoS.ack(self, delivery_tag), remove_later=True)
+        self._settle(
+            delivery_tag, lambda: kombu_redis.QoS.ack(self, delivery_tag), remove_later=True
+        )
 
     def reject(self, delivery_tag: str, requeue: bool = False) -> None:
         # A requeue that failed is left to the visibility timeout, which restores it.
-        self._settle(delivery_tag, lambda: kombu_redis.QoS.reject(self, delivery_tag, requeue),
-                     remove_later=not requeue)
+        self._settle(
+            delivery_tag,
+            lambda: kombu_redis.QoS.reject(self, delivery_tag, requeue),
+            remove_later=not requeue,
+        )
 
     def _settle(self, delivery_tag: str, settle: Any, remove_later: bool) -> None:
         try:

@@ -90,8 +90,11 @@ def _describe(exc: BaseException) -> str:
     cause = exc
     while isinstance(cause, urllib3.exceptions.MaxRetryError) and cause.reason is not None:
         cause = cause.reason
-    inner = next((a for a in cause.args if isinstance(a, BaseException)), None) \
-        if isinstance(cause, urllib3.exceptions.ProtocolError) else None
+    inner = (
+        next((a for a in cause.args if isinstance(a, BaseException)), None)
+        if isinstance(cause, urllib3.exceptions.ProtocolError)
+        else None
+    )
     name = type(cause).__name__
     return f"{name} ({type(inner).__name__})" if inner is not None else name
 

@@ -31,7 +31,9 @@ MAX_VERSION_BYTES = 64 * 1024
 DEFAULT_REQUEST_TIMEOUT = 30.0
 # One phrase for every way of not answering (refused, reset, timed out, a banner, TLS, a cut
 # answer): the message never says what listens on a port, or whether anything does.
-NOT_A_KUBERNETES_SERVER = "is not reachable, or did not answer GET /version as a Kubernetes API server"
+NOT_A_KUBERNETES_SERVER = (
+    "is not reachable, or did not answer GET /version as a Kubernetes API server"
+)
 
 # Fields that make the client run a program or call out to a credential plugin.
 COMMAND_FIELDS = ("exec", "auth-provider")
@@ -178,7 +180,9 @@ def _ask_version(data: dict[str, Any], server: str) -> dict[str, Any]:
         watchdog.cancel()
         api.close()
     if pin.aborted:  # cut off by the deadline, whatever the client made of the rest
-        raise KubeconfigError(f"server {server} {NOT_A_KUBERNETES_SERVER} within {REACHABILITY_DEADLINE:.0f} s")
+        raise KubeconfigError(
+            f"server {server} {NOT_A_KUBERNETES_SERVER} within {REACHABILITY_DEADLINE:.0f} s"
+        )
     if status != 200:
         try:  # the standard phrase, not the server's own (which is the server's text)
             phrase = f" {HTTPStatus(status).phrase}"
@@ -202,9 +206,12 @@ def _ask_version(data: dict[str, Any], server: str) -> dict[str, Any]:
 
 def _get_version(api: k8s.ApiClient, timeout: float) -> tuple[int, bytes]:
     """GET /version: the status and at most MAX_VERSION_BYTES of the body (an error's is not read)."""
-    params = api.param_serialize(method="GET", resource_path="/version/",
-                                 header_params={"Accept": "application/json"},
-                                 auth_settings=["BearerToken"])
+    params = api.param_serialize(
+        method="GET",
+        resource_path="/version/",
+        header_params={"Accept": "application/json"},
+        auth_settings=["BearerToken"],
+    )
     response = api.call_api(*params, _request_timeout=(min(REACHABILITY_TIMEOUT, timeout), timeout))
     raw = response.response
     try:
@@ -218,7 +225,9 @@ def _get_version(api: k8s.ApiClient, timeout: float) -> tuple[int, bytes]:
         raw.release_conn() if raw.status == 200 else raw.close()
 
 
-def checked_server(server: str, timeout: float = REACHABILITY_TIMEOUT, *, name_it: bool = True) -> Pin:
+def checked_server(
+    server: str, timeout: float = REACHABILITY_TIMEOUT, *, name_it: bool = True
+) -> Pin:
     """The server resolved once and allowed (workers.netguard), or KubeconfigError saying why.
 
     `name_it` False leaves the URL out of the message (run errors are public on the run page).
@@ -226,8 +235,9 @@ def checked_server(server: str, timeout: float = REACHABILITY_TIMEOUT, *, name_i
     try:
         return check_server(server, timeout=timeout)
     except ServerNotAllowed as exc:
-        raise KubeconfigError(f"{f'server {server}' if name_it else 'the cluster server'} is not allowed: {exc}") \
-            from None
+        raise KubeconfigError(
+            f"{f'server {server}' if name_it else 'the cluster server'} is not allowed: {exc}"
+        ) from None
 
 
 def _client_from_dict(data: dict[str, Any], request_timeout: float, pin: Pin) -> k8s.ApiClient:
@@ -242,7 +252,9 @@ def _client_from_dict(data: dict[str, Any], request_timeout: float, pin: Pin) ->
             config_dict=data, persist_config=False, client_configuration=configuration
         )
     except Exception as exc:  # the loader raises ConfigException, ValueError, TypeError…
-        raise KubeconfigError(f"the kubernetes client rejected the kubeconfig: {type(exc).__name__}") from None
+        raise KubeconfigError(
+            f"the kubernetes client rejected the kubeconfig: {type(exc).__name__}"
+        ) from None
     try:
         pin_api_client(api, pin)
     except ServerNotAllowed as exc:
@@ -279,4 +291,6 @@ def api_client_from_kubeconfig(
     """
     data = parse_kubeconfig(text)
     summary = _check_structure(data)
-    return _client_from_dict(data, request_timeout, checked_server(summary["server"], name_it=False))
+    return _client_from_dict(
+        data, request_timeout, checked_server(summary["server"], name_it=False)
+    )

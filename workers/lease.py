@@ -86,7 +86,9 @@ class Lease:
         import redis
 
         try:
-            return bool(_redis().set(_key(self.cluster_id), self.holder, nx=True, px=self.ttl * 1000))
+            return bool(
+                _redis().set(_key(self.cluster_id), self.holder, nx=True, px=self.ttl * 1000)
+            )
         except redis.RedisError as exc:
             raise LeaseUnavailable(f"the lease store is unavailable: {exc}") from exc
 
@@ -107,7 +109,9 @@ class Lease:
             return True
         try:
             with transaction.atomic():
-                ClusterLease.objects.create(cluster_id=self.cluster_id, holder=self.holder, expires=expires)
+                ClusterLease.objects.create(
+                    cluster_id=self.cluster_id, holder=self.holder, expires=expires
+                )
             return True
         except IntegrityError:
             return False

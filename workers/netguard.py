@@ -191,8 +191,9 @@ def _shutdown(sock: socket.socket) -> None:
         pass
 
 
-def check_server(text: str, networks: list[IPNetwork] | None = None,
-                 timeout: float = RESOLVE_TIMEOUT) -> Pin:
+def check_server(
+    text: str, networks: list[IPNetwork] | None = None, timeout: float = RESOLVE_TIMEOUT
+) -> Pin:
     """Parse, resolve once and judge the server; the Pin to connect with, or ServerNotAllowed."""
     server = parse_server(text)
     networks = allowed_networks() if networks is None else networks
@@ -214,8 +215,10 @@ def _pinned_connection(base: type[HTTPConnection], pin: Pin) -> type[HTTPConnect
                 raise NewConnectionError(self, "the deadline passed")
             try:
                 sock = urllib3.util.connection.create_connection(
-                    (str(pin.address), self.port), self.timeout,
-                    source_address=self.source_address, socket_options=self.socket_options,
+                    (str(pin.address), self.port),
+                    self.timeout,
+                    source_address=self.source_address,
+                    socket_options=self.socket_options,
                 )
             except TimeoutError as exc:
                 raise ConnectTimeoutError(self, "connect timed out") from exc
@@ -233,16 +236,25 @@ class PinnedPoolManager(urllib3.PoolManager):
     def __init__(self, pin: Pin, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.pin = pin
-        http = type("PinnedHTTPPool", (HTTPConnectionPool,),
-                    {"ConnectionCls": _pinned_connection(HTTPConnection, pin)})
-        https = type("PinnedHTTPSPool", (HTTPSConnectionPool,),
-                     {"ConnectionCls": _pinned_connection(HTTPSConnection, pin)})
+        http = type(
+            "PinnedHTTPPool",
+            (HTTPConnectionPool,),
+            {"ConnectionCls": _pinned_connection(HTTPConnection, pin)},
+        )
+        https = type(
+            "PinnedHTTPSPool",
+            (HTTPSConnectionPool,),
+            {"ConnectionCls": _pinned_connection(HTTPSConnection, pin)},
+        )
         self.pool_classes_by_scheme = {"http": http, "https": https}
 
     def _new_pool(self, scheme: str, host: str, port: int, request_context: Any = None) -> Any:
         server = self.pin.server
-        if scheme != server.scheme or host.strip("[]").rstrip(".").lower() != server.host.lower() \
-                or port != server.port:
+        if (
+            scheme != server.scheme
+            or host.strip("[]").rstrip(".").lower() != server.host.lower()
+            or port != server.port
+        ):
             raise NewConnectionError(None, "refused: not the cluster's checked server")  # type: ignore[arg-type]
         return super()._new_pool(scheme, host, port, request_context)
 

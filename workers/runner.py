@@ -71,7 +71,9 @@ class Heartbeat(threading.Thread):
         try:
             while not self.stop.wait(settings.RUN_HEARTBEAT_SECONDS):
                 try:
-                    alive = Run.objects.filter(pk=self.run_id, state=Run.State.RUNNING).update(heartbeat=now())
+                    alive = Run.objects.filter(pk=self.run_id, state=Run.State.RUNNING).update(
+                        heartbeat=now()
+                    )
                     if not alive:
                         self.reason = "the run was cancelled or ended elsewhere"
                         self.cancel.set()
@@ -93,7 +95,11 @@ def execute(run_id: int, *, worker: str = "", task_id: str = "") -> str:
     if not lease.acquire():
         return BUSY
     claimed = Run.objects.filter(pk=run_id, state=Run.State.QUEUED).update(
-        state=Run.State.RUNNING, started=now(), heartbeat=now(), worker=worker[:200], task_id=task_id[:64]
+        state=Run.State.RUNNING,
+        started=now(),
+        heartbeat=now(),
+        worker=worker[:200],
+        task_id=task_id[:64],
     )
     if not claimed:
         lease.release()
@@ -117,8 +123,13 @@ def execute(run_id: int, *, worker: str = "", task_id: str = "") -> str:
     except Exception as exc:
         log.exception("run %s failed", run_id)
         state, error = Run.State.ERROR, f"{type(exc).__name__}: {exc}"
-        if type(exc).__name__ == "SoftTimeLimitExceeded":  # Celery's soft limit (no Celery import here)
-            state, error = Run.State.ERROR, "the run took longer than the worker's time limit (RUN_TIME_LIMIT_SECONDS)"
+        if (
+            type(exc).__name__ == "SoftTimeLimitExceeded"
+        ):  # Celery's soft limit (no Celery import here)
+            state, error = (
+                Run.State.ERROR,
+                "the run took longer than the worker's time limit (RUN_TIME_LIMIT_SECONDS)",
+            )
     finally:
         beat.stop.set()
         beat.join(timeout=10)
@@ -153,8 +164,10 @@ def _run_battery(run: Run, beat: Heartbeat) -> Any:
         api_client.close()
 
 
-CREDENTIALS_UNREADABLE = ("the stored kubeconfig cannot be decrypted: FIELD_ENCRYPTION_KEY does not hold its "
-                          "key; register the cluster again")
+CREDENTIALS_UNREADABLE = (
+    "the stored kubeconfig cannot be decrypted: FIELD_ENCRYPTION_KEY does not hold its "
+    "key; register the cluster again"
+)
 
 
 class CredentialsUnreadable(Exception):
@@ -219,7 +232,9 @@ def finish(run: Run, state: str, error: str, report: Any) -> None:
     # (run.proxier keeps what the cluster was registered with); the lab's /version mark and the
     # release the server reported travel with the run.
     fields["proxier_detected"] = detected if detected in ("iptables", "ipvs", "nftables") else ""
-    fields["emulated"] = bool(run.emulated or run.cluster.emulated or run.cluster.lab or fingerprint.get("emulated"))
+    fields["emulated"] = bool(
+        run.emulated or run.cluster.emulated or run.cluster.lab or fingerprint.get("emulated")
+    )
     seen_minor = kubernetes_minor(fingerprint.get("kubernetes_version"))
     if seen_minor is not None:
         fields["kubernetes_minor"] = seen_minor
@@ -236,7 +251,9 @@ def finish_reaped(run_id: int) -> None:
     outcomes = dict(TestResult.objects.filter(run_id=run_id).values_list("test_key", "outcome"))
     for key in keys_of(run.battery):
         if key not in outcomes:
-            TestResult.objects.create(run_id=run_id, test_key=key, outcome=Outcome.NOT_RUN, reason=run.error)
+            TestResult.objects.create(
+                run_id=run_id, test_key=key, outcome=Outcome.NOT_RUN, reason=run.error
+            )
     after_run(run_id)
 
 

@@ -64,12 +64,16 @@ def parse_duration(text: str) -> int:
     else:
         raise AccessError(f"duration {text!r} is not like 90m, 24h or 7d")
     if seconds < MIN_DURATION:
-        raise AccessError("the duration must be at least 1h (the dashboard renews tokens every 15 minutes, "
-                          "once a third of their lifetime is left)")
+        raise AccessError(
+            "the duration must be at least 1h (the dashboard renews tokens every 15 minutes, "
+            "once a third of their lifetime is left)"
+        )
     return seconds
 
 
-def rbac_objects(namespace: str = DEFAULT_NAMESPACE, node_access: bool = False) -> list[dict[str, Any]]:
+def rbac_objects(
+    namespace: str = DEFAULT_NAMESPACE, node_access: bool = False
+) -> list[dict[str, Any]]:
     """The manifests of deploy/rbac (and deploy/rbac/node-access), moved to `namespace`."""
     dirs = [RBAC_DIR] + ([RBAC_DIR / "node-access"] if node_access else [])
     objects: list[dict[str, Any]] = []
@@ -125,33 +129,46 @@ def apply_rbac(api: k8s.ApiClient, objects: list[dict[str, Any]]) -> list[str]:
 _Call = Callable[[Any], object]  # a manifest dict: the client serializes it as it is
 
 
-def _calls(core: k8s.CoreV1Api, rbac: k8s.RbacAuthorizationV1Api, kind: str, name: str,
-           ns: str) -> tuple[_Call, _Call | None]:
+def _calls(
+    core: k8s.CoreV1Api, rbac: k8s.RbacAuthorizationV1Api, kind: str, name: str, ns: str
+) -> tuple[_Call, _Call | None]:
     """How to create and to replace one object (a function, so each lambda keeps its names)."""
     calls: dict[str, tuple[_Call, _Call | None]] = {
         "Namespace": (lambda o: core.create_namespace(o), None),
         "ServiceAccount": (lambda o: core.create_namespaced_service_account(ns, o), None),
-        "ClusterRole": (lambda o: rbac.create_cluster_role(o),
-                        lambda o: rbac.replace_cluster_role(name, o)),
-        "ClusterRoleBinding": (lambda o: rbac.create_cluster_role_binding(o),
-                               lambda o: rbac.replace_cluster_role_binding(name, o)),
-        "Role": (lambda o: rbac.create_namespaced_role(ns, o),
-                 lambda o: rbac.replace_namespaced_role(name, ns, o)),
-        "RoleBinding": (lambda o: rbac.create_namespaced_role_binding(ns, o),
-                        lambda o: rbac.replace_namespaced_role_binding(name, ns, o)),
+        "ClusterRole": (
+            lambda o: rbac.create_cluster_role(o),
+            lambda o: rbac.replace_cluster_role(name, o),
+        ),
+        "ClusterRoleBinding": (
+            lambda o: rbac.create_cluster_role_binding(o),
+            lambda o: rbac.replace_cluster_role_binding(name, o),
+        ),
+        "Role": (
+            lambda o: rbac.create_namespaced_role(ns, o),
+            lambda o: rbac.replace_namespaced_role(name, ns, o),
+        ),
+        "RoleBinding": (
+            lambda o: rbac.create_namespaced_role_binding(ns, o),
+            lambda o: rbac.replace_namespaced_role_binding(name, ns, o),
+        ),
     }
     return calls[kind]
 
 
-def request_token(api: k8s.ApiClient, namespace: str, name: str, seconds: int) -> tuple[str, datetime]:
+def request_token(
+    api: k8s.ApiClient, namespace: str, name: str, seconds: int
+) -> tuple[str, datetime]:
     """A TokenRequest for the ServiceAccount; (token, expiry as the API server set it)."""
     body = k8s.AuthenticationV1TokenRequest(
-        spec=k8s.V1TokenRequestSpec(audiences=[], expiration_seconds=seconds))
+        spec=k8s.V1TokenRequestSpec(audiences=[], expiration_seconds=seconds)
+    )
     try:
         answer = k8s.CoreV1Api(api).create_namespaced_service_account_token(name, namespace, body)
     except ApiException as exc:
-        raise AccessError(f"the TokenRequest for {namespace}/{name} failed: "
-                          f"{api_error_message(exc)}") from exc
+        raise AccessError(
+            f"the TokenRequest for {namespace}/{name} failed: {api_error_message(exc)}"
+        ) from exc
     status = answer.status
     if status is None or not status.token or status.expiration_timestamp is None:
         raise AccessError(f"the TokenRequest for {namespace}/{name} answered no token")
@@ -177,12 +194,17 @@ def target_of(api: k8s.ApiClient) -> Target:
     ca_data = None
     if conf.ssl_ca_cert:
         ca_data = base64.b64encode(Path(conf.ssl_ca_cert).read_bytes()).decode()
-    return Target(server=conf.host, ca_data=ca_data, insecure=not conf.verify_ssl,
-                  tls_server_name=getattr(conf, "tls_server_name", None) or None)
+    return Target(
+        server=conf.host,
+        ca_data=ca_data,
+        insecure=not conf.verify_ssl,
+        tls_server_name=getattr(conf, "tls_server_name", None) or None,
+    )
 
 
-def kubeconfig_text(target: Target, token: str, cluster_name: str, namespace: str,
-                    expires: datetime) -> str:
+def kubeconfig_text(
+    target: Target, token: str, cluster_name: str, namespace: str, expires: datetime
+) -> str:
     cluster: dict[str, Any] = {"server": target.server}
     if target.ca_data:
         cluster["certificate-authority-data"] = target.ca_data
@@ -196,14 +218,20 @@ def kubeconfig_text(target: Target, token: str, cluster_name: str, namespace: st
         "kind": "Config",
         "clusters": [{"name": cluster_name, "cluster": cluster}],
         "users": [{"name": user, "user": {"token": token}}],
-        "contexts": [{"name": cluster_name,
-                      "context": {"cluster": cluster_name, "user": user, "namespace": namespace}}],
+        "contexts": [
+            {
+                "name": cluster_name,
+                "context": {"cluster": cluster_name, "user": user, "namespace": namespace},
+            }
+        ],
         "current-context": cluster_name,
         "preferences": {},
     }
-    header = (f"# SCTP battery access to {cluster_name}: ServiceAccount {namespace}/"
-              f"{SERVICE_ACCOUNT}, token valid until {expires:%Y-%m-%dT%H:%M:%SZ}.\n"
-              "# Register it as is; the dashboard renews the token before it expires.\n")
+    header = (
+        f"# SCTP battery access to {cluster_name}: ServiceAccount {namespace}/"
+        f"{SERVICE_ACCOUNT}, token valid until {expires:%Y-%m-%dT%H:%M:%SZ}.\n"
+        "# Register it as is; the dashboard renews the token before it expires.\n"
+    )
     return header + yaml.safe_dump(data, sort_keys=False)
 
 
@@ -240,9 +268,14 @@ def token_info(kubeconfig: str) -> TokenInfo | None:
     if not isinstance(data, dict):
         return None
     current = data.get("current-context")
-    contexts = {c.get("name"): c.get("context") or {} for c in data.get("contexts") or []
-                if isinstance(c, dict)}
-    users = {u.get("name"): u.get("user") or {} for u in data.get("users") or [] if isinstance(u, dict)}
+    contexts = {
+        c.get("name"): c.get("context") or {}
+        for c in data.get("contexts") or []
+        if isinstance(c, dict)
+    }
+    users = {
+        u.get("name"): u.get("user") or {} for u in data.get("users") or [] if isinstance(u, dict)
+    }
     token = users.get(contexts.get(current, {}).get("user"), {}).get("token")
     claims = token_claims(token) if isinstance(token, str) else None
     if not claims or not isinstance(claims.get("exp"), int):
@@ -265,8 +298,10 @@ def renewed_kubeconfig(kubeconfig: str, seconds: int | None = None) -> tuple[str
 
     info = token_info(kubeconfig)
     if info is None:
-        raise AccessError("the kubeconfig's credential is not a ServiceAccount token "
-                          "(make it with manage.py make_kubeconfig)")
+        raise AccessError(
+            "the kubeconfig's credential is not a ServiceAccount token "
+            "(make it with manage.py make_kubeconfig)"
+        )
     lifetime = seconds or max(MIN_DURATION, int(info.expires - info.issued))
     api = api_client_from_kubeconfig(kubeconfig, request_timeout=15)
     try:
@@ -300,7 +335,9 @@ def renew_registered(now: float | None = None) -> dict[str, str]:
         try:
             current = cluster.kubeconfig or ""  # decrypted here, on access
         except Exception:  # stored under another key: the runner marks it
-            log.warning("the kubeconfig of cluster %s cannot be decrypted: not renewed", cluster.name)
+            log.warning(
+                "the kubeconfig of cluster %s cannot be decrypted: not renewed", cluster.name
+            )
             continue
         info = token_info(current)
         if info is None or not info.renew_due(now):
@@ -309,14 +346,19 @@ def renew_registered(now: float | None = None) -> dict[str, str]:
             text, expires = renewed_kubeconfig(current)
         except Exception as exc:  # one cluster's failure must not stop the rest
             left = max(0, int(info.expires - (time.time() if now is None else now)))
-            log.warning("renewing the token of cluster %s failed (%d s left): %s",
-                        cluster.name, left, exc)
+            log.warning(
+                "renewing the token of cluster %s failed (%d s left): %s", cluster.name, left, exc
+            )
             results[cluster.name] = f"failed: {exc}"
             continue
         # Same server, same plugin: the approval stands (only a credential changed).
         cluster.kubeconfig = text
         cluster.save(update_fields=["kubeconfig"])
-        AuditEvent.record("system", "cluster.token_renewed", f"cluster {cluster.name}",
-                          expires=f"{expires:%Y-%m-%dT%H:%M:%SZ}")
+        AuditEvent.record(
+            "system",
+            "cluster.token_renewed",
+            f"cluster {cluster.name}",
+            expires=f"{expires:%Y-%m-%dT%H:%M:%SZ}",
+        )
         results[cluster.name] = f"renewed until {expires:%Y-%m-%dT%H:%M:%SZ}"
     return results

@@ -57,19 +57,28 @@ def execute_or_wait(run_id: int, *, worker: str = "", task_id: str = "") -> str:
         waiting = Run.objects.filter(pk=run_id, state=Run.State.QUEUED)
         created = waiting.values_list("created", flat=True).first()
         if created is not None and now() - created > BUSY_MAX_WAIT:
-            waiting.update(state=Run.State.ERROR, finished=now(),
-                           error="the cluster stayed busy with another run for an hour")
+            waiting.update(
+                state=Run.State.ERROR,
+                finished=now(),
+                error="the cluster stayed busy with another run for an hour",
+            )
             return GAVE_UP
         # Still in flight: dispatch_pending must not take it for lost and send it a second time.
         waiting.update(dispatched=now())
     return outcome
 
 
-@app.task(bind=True, acks_late=True, max_retries=None,
-          soft_time_limit=settings.RUN_TIME_LIMIT_SECONDS,
-          time_limit=settings.RUN_TIME_LIMIT_SECONDS + RUN_HARD_LIMIT_MARGIN)
+@app.task(
+    bind=True,
+    acks_late=True,
+    max_retries=None,
+    soft_time_limit=settings.RUN_TIME_LIMIT_SECONDS,
+    time_limit=settings.RUN_TIME_LIMIT_SECONDS + RUN_HARD_LIMIT_MARGIN,
+)
 def execute_run(self, run_id: int) -> str:
-    outcome = execute_or_wait(run_id, worker=self.request.hostname or "", task_id=self.request.id or "")
+    outcome = execute_or_wait(
+        run_id, worker=self.request.hostname or "", task_id=self.request.id or ""
+    )
     if outcome == runner.BUSY:
         raise self.retry(countdown=busy_countdown(self.request.retries or 0))
     return runner.BUSY if outcome == GAVE_UP else outcome  # the run's error says it gave up
@@ -84,12 +93,15 @@ def reap_stale() -> list[int]:
     """Ends runs whose worker died: no heartbeat within RUN_HEARTBEAT_TIMEOUT."""
     cutoff = now() - timedelta(seconds=settings.RUN_HEARTBEAT_TIMEOUT)
     stale = list(
-        Run.objects.filter(state=Run.State.RUNNING, heartbeat__lt=cutoff).values_list("id", "cluster_id", "heartbeat")
+        Run.objects.filter(state=Run.State.RUNNING, heartbeat__lt=cutoff).values_list(
+            "id", "cluster_id", "heartbeat"
+        )
     )
     reaped = []
     for run_id, cluster_id, heartbeat in stale:
         done = Run.objects.filter(pk=run_id, state=Run.State.RUNNING, heartbeat__lt=cutoff).update(
-            state=Run.State.ERROR, finished=now(),
+            state=Run.State.ERROR,
+            finished=now(),
             error=f"worker lost: no heartbeat since {heartbeat:%Y-%m-%d %H:%M:%S} UTC",
         )
         if done:
@@ -136,17 +148,37 @@ def start_scheduled(schedule_id: int) -> int | None:
     from dashboard.runs import request_run
 
     with transaction.atomic():
-        schedule = Schedule.objects.select_for_update().select_related("cluster").filter(pk=schedule_id).first()
+        schedule = (
+            Schedule.objects.select_for_update()
+            .select_related("cluster")
+            .filter(pk=schedule_id)
+            .first()
+        )
         if schedule is None or not schedule.enabled or not schedule.cluster.enabled:
             return None
-        if Run.objects.filter(schedule=schedule, state__in=[Run.State.QUEUED, Run.State.RUNNING]).exists():
-            log.info("schedule %s: the previous run has not ended; not starting another", schedule_id)
+        if Run.objects.filter(
+            schedule=schedule, state__in=[Run.State.QUEUED, Run.State.RUNNING]
+        ).exists():
+            log.info(
+                "schedule %s: the previous run has not ended; not starting another", schedule_id
+            )
             return None
-        last = Run.objects.filter(schedule=schedule).order_by("-created").values_list("created", flat=True).first()
+        last = (
+            Run.objects.filter(schedule=schedule)
+            .order_by("-created")
+            .values_list("created", flat=True)
+            .first()
+        )
         if last is not None and now() - last < schedule.interval / 2:
-            log.info("schedule %s: a run started %s ago already (duplicate beat?)", schedule_id, now() - last)
+            log.info(
+                "schedule %s: a run started %s ago already (duplicate beat?)",
+                schedule_id,
+                now() - last,
+            )
             return None
-        run = request_run(schedule.cluster, schedule.battery, trigger=Run.Trigger.PERIODIC, schedule=schedule)
+        run = request_run(
+            schedule.cluster, schedule.battery, trigger=Run.Trigger.PERIODIC, schedule=schedule
+        )
     return run.id
 
 
@@ -184,8 +216,12 @@ def sweep(cluster_id: int) -> list[str]:
     cluster = Cluster.objects.filter(pk=cluster_id).first()
     if cluster is None or not cluster.__dict__.get("kubeconfig"):
         return []
-    live = {str(i) for i in Run.objects.filter(cluster=cluster, state__in=[Run.State.QUEUED, Run.State.RUNNING])
-            .values_list("id", flat=True)}
+    live = {
+        str(i)
+        for i in Run.objects.filter(
+            cluster=cluster, state__in=[Run.State.QUEUED, Run.State.RUNNING]
+        ).values_list("id", flat=True)
+    }
     try:
         text = runner.kubeconfig_of(cluster)
     except runner.CredentialsUnreadable:

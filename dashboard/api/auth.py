@@ -52,8 +52,11 @@ def token_of(request: Request) -> ApiToken:
     token = request.auth
     if isinstance(token, ApiToken):
         return token
-    raise exceptions.NotAuthenticated(getattr(request._request, "_token_refused", None)
-                                      or getattr(request, "_token_refused", None) or MISSING)
+    raise exceptions.NotAuthenticated(
+        getattr(request._request, "_token_refused", None)
+        or getattr(request, "_token_refused", None)
+        or MISSING
+    )
 
 
 class TokenRole(permissions.BasePermission):
@@ -92,7 +95,9 @@ class ClusterOwnerOrMaintainer(AnyToken):
     def has_object_permission(self, request: Request, view: Any, obj: Any) -> bool:
         token = token_of(request)
         if token.role == ApiToken.Role.MAINTAINER or (
-            token.vendor_id and token.vendor_id == obj.owner_id and vendor_has_plugin(token.vendor_id, obj.plugin_id)
+            token.vendor_id
+            and token.vendor_id == obj.owner_id
+            and vendor_has_plugin(token.vendor_id, obj.plugin_id)
         ):
             return True
         self.message = f"only the owner of cluster {obj.name} or a maintainer may run its battery"

@@ -12,5 +12,9 @@ class ApiTokenScheme(OpenApiAuthenticationExtension):
     name = "token"
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
-        return {"type": "apiKey", "in": "header", "name": "Authorization",
-                "description": "`Token <token>` as printed by `manage.py issue_token`"}
+        return {
+            "type": "apiKey",
+            "in": "header",
+            "name": "Authorization",
+            "description": "`Token <token>` as printed by `manage.py issue_token`",
+        }

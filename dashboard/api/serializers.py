@@ -63,6 +63,7 @@ class CatalogTestSerializer(s.ModelSerializer):
 
 # --- clusters ---------------------------------------------------------------------------------
 
+
 class LastRunSerializer(s.Serializer):
     id = s.IntegerField()
     state = s.ChoiceField(choices=Run.State.choices)
@@ -78,18 +79,38 @@ class ClusterSerializer(s.ModelSerializer):
     plugin = s.CharField(source="plugin.slug", read_only=True)
     proxier = s.ChoiceField(choices=Proxier.choices, read_only=True)
     emulated = s.SerializerMethodField()
-    credentials_ok = s.BooleanField(read_only=True,
-                                    help_text="false when the stored kubeconfig cannot be decrypted (register again)")
+    credentials_ok = s.BooleanField(
+        read_only=True,
+        help_text="false when the stored kubeconfig cannot be decrypted (register again)",
+    )
     last_run = s.SerializerMethodField()
 
     class Meta:
         model = Cluster
-        fields = ["name", "url", "owner", "plugin", "plugin_version", "kubernetes_version", "proxier",
-                  "node_access", "load_balancer", "kubenet", "lab", "enabled", "emulated", "approved",
-                  "basic_only", "credentials_ok", "last_run"]
+        fields = [
+            "name",
+            "url",
+            "owner",
+            "plugin",
+            "plugin_version",
+            "kubernetes_version",
+            "proxier",
+            "node_access",
+            "load_balancer",
+            "kubenet",
+            "lab",
+            "enabled",
+            "emulated",
+            "approved",
+            "basic_only",
+            "credentials_ok",
+            "last_run",
+        ]
         read_only_fields = fields
 
-    @extend_schema_field(s.BooleanField(help_text="registered by the lab, or its /version says so: never counts"))
+    @extend_schema_field(
+        s.BooleanField(help_text="registered by the lab, or its /version says so: never counts")
+    )
     def get_emulated(self, c: Cluster) -> bool:
         return bool(c.emulated or c.lab)
 
@@ -131,6 +152,7 @@ class RunQueuedSerializer(s.Serializer):
 
 # --- runs -------------------------------------------------------------------------------------
 
+
 class RunResultSerializer(s.Serializer):
     outcome = s.ChoiceField(choices=OUTCOMES)
     reason = s.CharField(allow_blank=True)
@@ -140,7 +162,12 @@ class RunResultSerializer(s.Serializer):
 
 
 def _result(res: Any) -> dict[str, Any]:
-    return {"outcome": res.outcome, "reason": res.reason, "duration": res.duration, "evidence": res.evidence}
+    return {
+        "outcome": res.outcome,
+        "reason": res.reason,
+        "duration": res.duration,
+        "evidence": res.evidence,
+    }
 
 
 class RunSerializer(s.ModelSerializer):
@@ -161,10 +188,32 @@ class RunSerializer(s.ModelSerializer):
 
     class Meta:
         model = Run
-        fields = ["id", "url", "cluster", "plugin", "plugin_version", "kubernetes_version", "proxier", "battery",
-                  "trigger", "state", "status", "error", "created", "started", "finished", "heartbeat",
-                  "duration_seconds", "emulated", "proxier_detected", "fingerprint", "qualifying",
-                  "qualifying_reason", "results", "conformance"]
+        fields = [
+            "id",
+            "url",
+            "cluster",
+            "plugin",
+            "plugin_version",
+            "kubernetes_version",
+            "proxier",
+            "battery",
+            "trigger",
+            "state",
+            "status",
+            "error",
+            "created",
+            "started",
+            "finished",
+            "heartbeat",
+            "duration_seconds",
+            "emulated",
+            "proxier_detected",
+            "fingerprint",
+            "qualifying",
+            "qualifying_reason",
+            "results",
+            "conformance",
+        ]
         read_only_fields = fields
 
     def _by_key(self, r: Run) -> dict[str, Any]:
@@ -177,35 +226,55 @@ class RunSerializer(s.ModelSerializer):
     def get_duration_seconds(self, r: Run) -> float | None:
         return r.duration.total_seconds() if r.duration else None
 
-    @extend_schema_field(s.ChoiceField(choices=Proxier.choices, allow_null=True,
-                                       help_text="the mode seen on the cluster; null when it could not be told"))
+    @extend_schema_field(
+        s.ChoiceField(
+            choices=Proxier.choices,
+            allow_null=True,
+            help_text="the mode seen on the cluster; null when it could not be told",
+        )
+    )
     def get_proxier_detected(self, r: Run) -> str | None:
         return r.proxier_detected or None
 
-    @extend_schema_field(s.BooleanField(allow_null=True, help_text="null for a run without connectivity tests"))
+    @extend_schema_field(
+        s.BooleanField(allow_null=True, help_text="null for a run without connectivity tests")
+    )
     def get_qualifying(self, r: Run) -> bool | None:
         return r.qualifying if r.has_connectivity else None
 
-    @extend_schema_field(s.DictField(child=RunResultSerializer(), help_text="every catalog test of the battery"))
+    @extend_schema_field(
+        s.DictField(child=RunResultSerializer(), help_text="every catalog test of the battery")
+    )
     def get_results(self, r: Run) -> dict[str, Any]:
         by_key = self._by_key(r)
         out: dict[str, Any] = {}
         for key in keys_of(r.battery):
             res = by_key.get(key)
             if res is None:
-                out[key] = {"outcome": Outcome.NOT_RUN, "reason": "no result yet" if r.state in ("queued", "running")
-                            else "no result recorded"}
+                out[key] = {
+                    "outcome": Outcome.NOT_RUN,
+                    "reason": "no result yet"
+                    if r.state in ("queued", "running")
+                    else "no result recorded",
+                }
             else:
                 out[key] = {**_result(res), "finished": iso(res.finished)}
         return out
 
-    @extend_schema_field(s.DictField(child=RunResultSerializer(),
-                                     help_text="TCP/UDP conformance checks of the basic battery; never a criterion"))
+    @extend_schema_field(
+        s.DictField(
+            child=RunResultSerializer(),
+            help_text="TCP/UDP conformance checks of the basic battery; never a criterion",
+        )
+    )
     def get_conformance(self, r: Run) -> dict[str, Any]:
-        return {key: _result(res) for key, res in sorted(self._by_key(r).items()) if key not in ALL_KEYS}
+        return {
+            key: _result(res) for key, res in sorted(self._by_key(r).items()) if key not in ALL_KEYS
+        }
 
 
 # --- submissions ------------------------------------------------------------------------------
+
 
 class CountsSerializer(s.Serializer):
     passed = s.IntegerField()
@@ -240,9 +309,26 @@ class SubmissionListItemSerializer(s.ModelSerializer):
 
     class Meta:
         model = Submission
-        fields = ["id", "url", "status", "plugin", "vendor", "plugin_version", "kubernetes_version", "proxier",
-                  "cluster", "kind", "sha256", "size", "created", "run_at", "run_at_source", "emulated", "counts",
-                  "qualifying"]
+        fields = [
+            "id",
+            "url",
+            "status",
+            "plugin",
+            "vendor",
+            "plugin_version",
+            "kubernetes_version",
+            "proxier",
+            "cluster",
+            "kind",
+            "sha256",
+            "size",
+            "created",
+            "run_at",
+            "run_at_source",
+            "emulated",
+            "counts",
+            "qualifying",
+        ]
         read_only_fields = fields
 
     @extend_schema_field(s.CharField(allow_null=True))
@@ -268,23 +354,56 @@ class SubmissionSerializer(SubmissionListItemSerializer):
     report = s.SerializerMethodField()
 
     class Meta(SubmissionListItemSerializer.Meta):
-        fields = ["id", "url", "status", "plugin", "vendor", "plugin_version", "kubernetes_version",
-                  "detected_kubernetes_version", "proxier", "cluster", "kind", "filename", "sha256", "size",
-                  "uploaded_by", "created", "run_at", "run_at_source", "emulated", "counts", "results", "warnings",
-                  "qualifying", "qualifying_reason", "review", "report"]
+        fields = [
+            "id",
+            "url",
+            "status",
+            "plugin",
+            "vendor",
+            "plugin_version",
+            "kubernetes_version",
+            "detected_kubernetes_version",
+            "proxier",
+            "cluster",
+            "kind",
+            "filename",
+            "sha256",
+            "size",
+            "uploaded_by",
+            "created",
+            "run_at",
+            "run_at_source",
+            "emulated",
+            "counts",
+            "results",
+            "warnings",
+            "qualifying",
+            "qualifying_reason",
+            "review",
+            "report",
+        ]
         read_only_fields = fields
 
     @extend_schema_field(s.CharField(allow_null=True))
     def get_detected_kubernetes_version(self, sub: Submission) -> str | None:
         return sub.detected_kubernetes_version or None
 
-    @extend_schema_field(s.DictField(child=SubmissionResultSerializer(), help_text="every catalog test"))
+    @extend_schema_field(
+        s.DictField(child=SubmissionResultSerializer(), help_text="every catalog test")
+    )
     def get_results(self, sub: Submission) -> dict[str, Any]:
-        results = {k: {"outcome": v.get("outcome", Outcome.NOT_RUN), "upstream_names": v.get("upstream_names", []),
-                       "reasons": v.get("reasons", [])}
-                   for k, v in (sub.results or {}).items()}
+        results = {
+            k: {
+                "outcome": v.get("outcome", Outcome.NOT_RUN),
+                "upstream_names": v.get("upstream_names", []),
+                "reasons": v.get("reasons", []),
+            }
+            for k, v in (sub.results or {}).items()
+        }
         for key in ALL_KEYS:
-            results.setdefault(key, {"outcome": Outcome.NOT_RUN, "upstream_names": [], "reasons": []})
+            results.setdefault(
+                key, {"outcome": Outcome.NOT_RUN, "upstream_names": [], "reasons": []}
+            )
         return results
 
     @extend_schema_field(ReviewSerializer())
@@ -301,7 +420,9 @@ class SubmissionSerializer(SubmissionListItemSerializer):
 class SubmissionUploadSerializer(s.Serializer):
     """The multipart form of POST submissions/ (checked by dashboard.submissions.create_submission)."""
 
-    file = s.FileField(help_text="e2e JUnit XML, Sonobuoy tarball, or Hydrophone output (.tar.gz, .zip)")
+    file = s.FileField(
+        help_text="e2e JUnit XML, Sonobuoy tarball, or Hydrophone output (.tar.gz, .zip)"
+    )
     plugin = s.SlugField()
     plugin_version = s.CharField()
     kubernetes_version = s.CharField()
@@ -314,6 +435,7 @@ class ReviewRequestSerializer(s.Serializer):
 
 
 # --- readiness (a stored evaluation; described here, not re-serialized per request) -----------
+
 
 class EvidenceSerializer(s.Serializer):
     kind = s.ChoiceField(choices=EVIDENCE_KINDS)
@@ -332,14 +454,22 @@ class CriterionSerializer(s.Serializer):
     status = s.ChoiceField(choices=CRITERION_STATUSES)
     detail = s.CharField()
     evidence = EvidenceSerializer(many=True)
-    rows = s.ListField(child=s.DictField(), required=False, help_text="per-plugin / per-proxier facts")
+    rows = s.ListField(
+        child=s.DictField(), required=False, help_text="per-plugin / per-proxier facts"
+    )
 
 
-TransitionSerializer = type("TransitionSerializer", (s.Serializer,), {
-    "__doc__": "One stage transition and its criteria.",
-    "from": s.ChoiceField(choices=STAGES), "to": s.ChoiceField(choices=STAGES), "ready": s.BooleanField(),
-    "criteria": CriterionSerializer(many=True),
-})
+TransitionSerializer = type(
+    "TransitionSerializer",
+    (s.Serializer,),
+    {
+        "__doc__": "One stage transition and its criteria.",
+        "from": s.ChoiceField(choices=STAGES),
+        "to": s.ChoiceField(choices=STAGES),
+        "ready": s.BooleanField(),
+        "criteria": CriterionSerializer(many=True),
+    },
+)
 
 
 class ReadinessSerializer(s.Serializer):
@@ -352,6 +482,7 @@ class ReadinessSerializer(s.Serializer):
 
 
 # --- the same shapes as plain dicts, for the pages and `run_battery --json` ---------------------
+
 
 def run(r: Run, results: list | None = None) -> dict[str, Any]:
     if results is not None:

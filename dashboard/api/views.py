@@ -45,15 +45,23 @@ from .auth import (
 )
 from .errors import ApiError, TooManyRequests
 
-ERROR_TEXT = {400: "unreadable or unsupported file or field, or a Content-Length that is not a number",
-              401: "missing or bad token",
-              403: "not allowed for this token", 404: "not found", 409: "conflict", 413: "body larger than allowed (judged from Content-Length, unread)",
-              422: "a readable file that is no evidence", 429: "too many requests (Retry-After)"}
+ERROR_TEXT = {
+    400: "unreadable or unsupported file or field, or a Content-Length that is not a number",
+    401: "missing or bad token",
+    403: "not allowed for this token",
+    404: "not found",
+    409: "conflict",
+    413: "body larger than allowed (judged from Content-Length, unread)",
+    422: "a readable file that is no evidence",
+    429: "too many requests (Retry-After)",
+}
 
 
 def errors(*codes: int) -> dict[int, OpenApiResponse]:
     """The documented refusals of an operation; every POST may also meet the body guard (400, 413)."""
-    return {code: OpenApiResponse(sz.ErrorSerializer, description=ERROR_TEXT[code]) for code in codes}
+    return {
+        code: OpenApiResponse(sz.ErrorSerializer, description=ERROR_TEXT[code]) for code in codes
+    }
 
 
 def post_errors(*codes: int) -> dict[int, OpenApiResponse]:
@@ -65,8 +73,12 @@ class ApiView(APIView):
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         self.format_kwarg = self.get_format_suffix(**kwargs)
-        request.accepted_renderer, request.accepted_media_type = self.perform_content_negotiation(request)
-        request.version, request.versioning_scheme = self.determine_version(request, *args, **kwargs)
+        request.accepted_renderer, request.accepted_media_type = self.perform_content_negotiation(
+            request
+        )
+        request.version, request.versioning_scheme = self.determine_version(
+            request, *args, **kwargs
+        )
         self.check_throttles(request)
         self.perform_authentication(request)
         self.check_permissions(request)
@@ -91,6 +103,7 @@ class GetOpenPostNeeds(ApiView):
 
 # --- catalog, readiness -------------------------------------------------------------------------
 
+
 class CatalogView(ApiView, generics.ListAPIView):
     queryset = CatalogTest.objects.all()
     serializer_class = sz.CatalogTestSerializer
@@ -102,7 +115,9 @@ class CatalogView(ApiView, generics.ListAPIView):
 
 
 class ReadinessView(ApiView):
-    @extend_schema(summary="Graduation criteria with verdicts and evidence", responses=sz.ReadinessSerializer)
+    @extend_schema(
+        summary="Graduation criteria with verdicts and evidence", responses=sz.ReadinessSerializer
+    )
     def get(self, request: Request) -> HttpResponse:
         # The published evaluation, encoded once per publication (dashboard.readiness): it is
         # already the answer's shape (the tests check it against ReadinessSerializer).
@@ -111,39 +126,57 @@ class ReadinessView(ApiView):
 
 # --- clusters and runs ----------------------------------------------------------------------------
 
+
 class ClustersView(GetOpenPostNeeds):
     post_permission = VendorOrMaintainerToken
 
-    @extend_schema(summary="Registered clusters (kubeconfigs are never returned)",
-                   responses=sz.ClusterSerializer(many=True))
+    @extend_schema(
+        summary="Registered clusters (kubeconfigs are never returned)",
+        responses=sz.ClusterSerializer(many=True),
+    )
     def get(self, request: Request) -> Response:
         newest = Run.objects.filter(cluster=OuterRef("pk")).order_by("-created").values("id")[:1]
-        rows = list(Cluster.objects.select_related("plugin", "owner").annotate(last_run_id=Subquery(newest)))
+        rows = list(
+            Cluster.objects.select_related("plugin", "owner").annotate(last_run_id=Subquery(newest))
+        )
         runs = Run.objects.in_bulk([c.last_run_id for c in rows if c.last_run_id])
         for c in rows:
             c.last_run = runs.get(c.last_run_id)  # type: ignore[attr-defined]  # read by get_last_run
         return Response(sz.ClusterSerializer(rows, many=True).data)
 
-    @extend_schema(summary="Register a cluster (vendor token for its plugin, or maintainer)",
-                   request={"multipart/form-data": sz.ClusterRegistrationSerializer},
-                   responses={201: sz.ClusterSerializer, **post_errors(401, 403, 409, 429)})
+    @extend_schema(
+        summary="Register a cluster (vendor token for its plugin, or maintainer)",
+        request={"multipart/form-data": sz.ClusterRegistrationSerializer},
+        responses={201: sz.ClusterSerializer, **post_errors(401, 403, 409, 429)},
+    )
     def post(self, request: Request) -> Response:
         token = token_of(request)
         # Each attempt makes the dashboard contact a server someone named: counted per token and
         # address whether it succeeds or not (dashboard.ratelimit, the pages' form counts there too).
         wait = registration_wait(request._request, f"token:{token.pk}")
         if wait:
-            raise TooManyRequests(wait, f"too many cluster registrations (limit {settings.CLUSTER_REGISTER_RATE_LIMIT} s)")
+            raise TooManyRequests(
+                wait,
+                f"too many cluster registrations (limit {settings.CLUSTER_REGISTER_RATE_LIMIT} s)",
+            )
         upload = request.FILES.get("kubeconfig")
         try:
-            text = upload.read(KUBECONFIG_MAX_BYTES + 1).decode("utf-8") if upload else request.POST.get("kubeconfig", "")
+            text = (
+                upload.read(KUBECONFIG_MAX_BYTES + 1).decode("utf-8")
+                if upload
+                else request.POST.get("kubeconfig", "")
+            )
         except UnicodeDecodeError as exc:
             raise ApiError(400, "kubeconfig: the file is not UTF-8 text") from exc
         vendor = token.vendor if token.role == "vendor" else None
         try:
             cluster = register_cluster(
-                data=request.POST, kubeconfig=text, owner=vendor,
-                allowed_plugin_ids=set(vendor.plugins.values_list("id", flat=True)) if vendor else None,
+                data=request.POST,
+                kubeconfig=text,
+                owner=vendor,
+                allowed_plugin_ids=set(vendor.plugins.values_list("id", flat=True))
+                if vendor
+                else None,
                 actor=str(vendor or token.user),
             )
         except ClusterError as exc:
@@ -155,8 +188,11 @@ class ClustersView(GetOpenPostNeeds):
 class ClusterRunsView(ApiView):
     permission_classes = [ClusterOwnerOrMaintainer]
 
-    @extend_schema(summary="Request a battery run (owner or maintainer token)", request=sz.RunRequestSerializer,
-                   responses={202: sz.RunQueuedSerializer, **post_errors(401, 403, 404, 409, 429)})
+    @extend_schema(
+        summary="Request a battery run (owner or maintainer token)",
+        request=sz.RunRequestSerializer,
+        responses={202: sz.RunQueuedSerializer, **post_errors(401, 403, 404, 409, 429)},
+    )
     def post(self, request: Request, name: str) -> Response:
         token = token_of(request)
         cluster = Cluster.objects.filter(name=name).first()
@@ -172,14 +208,19 @@ class ClusterRunsView(ApiView):
             run = request_run(cluster, str(battery), trigger=Run.Trigger.API, user=token.user)
         except RunRequestError as exc:
             raise ApiError(exc.status, exc.message) from exc
-        return Response({"run": run.id, "url": run.get_absolute_url(), "state": run.state}, status=202)
+        return Response(
+            {"run": run.id, "url": run.get_absolute_url(), "state": run.state}, status=202
+        )
 
 
 class ClusterApproveView(ApiView):
     permission_classes = [MaintainerToken]
 
-    @extend_schema(summary="Approve a cluster: its runs count from now on (maintainer token; audited)",
-                   request=None, responses={200: sz.ApprovedSerializer, **post_errors(401, 403, 404, 409, 429)})
+    @extend_schema(
+        summary="Approve a cluster: its runs count from now on (maintainer token; audited)",
+        request=None,
+        responses={200: sz.ApprovedSerializer, **post_errors(401, 403, 404, 409, 429)},
+    )
     def post(self, request: Request, name: str) -> Response:
         token = token_of(request)
         cluster = Cluster.objects.select_related("plugin").filter(name=name).first()
@@ -201,13 +242,16 @@ class RunDetailView(ApiView, generics.RetrieveAPIView):
     queryset = Run.objects.select_related("cluster", "plugin")
     serializer_class = sz.RunSerializer
 
-    @extend_schema(summary="A run with state, timings, fingerprint and per-test results",
-                   responses={200: sz.RunSerializer, **errors(404)})
+    @extend_schema(
+        summary="A run with state, timings, fingerprint and per-test results",
+        responses={200: sz.RunSerializer, **errors(404)},
+    )
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return super().get(request, *args, **kwargs)
 
 
 # --- submissions ------------------------------------------------------------------------------------
+
 
 class SubmissionFilter(django_filters.FilterSet):
     plugin = django_filters.CharFilter(field_name="plugin__slug", help_text="a plugin's slug")
@@ -227,7 +271,10 @@ class SubmissionPages(BasePagination):
     def paginate_queryset(self, queryset: Any, request: Request, view: Any = None) -> list[Any]:
         params = request.query_params
         try:
-            self.size = min(max(int(params.get("page_size") or params.get("limit") or 100), 1), self.max_page_size)
+            self.size = min(
+                max(int(params.get("page_size") or params.get("limit") or 100), 1),
+                self.max_page_size,
+            )
             self.page = max(int(params.get("page", 1)), 1)
         except ValueError as exc:
             raise ApiError(400, "page and page_size must be numbers") from exc
@@ -244,22 +291,52 @@ class SubmissionPages(BasePagination):
         return self.request.build_absolute_uri(f"{self.request.path}?{query.urlencode()}")
 
     def get_paginated_response(self, data: Any) -> Response:
-        return Response({"count": self.total, "next": self.link(self.page + 1),
-                         "previous": self.link(self.page - 1), "results": data})
+        return Response(
+            {
+                "count": self.total,
+                "next": self.link(self.page + 1),
+                "previous": self.link(self.page - 1),
+                "results": data,
+            }
+        )
 
     def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
         link = {"type": "string", "nullable": True, "format": "uri"}
-        return {"type": "object", "required": ["count", "next", "previous", "results"],
-                "properties": {"count": {"type": "integer"}, "next": link, "previous": link, "results": schema}}
+        return {
+            "type": "object",
+            "required": ["count", "next", "previous", "results"],
+            "properties": {
+                "count": {"type": "integer"},
+                "next": link,
+                "previous": link,
+                "results": schema,
+            },
+        }
 
     def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
         number = {"type": "integer", "minimum": 1}
         return [
-            {"name": "page", "in": "query", "required": False, "schema": number, "description": "from 1"},
-            {"name": "page_size", "in": "query", "required": False,
-             "schema": {**number, "maximum": self.max_page_size}, "description": "at most 100 (default)"},
-            {"name": "limit", "in": "query", "required": False, "schema": {**number, "maximum": self.max_page_size},
-             "description": "the older name of page_size"},
+            {
+                "name": "page",
+                "in": "query",
+                "required": False,
+                "schema": number,
+                "description": "from 1",
+            },
+            {
+                "name": "page_size",
+                "in": "query",
+                "required": False,
+                "schema": {**number, "maximum": self.max_page_size},
+                "description": "at most 100 (default)",
+            },
+            {
+                "name": "limit",
+                "in": "query",
+                "required": False,
+                "schema": {**number, "maximum": self.max_page_size},
+                "description": "the older name of page_size",
+            },
         ]
 
 
@@ -270,20 +347,31 @@ class SubmissionsView(GetOpenPostNeeds, generics.ListAPIView):
     filterset_class = SubmissionFilter
 
     def get_queryset(self) -> QuerySet[Submission]:
-        return (Submission.objects.without_content().defer("results", "report", "warnings")
-                .select_related("plugin", "vendor").order_by("-created", "-id"))
+        return (
+            Submission.objects.without_content()
+            .defer("results", "report", "warnings")
+            .select_related("plugin", "vendor")
+            .order_by("-created", "-id")
+        )
 
-    @extend_schema(summary="Submissions, newest first (list items omit per-test details)",
-                   responses={200: sz.SubmissionListItemSerializer(many=True), **errors(400)})
+    @extend_schema(
+        summary="Submissions, newest first (list items omit per-test details)",
+        responses={200: sz.SubmissionListItemSerializer(many=True), **errors(400)},
+    )
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         status = request.query_params.get("status")
         if status and status not in Submission.Status.values:
-            raise ApiError(400, f"unknown status {status!r}: expected one of {', '.join(Submission.Status.values)}")
+            raise ApiError(
+                400,
+                f"unknown status {status!r}: expected one of {', '.join(Submission.Status.values)}",
+            )
         return super().get(request, *args, **kwargs)
 
-    @extend_schema(summary="Submit a result file (vendor token for that plugin)",
-                   request={"multipart/form-data": sz.SubmissionUploadSerializer},
-                   responses={201: sz.SubmissionSerializer, **post_errors(401, 403, 409, 422, 429)})
+    @extend_schema(
+        summary="Submit a result file (vendor token for that plugin)",
+        request={"multipart/form-data": sz.SubmissionUploadSerializer},
+        responses={201: sz.SubmissionSerializer, **post_errors(401, 403, 409, 422, 429)},
+    )
     def post(self, request: Request) -> Response:
         token = token_of(request)
         vendor = token.vendor
@@ -309,11 +397,15 @@ class SubmissionsView(GetOpenPostNeeds, generics.ListAPIView):
 
 
 class SubmissionDetailView(ApiView, generics.RetrieveAPIView):
-    queryset = Submission.objects.without_content().select_related("plugin", "vendor", "reviewed_by")
+    queryset = Submission.objects.without_content().select_related(
+        "plugin", "vendor", "reviewed_by"
+    )
     serializer_class = sz.SubmissionSerializer
 
-    @extend_schema(summary="One submission, with its current status", responses={200: sz.SubmissionSerializer,
-                                                                               **errors(404)})
+    @extend_schema(
+        summary="One submission, with its current status",
+        responses={200: sz.SubmissionSerializer, **errors(404)},
+    )
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return super().get(request, *args, **kwargs)
 
@@ -324,7 +416,12 @@ class SubmissionReviewView(ApiView):
 
     def post(self, request: Request, pk: int) -> Response:
         token = token_of(request)
-        sub = Submission.objects.without_content().select_related("plugin", "vendor").filter(pk=pk).first()
+        sub = (
+            Submission.objects.without_content()
+            .select_related("plugin", "vendor")
+            .filter(pk=pk)
+            .first()
+        )
         if sub is None:
             raise ApiError(404, f"no submission {pk}")
         try:
@@ -339,8 +436,10 @@ class SubmissionReviewView(ApiView):
         return Response(sz.SubmissionSerializer(sub).data)
 
 
-REVIEW_SCHEMA: dict[str, Any] = {"request": sz.ReviewRequestSerializer,
-                                 "responses": {200: sz.SubmissionSerializer, **post_errors(401, 403, 404, 429)}}
+REVIEW_SCHEMA: dict[str, Any] = {
+    "request": sz.ReviewRequestSerializer,
+    "responses": {200: sz.SubmissionSerializer, **post_errors(401, 403, 404, 429)},
+}
 
 
 @extend_schema(summary="Verify a submission (maintainer token)", **REVIEW_SCHEMA)
@@ -365,19 +464,31 @@ class SubmissionRejectSlashView(SubmissionRejectView):
 
 # --- runs posted by the in-cluster agent --------------------------------------------------------
 
+
 class AgentRunsView(ApiView):
     """POST agent-runs/: a run made by the in-cluster agent (domain logic: dashboard/agent_runs.py)."""
 
     permission_classes = [VendorToken]
 
-    @extend_schema(summary="A run made by the in-cluster agent (vendor token of the cluster's plugin); the "
-                           "cluster is registered on first contact, unapproved",
-                   request={"application/json": OpenApiTypes.OBJECT},
-                   responses={201: inline_serializer("AgentRunStored", {
-                       "run": drf_fields.IntegerField(), "url": drf_fields.CharField(),
-                       "state": drf_fields.CharField(), "cluster": drf_fields.CharField(),
-                       "cluster_approved": drf_fields.BooleanField(), "emulated": drf_fields.BooleanField()}),
-                              **post_errors(401, 403, 409, 429)})
+    @extend_schema(
+        summary="A run made by the in-cluster agent (vendor token of the cluster's plugin); the "
+        "cluster is registered on first contact, unapproved",
+        request={"application/json": OpenApiTypes.OBJECT},
+        responses={
+            201: inline_serializer(
+                "AgentRunStored",
+                {
+                    "run": drf_fields.IntegerField(),
+                    "url": drf_fields.CharField(),
+                    "state": drf_fields.CharField(),
+                    "cluster": drf_fields.CharField(),
+                    "cluster_approved": drf_fields.BooleanField(),
+                    "emulated": drf_fields.BooleanField(),
+                },
+            ),
+            **post_errors(401, 403, 409, 429),
+        },
+    )
     def post(self, request: Request) -> Response:
         from dashboard.agent_runs import AgentRunError, accept, max_bytes
 
@@ -391,6 +502,14 @@ class AgentRunsView(ApiView):
             run = accept(raw, vendor, actor=str(vendor))
         except AgentRunError as exc:
             raise ApiError(exc.status, exc.message) from exc
-        return Response({"run": run.pk, "url": run.get_absolute_url(), "state": run.state,
-                         "cluster": run.cluster.name, "cluster_approved": run.cluster.approved,
-                         "emulated": run.emulated}, status=201)
+        return Response(
+            {
+                "run": run.pk,
+                "url": run.get_absolute_url(),
+                "state": run.state,
+                "cluster": run.cluster.name,
+                "cluster_approved": run.cluster.approved,
+                "emulated": run.emulated,
+            },
+            status=201,
+        )

@@ -96,7 +96,9 @@ def ingest(
     junit = JUnitResult()
     for _path, result in contents.junit:
         junit.merge(result)
-    report = _report(contents, junit, declared_kubernetes_version, limits, received_at or datetime.now(UTC))
+    report = _report(
+        contents, junit, declared_kubernetes_version, limits, received_at or datetime.now(UTC)
+    )
     if check_evidence:
         _check_evidence(report, contents, junit, declared_proxier, declared_plugin)
     deadline.check()
@@ -120,8 +122,7 @@ def _report(
     if detected and declared and minor_of(detected) and minor_of(declared):
         if minor_of(detected) != minor_of(declared):
             warnings.add(
-                f"declared Kubernetes {declared} but the results come from a "
-                f"{detected} server"
+                f"declared Kubernetes {declared} but the results come from a {detected} server"
             )
     if summary is not None and "passed" in summary:
         for outcome in ("passed", "failed"):

@@ -130,15 +130,22 @@ def read(source: IO[bytes], limits: Limits, deadline: Deadline) -> Contents:
         if is_tar(inner):
             return read_tar(rest, limits, "tar", deadline)
         if is_xml(inner):  # a gzipped junit_01.xml
-            return Contents(kind="junit", junit=[("JUnit file", parse_junit(
-                rest, "the gzipped JUnit file", limits, deadline))])
+            return Contents(
+                kind="junit",
+                junit=[
+                    ("JUnit file", parse_junit(rest, "the gzipped JUnit file", limits, deadline))
+                ],
+            )
         raise IngestError(UNSUPPORTED)
     if is_zip(head):
         return read_zip(source, limits, deadline)
     if is_tar(head):
         return read_tar(source, limits, "tar", deadline)
     if is_xml(head):
-        return Contents(kind="junit", junit=[("JUnit file", parse_junit(source, "JUnit file", limits, deadline))])
+        return Contents(
+            kind="junit",
+            junit=[("JUnit file", parse_junit(source, "JUnit file", limits, deadline))],
+        )
     raise IngestError(UNSUPPORTED)
 
 
@@ -189,7 +196,9 @@ class BoundedGunzip(_ReadStream):
 
     def __init__(self, compressed: bytes | Readable, limit: int) -> None:
         super().__init__()
-        self._src = io.BytesIO(compressed) if isinstance(compressed, (bytes, bytearray)) else compressed
+        self._src = (
+            io.BytesIO(compressed) if isinstance(compressed, (bytes, bytearray)) else compressed
+        )
         self._limit = limit
         self._inflated = 0
         self._pending = b""
@@ -279,9 +288,7 @@ class _Collector:
     def count(self, name: str, size: int) -> None:
         self.members += 1
         if self.members > self.limits.max_members:
-            raise IngestError(
-                f"archive refused: more than {self.limits.max_members} members"
-            )
+            raise IngestError(f"archive refused: more than {self.limits.max_members} members")
         self.declared += size
         if self.declared > self.limits.max_uncompressed:
             raise IngestError(
@@ -313,8 +320,7 @@ class _Collector:
     def check_member_size(self, name: str, size: int) -> None:
         if size > self.limits.max_member_bytes:
             raise IngestError(
-                f"archive refused: {name} is larger than "
-                f"{self.limits.max_member_bytes // MiB} MB"
+                f"archive refused: {name} is larger than {self.limits.max_member_bytes // MiB} MB"
             )
 
     def read_member(self, path: str, stream: Readable, mtime: datetime | None) -> None:
@@ -389,7 +395,9 @@ def _pick(found: _Collector, container: str) -> Contents:
                 "submit one run per file"
             )
         (directory,) = directories
-        contents = Contents(kind=f"hydrophone-{container}", junit=[(p, found.junit[p]) for p in top])
+        contents = Contents(
+            kind=f"hydrophone-{container}", junit=[(p, found.junit[p]) for p in top]
+        )
         log = f"{directory}/e2e.log" if directory else "e2e.log"
         contents.e2e_log = found.logs.get(log)
     versions = sorted(p for p in found.versions if found.versions[p])
@@ -440,7 +448,12 @@ class _SafeTarInfo(tarfile.TarInfo):
             raise IngestError("archive refused: an oversized tar extended header")
 
 
-def read_tar(stream: IO[bytes] | _ReadStream, limits: Limits, container: str, deadline: Deadline | None = None) -> Contents:
+def read_tar(
+    stream: IO[bytes] | _ReadStream,
+    limits: Limits,
+    container: str,
+    deadline: Deadline | None = None,
+) -> Contents:
     collector = _Collector(limits, deadline or Deadline(limits.time_budget_seconds))
     try:
         with tarfile.open(fileobj=stream, mode="r|", tarinfo=_SafeTarInfo) as archive:
@@ -464,7 +477,9 @@ def read_tar(stream: IO[bytes] | _ReadStream, limits: Limits, container: str, de
                     collector.check_member_size(path, member.size)
                     extracted = archive.extractfile(member)
                     if extracted is not None:
-                        mtime = datetime.fromtimestamp(member.mtime, UTC) if member.mtime > 0 else None
+                        mtime = (
+                            datetime.fromtimestamp(member.mtime, UTC) if member.mtime > 0 else None
+                        )
                         collector.read_member(path, extracted, mtime)
     except tarfile.TarError as exc:
         raise IngestError(f"not a readable tar archive: {exc}") from None
@@ -507,7 +522,9 @@ def zip_directory_size(source: IO[bytes]) -> tuple[int, int]:
     return entries, cd_size
 
 
-def read_zip(source: IO[bytes] | bytes, limits: Limits, deadline: Deadline | None = None) -> Contents:
+def read_zip(
+    source: IO[bytes] | bytes, limits: Limits, deadline: Deadline | None = None
+) -> Contents:
     if isinstance(source, (bytes, bytearray)):
         source = io.BytesIO(source)
     collector = _Collector(limits, deadline or Deadline(limits.time_budget_seconds))
@@ -534,9 +551,7 @@ def read_zip(source: IO[bytes] | bytes, limits: Limits, deadline: Deadline | Non
             if kind == stat.S_IFLNK:
                 raise IngestError(f"archive refused: member {info.filename!r} is a link")
             if kind in (stat.S_IFCHR, stat.S_IFBLK, stat.S_IFIFO, stat.S_IFSOCK):
-                raise IngestError(
-                    f"archive refused: member {info.filename!r} is a device or FIFO"
-                )
+                raise IngestError(f"archive refused: member {info.filename!r} is a device or FIFO")
             if info.flag_bits & 0x1:
                 raise IngestError(f"archive refused: member {info.filename!r} is encrypted")
             collector.count(path, 0 if info.is_dir() else info.file_size)
@@ -555,7 +570,13 @@ def read_zip(source: IO[bytes] | bytes, limits: Limits, deadline: Deadline | Non
                         mtime = None
                     collector.read_member(path, bounded, mtime)
                     collector.inflated += bounded.size
-            except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as exc:
+            except (
+                zipfile.BadZipFile,
+                zlib.error,
+                EOFError,
+                NotImplementedError,
+                RuntimeError,
+            ) as exc:
                 raise IngestError(f"not a readable zip archive: {exc}") from None
             if collector.inflated > limits.max_uncompressed:
                 raise IngestError(

@@ -90,7 +90,9 @@ def _lines(data: bytes | Readable, limits: Limits, deadline: Deadline | None) ->
             break
         total += len(chunk)
         if total > limits.max_member_bytes:
-            raise IngestError(f"e2e.log refused: it is larger than {limits.max_member_bytes >> 20} MB")
+            raise IngestError(
+                f"e2e.log refused: it is larger than {limits.max_member_bytes >> 20} MB"
+            )
         lines = (rest + chunk).split(b"\n")
         rest = lines.pop()[-_MAX_LINE:]
         for line in lines:
@@ -126,7 +128,7 @@ def _summary(ran: re.Match[str] | None, result: re.Match[str] | None) -> dict[st
 
 
 def minor_of(version: str | None) -> str | None:
-    """"v1.30.2", "1.30", "v1.30.2-eks-abc" -> "v1.30"; None when unreadable."""
+    """ "v1.30.2", "1.30", "v1.30.2-eks-abc" -> "v1.30"; None when unreadable."""
     if not version:
         return None
     match = re.match(r"\s*v?(\d+)\.(\d+)", version)

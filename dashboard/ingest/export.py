@@ -37,7 +37,9 @@ def _attr(text: object) -> str:
 
 def upstream_name(key: str, catalog: dict[str, list[str]]) -> str:
     names = [n for n in catalog.get(key) or [] if n]
-    return names[0] if names else EXPORT_NAMES.get(key, f"[sig-network] [sctp-dashboard] {key}: sctp")
+    return (
+        names[0] if names else EXPORT_NAMES.get(key, f"[sig-network] [sctp-dashboard] {key}: sctp")
+    )
 
 
 def run_to_junit(run: Any) -> bytes:
@@ -52,8 +54,12 @@ def run_to_junit(run: Any) -> bytes:
         catalog = {entry["key"]: entry["upstream_names"] for entry in CATALOG}
     results = {r.test_key: r for r in run.results.all()}
     fingerprint = run.fingerprint or {}
-    emulated = bool(run.emulated or fingerprint.get("emulated") or getattr(run.cluster, "emulated", False)
-                    or getattr(run.cluster, "lab", False))
+    emulated = bool(
+        run.emulated
+        or fingerprint.get("emulated")
+        or getattr(run.cluster, "emulated", False)
+        or getattr(run.cluster, "lab", False)
+    )
     finished = run.finished or run.started or run.created
     rows: list[str] = []
     counts = {"failed": 0, "skipped": 0}
@@ -75,7 +81,9 @@ def run_to_junit(run: Any) -> bytes:
         elif outcome == "skipped":
             counts["skipped"] += 1
             text = reason or "skipped by the battery"
-            body = f"<skipped message={_attr('skipped - ' + text)}>[SKIPPED] {escape(text)}</skipped>"
+            body = (
+                f"<skipped message={_attr('skipped - ' + text)}>[SKIPPED] {escape(text)}</skipped>"
+            )
             status = "skipped"
         else:  # not_run: as ginkgo writes a spec the run did not select
             counts["skipped"] += 1
@@ -99,7 +107,8 @@ def run_to_junit(run: Any) -> bytes:
         "battery": run.battery,
     }
     props = "\n".join(
-        f"        <property name={_attr(k)} value={_attr(v)}></property>" for k, v in properties.items()
+        f"        <property name={_attr(k)} value={_attr(v)}></property>"
+        for k, v in properties.items()
     )
     duration = run.duration.total_seconds() if run.duration else 0.0
     stamp = finished.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S") if finished else ""
@@ -107,7 +116,7 @@ def run_to_junit(run: Any) -> bytes:
         '<?xml version="1.0" encoding="UTF-8"?>\n'
         f'<testsuites tests="{len(rows)}" disabled="0" errors="0" failures="{counts["failed"]}" '
         f'time="{duration:.3f}">\n'
-        f"  <testsuite name={_attr(_SUITE)} package=\"sctp-dashboard\" tests=\"{len(rows)}\" disabled=\"0\" "
+        f'  <testsuite name={_attr(_SUITE)} package="sctp-dashboard" tests="{len(rows)}" disabled="0" '
         f'skipped="{counts["skipped"]}" errors="0" failures="{counts["failed"]}" time="{duration:.3f}" '
         f"timestamp={_attr(stamp)}>\n"
         f"    <properties>\n{props}\n    </properties>\n"

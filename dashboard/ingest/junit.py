@@ -129,8 +129,10 @@ def parse_junit(
                     f"longer than {limits.max_xml_token_bytes >> 20} MB"
                 )
     except expat.ExpatError as exc:
-        raise IngestError(f"{label} is not well-formed XML: {expat.ErrorString(exc.code)}: "
-                          f"line {exc.lineno}, column {exc.offset}") from None
+        raise IngestError(
+            f"{label} is not well-formed XML: {expat.ErrorString(exc.code)}: "
+            f"line {exc.lineno}, column {exc.offset}"
+        ) from None
     if reader.root is None:
         raise IngestError(f"{label} is not well-formed XML: no element found")
     if reader.result.testcase_count == 0:
@@ -299,14 +301,14 @@ def _skip(message: str, text: str, status: str) -> tuple[str, str]:
     message = " ".join(message.split())
     for prefix in ("skipped - ", "skipped: "):
         if message.lower().startswith(prefix):
-            message = message[len(prefix):]
+            message = message[len(prefix) :]
             break
     if not message or message.lower() == "skipped":
         # ginkgo v2 also writes "[SKIPPED] reason" into the text of an in-spec skip.
         marker = text.find("[SKIPPED]")
         if marker < 0:
             return "not_run", NOT_SELECTED
-        message = " ".join(text[marker + len("[SKIPPED]"):].split()) or "skipped in the spec"
+        message = " ".join(text[marker + len("[SKIPPED]") :].split()) or "skipped in the spec"
     if len(message) > _MAX_REASON:
         message = message[:_MAX_REASON] + "…"
     return "skipped", message

@@ -15,7 +15,9 @@ from .upstream_names import (
     POD_TO_LB,
 )
 
-_NO_UPSTREAM: dict[str, str] = {POD_TO_LB: "no upstream e2e test exists; only this project's battery runs it"}
+_NO_UPSTREAM: dict[str, str] = {
+    POD_TO_LB: "no upstream e2e test exists; only this project's battery runs it"
+}
 
 
 @dataclass
@@ -75,12 +77,14 @@ def count(results: dict[str, CatalogResult]) -> dict[str, int]:
     return counts
 
 
-def qualifying(
-    results: dict[str, CatalogResult], plugin: PluginFacts | bool
-) -> tuple[bool, str]:
+def qualifying(results: dict[str, CatalogResult], plugin: PluginFacts | bool) -> tuple[bool, str]:
     """The evidence policy's qualifying rule (dashboard.policy.qualifying, defined there once) on a
     file's results. `plugin` may be a bare "implements NetworkPolicy" flag (no exemption)."""
-    facts = plugin if isinstance(plugin, PluginFacts) else PluginFacts("the plugin", False, bool(plugin))
+    facts = (
+        plugin
+        if isinstance(plugin, PluginFacts)
+        else PluginFacts("the plugin", False, bool(plugin))
+    )
     return policy_qualifying({key: r.outcome for key, r in results.items()}, facts)
 
 

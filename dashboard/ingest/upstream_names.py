@@ -105,7 +105,9 @@ _SCTP_POLICY_TESTS = (
 
 def _sctp_policy(describe: str, default_deny: str) -> dict[str, str]:
     prefix = f"{_SN} {describe} NetworkPolicy between server and client using SCTP"
-    names: dict[str, str] = {f"{prefix} should support a '{default_deny}' policy [Feature:NetworkPolicy]": NETPOL_ALLOW_DENY}
+    names: dict[str, str] = {
+        f"{prefix} should support a '{default_deny}' policy [Feature:NetworkPolicy]": NETPOL_ALLOW_DENY
+    }
     names.update({f"{prefix} {test}": NETPOL_ALLOW_DENY for test in _SCTP_POLICY_TESTS})
     return names
 
@@ -114,20 +116,28 @@ _TCP_ONLY_SCTP = "should not allow access by TCP when a policy specifies only SC
 # v1.19: test/e2e/network/network_policy.go.
 _NETPOL_119 = {
     f"{_SN} NetworkPolicy [LinuxOnly] NetworkPolicy between server and client {_TCP_ONLY_SCTP} [Feature:NetworkPolicy] [Feature:SCTP]": NETPOL_BLOCKS,
-    **_sctp_policy("NetworkPolicy [Feature:SCTPConnectivity][LinuxOnly][Disruptive]", "default-deny"),
+    **_sctp_policy(
+        "NetworkPolicy [Feature:SCTPConnectivity][LinuxOnly][Disruptive]", "default-deny"
+    ),
 }
 # v1.20-v1.25: the old file lives on as NetworkPolicyLegacy beside the new netpol package.
 _NETPOL_LEGACY_120 = {
     f"{_SN} NetworkPolicyLegacy [LinuxOnly] NetworkPolicy between server and client {_TCP_ONLY_SCTP} [Feature:NetworkPolicy] [Feature:SCTP]": NETPOL_BLOCKS,
-    **_sctp_policy("NetworkPolicy [Feature:SCTPConnectivity][LinuxOnly][Disruptive]", "default-deny"),
+    **_sctp_policy(
+        "NetworkPolicy [Feature:SCTPConnectivity][LinuxOnly][Disruptive]", "default-deny"
+    ),
 }
 _NETPOL_LEGACY_121 = {
     f"{_SN} NetworkPolicyLegacy [LinuxOnly] NetworkPolicy between server and client {_TCP_ONLY_SCTP} [Feature:NetworkPolicy]": NETPOL_BLOCKS,
-    **_sctp_policy("NetworkPolicy [Feature:SCTPConnectivity][LinuxOnly][Disruptive]", "default-deny"),
+    **_sctp_policy(
+        "NetworkPolicy [Feature:SCTPConnectivity][LinuxOnly][Disruptive]", "default-deny"
+    ),
 }
 _NETPOL_120 = {
     f"{_SN} Netpol [LinuxOnly] NetworkPolicy between server and client {_TCP_ONLY_SCTP} [Feature:NetworkPolicy] [Feature:SCTP]": NETPOL_BLOCKS,
-    **_sctp_policy("Netpol [Feature:SCTPConnectivity][LinuxOnly][Disruptive]", "default-deny-ingress"),
+    **_sctp_policy(
+        "Netpol [Feature:SCTPConnectivity][LinuxOnly][Disruptive]", "default-deny-ingress"
+    ),
 }
 _ISOLATE = "should properly isolate pods that are selected by a policy allowing SCTP, even if the plugin doesn't support SCTP [Feature:NetworkPolicy]"
 _NOT_AS_TCP = "should not mistakenly treat 'protocol: SCTP' as 'protocol: TCP', even if the plugin doesn't support SCTP [Feature:NetworkPolicy]"

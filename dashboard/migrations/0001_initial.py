@@ -11,291 +11,676 @@ import dashboard.crypto
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('django_celery_beat', '0019_alter_periodictasks_options'),
+        ("django_celery_beat", "0019_alter_periodictasks_options"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='CatalogTest',
+            name="CatalogTest",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.SlugField(max_length=60, unique=True)),
-                ('title', models.CharField(max_length=200)),
-                ('battery', models.CharField(choices=[('basic', 'Basic'), ('connectivity', 'Connectivity'), ('all', 'All')], max_length=20)),
-                ('tags', models.JSONField(default=list)),
-                ('kep_text', models.TextField(blank=True)),
-                ('upstream_names', models.JSONField(default=list)),
-                ('position', models.PositiveSmallIntegerField(default=0)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("key", models.SlugField(max_length=60, unique=True)),
+                ("title", models.CharField(max_length=200)),
+                (
+                    "battery",
+                    models.CharField(
+                        choices=[
+                            ("basic", "Basic"),
+                            ("connectivity", "Connectivity"),
+                            ("all", "All"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("tags", models.JSONField(default=list)),
+                ("kep_text", models.TextField(blank=True)),
+                ("upstream_names", models.JSONField(default=list)),
+                ("position", models.PositiveSmallIntegerField(default=0)),
             ],
             options={
-                'ordering': ['position'],
+                "ordering": ["position"],
             },
         ),
         migrations.CreateModel(
-            name='Cluster',
+            name="Cluster",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(max_length=63, unique=True)),
-                ('plugin_version', models.CharField(blank=True, max_length=40)),
-                ('kubernetes_version', models.CharField(blank=True, max_length=40)),
-                ('proxier', models.CharField(choices=[('iptables', 'iptables'), ('ipvs', 'ipvs'), ('nftables', 'nftables')], default='iptables', max_length=20)),
-                ('node_access', models.BooleanField(default=True, help_text='Privileged hostexec pods allowed')),
-                ('load_balancer', models.BooleanField(default=False, help_text='LoadBalancer services get an ingress')),
-                ('kubenet', models.BooleanField(default=False)),
-                ('kubeconfig', dashboard.crypto.EncryptedTextField(blank=True, help_text='Stored encrypted; never shown back')),
-                ('agnhost_image', models.CharField(blank=True, help_text='Empty: the default agnhost image', max_length=255)),
-                ('timeouts', models.JSONField(blank=True, default=dict, help_text="Overrides of the battery's waits, in seconds")),
-                ('lab', models.BooleanField(default=False, help_text='An emulated cluster served by the lab')),
-                ('enabled', models.BooleanField(default=True)),
-                ('created', models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.SlugField(max_length=63, unique=True)),
+                ("plugin_version", models.CharField(blank=True, max_length=40)),
+                ("kubernetes_version", models.CharField(blank=True, max_length=40)),
+                (
+                    "proxier",
+                    models.CharField(
+                        choices=[
+                            ("iptables", "iptables"),
+                            ("ipvs", "ipvs"),
+                            ("nftables", "nftables"),
+                        ],
+                        default="iptables",
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "node_access",
+                    models.BooleanField(default=True, help_text="Privileged hostexec pods allowed"),
+                ),
+                (
+                    "load_balancer",
+                    models.BooleanField(
+                        default=False, help_text="LoadBalancer services get an ingress"
+                    ),
+                ),
+                ("kubenet", models.BooleanField(default=False)),
+                (
+                    "kubeconfig",
+                    dashboard.crypto.EncryptedTextField(
+                        blank=True, help_text="Stored encrypted; never shown back"
+                    ),
+                ),
+                (
+                    "agnhost_image",
+                    models.CharField(
+                        blank=True, help_text="Empty: the default agnhost image", max_length=255
+                    ),
+                ),
+                (
+                    "timeouts",
+                    models.JSONField(
+                        blank=True,
+                        default=dict,
+                        help_text="Overrides of the battery's waits, in seconds",
+                    ),
+                ),
+                (
+                    "lab",
+                    models.BooleanField(
+                        default=False, help_text="An emulated cluster served by the lab"
+                    ),
+                ),
+                ("enabled", models.BooleanField(default=True)),
+                ("created", models.DateTimeField(default=django.utils.timezone.now)),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='Plugin',
+            name="Plugin",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.SlugField(max_length=60, unique=True)),
-                ('name', models.CharField(max_length=100)),
-                ('in_tree', models.BooleanField(default=False)),
-                ('implements_network_policy', models.BooleanField(default=True)),
-                ('created', models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("slug", models.SlugField(max_length=60, unique=True)),
+                ("name", models.CharField(max_length=100)),
+                ("in_tree", models.BooleanField(default=False)),
+                ("implements_network_policy", models.BooleanField(default=True)),
+                ("created", models.DateTimeField(default=django.utils.timezone.now)),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='AuditEvent',
+            name="AuditEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('actor', models.CharField(max_length=150)),
-                ('action', models.CharField(max_length=60)),
-                ('target', models.CharField(blank=True, max_length=200)),
-                ('detail', models.JSONField(blank=True, default=dict)),
-                ('created', models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("actor", models.CharField(max_length=150)),
+                ("action", models.CharField(max_length=60)),
+                ("target", models.CharField(blank=True, max_length=200)),
+                ("detail", models.JSONField(blank=True, default=dict)),
+                ("created", models.DateTimeField(default=django.utils.timezone.now)),
             ],
             options={
-                'ordering': ['-created'],
-                'indexes': [models.Index(fields=['-created'], name='dashboard_a_created_9dddfa_idx')],
+                "ordering": ["-created"],
+                "indexes": [
+                    models.Index(fields=["-created"], name="dashboard_a_created_9dddfa_idx")
+                ],
             },
         ),
         migrations.CreateModel(
-            name='ClusterLease',
+            name="ClusterLease",
             fields=[
-                ('cluster', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='lease', serialize=False, to='dashboard.cluster')),
-                ('holder', models.CharField(max_length=64)),
-                ('expires', models.DateTimeField()),
+                (
+                    "cluster",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        primary_key=True,
+                        related_name="lease",
+                        serialize=False,
+                        to="dashboard.cluster",
+                    ),
+                ),
+                ("holder", models.CharField(max_length=64)),
+                ("expires", models.DateTimeField()),
             ],
         ),
         migrations.AddField(
-            model_name='cluster',
-            name='plugin',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='clusters', to='dashboard.plugin'),
+            model_name="cluster",
+            name="plugin",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="clusters",
+                to="dashboard.plugin",
+            ),
         ),
         migrations.CreateModel(
-            name='Schedule',
+            name="Schedule",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('battery', models.CharField(choices=[('basic', 'Basic'), ('connectivity', 'Connectivity'), ('all', 'All')], default='basic', max_length=20)),
-                ('interval_minutes', models.PositiveIntegerField(default=1440)),
-                ('grace_minutes', models.PositiveIntegerField(default=60)),
-                ('enabled', models.BooleanField(default=True)),
-                ('created', models.DateTimeField(default=django.utils.timezone.now)),
-                ('cluster', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='schedules', to='dashboard.cluster')),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('periodic_task', models.OneToOneField(blank=True, editable=False, null=True, on_delete=django.db.models.deletion.SET_NULL, to='django_celery_beat.periodictask')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "battery",
+                    models.CharField(
+                        choices=[
+                            ("basic", "Basic"),
+                            ("connectivity", "Connectivity"),
+                            ("all", "All"),
+                        ],
+                        default="basic",
+                        max_length=20,
+                    ),
+                ),
+                ("interval_minutes", models.PositiveIntegerField(default=1440)),
+                ("grace_minutes", models.PositiveIntegerField(default=60)),
+                ("enabled", models.BooleanField(default=True)),
+                ("created", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "cluster",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="schedules",
+                        to="dashboard.cluster",
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "periodic_task",
+                    models.OneToOneField(
+                        blank=True,
+                        editable=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to="django_celery_beat.periodictask",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Run',
+            name="Run",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('has_connectivity', models.BooleanField(default=False)),
-                ('qualifying', models.BooleanField(default=False)),
-                ('qualifying_reason', models.CharField(blank=True, max_length=300)),
-                ('pod_to_service_passed', models.BooleanField(default=False)),
-                ('basic_ok', models.BooleanField(default=False)),
-                ('plugin_version', models.CharField(blank=True, max_length=40)),
-                ('kubernetes_version', models.CharField(blank=True, max_length=40)),
-                ('proxier', models.CharField(choices=[('iptables', 'iptables'), ('ipvs', 'ipvs'), ('nftables', 'nftables')], max_length=20)),
-                ('battery', models.CharField(choices=[('basic', 'Basic'), ('connectivity', 'Connectivity'), ('all', 'All')], max_length=20)),
-                ('trigger', models.CharField(choices=[('manual', 'manual'), ('periodic', 'periodic'), ('api', 'api')], default='manual', max_length=20)),
-                ('state', models.CharField(choices=[('queued', 'queued'), ('running', 'running'), ('finished', 'finished'), ('cancelled', 'cancelled'), ('error', 'error')], default='queued', max_length=20)),
-                ('task_id', models.CharField(blank=True, max_length=64)),
-                ('worker', models.CharField(blank=True, max_length=200)),
-                ('created', models.DateTimeField(default=django.utils.timezone.now)),
-                ('dispatched', models.DateTimeField(blank=True, null=True)),
-                ('started', models.DateTimeField(blank=True, null=True)),
-                ('heartbeat', models.DateTimeField(blank=True, null=True)),
-                ('finished', models.DateTimeField(blank=True, null=True)),
-                ('error', models.TextField(blank=True)),
-                ('fingerprint', models.JSONField(blank=True, default=dict)),
-                ('cluster', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='dashboard.cluster')),
-                ('plugin', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='runs', to='dashboard.plugin')),
-                ('requested_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('schedule', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='runs', to='dashboard.schedule')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("has_connectivity", models.BooleanField(default=False)),
+                ("qualifying", models.BooleanField(default=False)),
+                ("qualifying_reason", models.CharField(blank=True, max_length=300)),
+                ("pod_to_service_passed", models.BooleanField(default=False)),
+                ("basic_ok", models.BooleanField(default=False)),
+                ("plugin_version", models.CharField(blank=True, max_length=40)),
+                ("kubernetes_version", models.CharField(blank=True, max_length=40)),
+                (
+                    "proxier",
+                    models.CharField(
+                        choices=[
+                            ("iptables", "iptables"),
+                            ("ipvs", "ipvs"),
+                            ("nftables", "nftables"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "battery",
+                    models.CharField(
+                        choices=[
+                            ("basic", "Basic"),
+                            ("connectivity", "Connectivity"),
+                            ("all", "All"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "trigger",
+                    models.CharField(
+                        choices=[("manual", "manual"), ("periodic", "periodic"), ("api", "api")],
+                        default="manual",
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("queued", "queued"),
+                            ("running", "running"),
+                            ("finished", "finished"),
+                            ("cancelled", "cancelled"),
+                            ("error", "error"),
+                        ],
+                        default="queued",
+                        max_length=20,
+                    ),
+                ),
+                ("task_id", models.CharField(blank=True, max_length=64)),
+                ("worker", models.CharField(blank=True, max_length=200)),
+                ("created", models.DateTimeField(default=django.utils.timezone.now)),
+                ("dispatched", models.DateTimeField(blank=True, null=True)),
+                ("started", models.DateTimeField(blank=True, null=True)),
+                ("heartbeat", models.DateTimeField(blank=True, null=True)),
+                ("finished", models.DateTimeField(blank=True, null=True)),
+                ("error", models.TextField(blank=True)),
+                ("fingerprint", models.JSONField(blank=True, default=dict)),
+                (
+                    "cluster",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="runs",
+                        to="dashboard.cluster",
+                    ),
+                ),
+                (
+                    "plugin",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="runs",
+                        to="dashboard.plugin",
+                    ),
+                ),
+                (
+                    "requested_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "schedule",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="runs",
+                        to="dashboard.schedule",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created'],
+                "ordering": ["-created"],
             },
         ),
         migrations.CreateModel(
-            name='SignOff',
+            name="SignOff",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('uuid', models.UUIDField(default=uuid.uuid4, editable=False, unique=True)),
-                ('from_stage', models.CharField(choices=[('alpha', 'alpha'), ('beta', 'beta'), ('stable', 'stable')], max_length=20)),
-                ('to_stage', models.CharField(choices=[('alpha', 'alpha'), ('beta', 'beta'), ('stable', 'stable')], max_length=20)),
-                ('comment', models.TextField()),
-                ('snapshot', models.JSONField(help_text='The readiness verdicts and evidence at sign-off')),
-                ('created', models.DateTimeField(default=django.utils.timezone.now)),
-                ('maintainer', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("uuid", models.UUIDField(default=uuid.uuid4, editable=False, unique=True)),
+                (
+                    "from_stage",
+                    models.CharField(
+                        choices=[("alpha", "alpha"), ("beta", "beta"), ("stable", "stable")],
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "to_stage",
+                    models.CharField(
+                        choices=[("alpha", "alpha"), ("beta", "beta"), ("stable", "stable")],
+                        max_length=20,
+                    ),
+                ),
+                ("comment", models.TextField()),
+                (
+                    "snapshot",
+                    models.JSONField(help_text="The readiness verdicts and evidence at sign-off"),
+                ),
+                ("created", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "maintainer",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created'],
+                "ordering": ["-created"],
             },
         ),
         migrations.CreateModel(
-            name='TestResult',
+            name="TestResult",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('test_key', models.SlugField(max_length=60)),
-                ('outcome', models.CharField(choices=[('passed', 'passed'), ('failed', 'failed'), ('skipped', 'skipped'), ('error', 'error'), ('not_run', 'not run')], max_length=20)),
-                ('reason', models.TextField(blank=True)),
-                ('evidence', models.TextField(blank=True)),
-                ('duration', models.FloatField(blank=True, null=True)),
-                ('started', models.DateTimeField(blank=True, null=True)),
-                ('finished', models.DateTimeField(default=django.utils.timezone.now)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='results', to='dashboard.run')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("test_key", models.SlugField(max_length=60)),
+                (
+                    "outcome",
+                    models.CharField(
+                        choices=[
+                            ("passed", "passed"),
+                            ("failed", "failed"),
+                            ("skipped", "skipped"),
+                            ("error", "error"),
+                            ("not_run", "not run"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("reason", models.TextField(blank=True)),
+                ("evidence", models.TextField(blank=True)),
+                ("duration", models.FloatField(blank=True, null=True)),
+                ("started", models.DateTimeField(blank=True, null=True)),
+                ("finished", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="results",
+                        to="dashboard.run",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Vendor',
+            name="Vendor",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100, unique=True)),
-                ('created', models.DateTimeField(default=django.utils.timezone.now)),
-                ('members', models.ManyToManyField(blank=True, related_name='vendors', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=100, unique=True)),
+                ("created", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "members",
+                    models.ManyToManyField(
+                        blank=True, related_name="vendors", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Submission',
+            name="Submission",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('has_connectivity', models.BooleanField(default=False)),
-                ('qualifying', models.BooleanField(default=False)),
-                ('qualifying_reason', models.CharField(blank=True, max_length=300)),
-                ('pod_to_service_passed', models.BooleanField(default=False)),
-                ('basic_ok', models.BooleanField(default=False)),
-                ('uploaded_by', models.CharField(help_text='Token hint or user name', max_length=150)),
-                ('plugin_version', models.CharField(max_length=40)),
-                ('kubernetes_version', models.CharField(max_length=40)),
-                ('proxier', models.CharField(choices=[('iptables', 'iptables'), ('ipvs', 'ipvs'), ('nftables', 'nftables')], max_length=20)),
-                ('cluster_name', models.CharField(blank=True, max_length=100)),
-                ('status', models.CharField(choices=[('pending_review', 'pending review'), ('verified', 'verified'), ('rejected', 'rejected')], default='pending_review', max_length=20)),
-                ('kind', models.CharField(help_text='junit, sonobuoy, hydrophone-tar, hydrophone-zip', max_length=30)),
-                ('filename', models.CharField(blank=True, max_length=255)),
-                ('sha256', models.CharField(max_length=64)),
-                ('size', models.PositiveBigIntegerField()),
-                ('content', models.BinaryField()),
-                ('results', models.JSONField(default=dict)),
-                ('counts', models.JSONField(default=dict)),
-                ('warnings', models.JSONField(default=list)),
-                ('report', models.JSONField(default=dict, help_text='The validation report')),
-                ('detected_kubernetes_version', models.CharField(blank=True, max_length=40)),
-                ('created', models.DateTimeField(default=django.utils.timezone.now)),
-                ('reviewed_at', models.DateTimeField(blank=True, null=True)),
-                ('review_reason', models.TextField(blank=True)),
-                ('plugin', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='submissions', to='dashboard.plugin')),
-                ('reviewed_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('vendor', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='submissions', to='dashboard.vendor')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("has_connectivity", models.BooleanField(default=False)),
+                ("qualifying", models.BooleanField(default=False)),
+                ("qualifying_reason", models.CharField(blank=True, max_length=300)),
+                ("pod_to_service_passed", models.BooleanField(default=False)),
+                ("basic_ok", models.BooleanField(default=False)),
+                (
+                    "uploaded_by",
+                    models.CharField(help_text="Token hint or user name", max_length=150),
+                ),
+                ("plugin_version", models.CharField(max_length=40)),
+                ("kubernetes_version", models.CharField(max_length=40)),
+                (
+                    "proxier",
+                    models.CharField(
+                        choices=[
+                            ("iptables", "iptables"),
+                            ("ipvs", "ipvs"),
+                            ("nftables", "nftables"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("cluster_name", models.CharField(blank=True, max_length=100)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending_review", "pending review"),
+                            ("verified", "verified"),
+                            ("rejected", "rejected"),
+                        ],
+                        default="pending_review",
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        help_text="junit, sonobuoy, hydrophone-tar, hydrophone-zip", max_length=30
+                    ),
+                ),
+                ("filename", models.CharField(blank=True, max_length=255)),
+                ("sha256", models.CharField(max_length=64)),
+                ("size", models.PositiveBigIntegerField()),
+                ("content", models.BinaryField()),
+                ("results", models.JSONField(default=dict)),
+                ("counts", models.JSONField(default=dict)),
+                ("warnings", models.JSONField(default=list)),
+                ("report", models.JSONField(default=dict, help_text="The validation report")),
+                ("detected_kubernetes_version", models.CharField(blank=True, max_length=40)),
+                ("created", models.DateTimeField(default=django.utils.timezone.now)),
+                ("reviewed_at", models.DateTimeField(blank=True, null=True)),
+                ("review_reason", models.TextField(blank=True)),
+                (
+                    "plugin",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="submissions",
+                        to="dashboard.plugin",
+                    ),
+                ),
+                (
+                    "reviewed_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "vendor",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="submissions",
+                        to="dashboard.vendor",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created'],
+                "ordering": ["-created"],
             },
         ),
         migrations.AddField(
-            model_name='plugin',
-            name='vendors',
-            field=models.ManyToManyField(blank=True, related_name='plugins', to='dashboard.vendor'),
+            model_name="plugin",
+            name="vendors",
+            field=models.ManyToManyField(blank=True, related_name="plugins", to="dashboard.vendor"),
         ),
         migrations.AddField(
-            model_name='cluster',
-            name='owner',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='clusters', to='dashboard.vendor'),
+            model_name="cluster",
+            name="owner",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="clusters",
+                to="dashboard.vendor",
+            ),
         ),
         migrations.CreateModel(
-            name='ApiToken',
+            name="ApiToken",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('role', models.CharField(choices=[('vendor', 'vendor'), ('maintainer', 'maintainer')], max_length=20)),
-                ('digest', models.CharField(editable=False, max_length=64, unique=True)),
-                ('hint', models.CharField(editable=False, help_text='First characters, to tell tokens apart', max_length=12)),
-                ('created', models.DateTimeField(default=django.utils.timezone.now)),
-                ('last_used', models.DateTimeField(blank=True, null=True)),
-                ('revoked', models.BooleanField(default=False)),
-                ('user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, to=settings.AUTH_USER_MODEL)),
-                ('vendor', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='tokens', to='dashboard.vendor')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[("vendor", "vendor"), ("maintainer", "maintainer")], max_length=20
+                    ),
+                ),
+                ("digest", models.CharField(editable=False, max_length=64, unique=True)),
+                (
+                    "hint",
+                    models.CharField(
+                        editable=False,
+                        help_text="First characters, to tell tokens apart",
+                        max_length=12,
+                    ),
+                ),
+                ("created", models.DateTimeField(default=django.utils.timezone.now)),
+                ("last_used", models.DateTimeField(blank=True, null=True)),
+                ("revoked", models.BooleanField(default=False)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "vendor",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="tokens",
+                        to="dashboard.vendor",
+                    ),
+                ),
             ],
         ),
         migrations.AddIndex(
-            model_name='run',
-            index=models.Index(fields=['cluster', '-created'], name='dashboard_r_cluster_58df17_idx'),
+            model_name="run",
+            index=models.Index(
+                fields=["cluster", "-created"], name="dashboard_r_cluster_58df17_idx"
+            ),
         ),
         migrations.AddIndex(
-            model_name='run',
-            index=models.Index(fields=['plugin', 'state', 'has_connectivity', '-finished'], name='dashboard_r_plugin__6227a9_idx'),
+            model_name="run",
+            index=models.Index(
+                fields=["plugin", "state", "has_connectivity", "-finished"],
+                name="dashboard_r_plugin__6227a9_idx",
+            ),
         ),
         migrations.AddIndex(
-            model_name='run',
-            index=models.Index(fields=['plugin', 'state', 'qualifying', '-finished'], name='dashboard_r_plugin__8fdc95_idx'),
+            model_name="run",
+            index=models.Index(
+                fields=["plugin", "state", "qualifying", "-finished"],
+                name="dashboard_r_plugin__8fdc95_idx",
+            ),
         ),
         migrations.AddIndex(
-            model_name='run',
-            index=models.Index(fields=['proxier', 'state', 'pod_to_service_passed', '-finished'], name='dashboard_r_proxier_bad378_idx'),
+            model_name="run",
+            index=models.Index(
+                fields=["proxier", "state", "pod_to_service_passed", "-finished"],
+                name="dashboard_r_proxier_bad378_idx",
+            ),
         ),
         migrations.AddIndex(
-            model_name='run',
-            index=models.Index(fields=['schedule', '-created'], name='dashboard_r_schedul_b2902c_idx'),
+            model_name="run",
+            index=models.Index(
+                fields=["schedule", "-created"], name="dashboard_r_schedul_b2902c_idx"
+            ),
         ),
         migrations.AddIndex(
-            model_name='run',
-            index=models.Index(fields=['state', 'heartbeat'], name='dashboard_r_state_4aea87_idx'),
+            model_name="run",
+            index=models.Index(fields=["state", "heartbeat"], name="dashboard_r_state_4aea87_idx"),
         ),
         migrations.AddIndex(
-            model_name='testresult',
-            index=models.Index(fields=['test_key', 'outcome'], name='dashboard_t_test_ke_cdbdb3_idx'),
+            model_name="testresult",
+            index=models.Index(
+                fields=["test_key", "outcome"], name="dashboard_t_test_ke_cdbdb3_idx"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='testresult',
-            constraint=models.UniqueConstraint(fields=('run', 'test_key'), name='one_result_per_test'),
+            model_name="testresult",
+            constraint=models.UniqueConstraint(
+                fields=("run", "test_key"), name="one_result_per_test"
+            ),
         ),
         migrations.AddIndex(
-            model_name='submission',
-            index=models.Index(fields=['plugin', 'status', 'has_connectivity', '-created'], name='dashboard_s_plugin__cab094_idx'),
+            model_name="submission",
+            index=models.Index(
+                fields=["plugin", "status", "has_connectivity", "-created"],
+                name="dashboard_s_plugin__cab094_idx",
+            ),
         ),
         migrations.AddIndex(
-            model_name='submission',
-            index=models.Index(fields=['plugin', 'status', 'qualifying', '-created'], name='dashboard_s_plugin__78a2be_idx'),
+            model_name="submission",
+            index=models.Index(
+                fields=["plugin", "status", "qualifying", "-created"],
+                name="dashboard_s_plugin__78a2be_idx",
+            ),
         ),
         migrations.AddIndex(
-            model_name='submission',
-            index=models.Index(fields=['proxier', 'status', 'pod_to_service_passed', '-created'], name='dashboard_s_proxier_0f2004_idx'),
+            model_name="submission",
+            index=models.Index(
+                fields=["proxier", "status", "pod_to_service_passed", "-created"],
+                name="dashboard_s_proxier_0f2004_idx",
+            ),
         ),
         migrations.AddIndex(
-            model_name='submission',
-            index=models.Index(fields=['status', '-created'], name='dashboard_s_status_d5c8d0_idx'),
+            model_name="submission",
+            index=models.Index(fields=["status", "-created"], name="dashboard_s_status_d5c8d0_idx"),
         ),
         migrations.AddConstraint(
-            model_name='submission',
-            constraint=models.UniqueConstraint(fields=('plugin', 'sha256'), name='one_submission_per_file_and_plugin'),
+            model_name="submission",
+            constraint=models.UniqueConstraint(
+                fields=("plugin", "sha256"), name="one_submission_per_file_and_plugin"
+            ),
         ),
     ]

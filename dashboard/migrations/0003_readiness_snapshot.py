@@ -5,23 +5,27 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('dashboard', '0002_seed_catalog_and_plugins'),
+        ("dashboard", "0002_seed_catalog_and_plugins"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ReadinessSnapshot',
+            name="ReadinessSnapshot",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('statuses', models.JSONField(help_text='criterion key -> status')),
-                ('data', models.JSONField(help_text='The whole evaluation')),
-                ('reason', models.CharField(blank=True, max_length=200)),
-                ('created', models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("statuses", models.JSONField(help_text="criterion key -> status")),
+                ("data", models.JSONField(help_text="The whole evaluation")),
+                ("reason", models.CharField(blank=True, max_length=200)),
+                ("created", models.DateTimeField(default=django.utils.timezone.now)),
             ],
             options={
-                'ordering': ['-created'],
+                "ordering": ["-created"],
             },
         ),
     ]

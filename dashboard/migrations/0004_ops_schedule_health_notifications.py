@@ -11,64 +11,126 @@ CACHE_TABLE = "dashboard_cache"
 
 
 def create_cache_table(apps, schema_editor):  # type: ignore[no-untyped-def]
-    call_command("createcachetable", CACHE_TABLE, database=schema_editor.connection.alias, verbosity=0)
+    call_command(
+        "createcachetable", CACHE_TABLE, database=schema_editor.connection.alias, verbosity=0
+    )
 
 
 def drop_cache_table(apps, schema_editor):  # type: ignore[no-untyped-def]
     schema_editor.execute(f"DROP TABLE IF EXISTS {schema_editor.quote_name(CACHE_TABLE)}")
 
 
-
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('dashboard', '0003_readiness_snapshot'),
+        ("dashboard", "0003_readiness_snapshot"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='NotificationChannel',
+            name="NotificationChannel",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('webhook', 'webhook'), ('email', 'e-mail')], max_length=10)),
-                ('target', models.CharField(help_text='The webhook URL or the e-mail address', max_length=500)),
-                ('secret', models.CharField(blank=True, help_text='Webhooks: signs the body (X-Signature)', max_length=200)),
-                ('enabled', models.BooleanField(default=True)),
-                ('created', models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("webhook", "webhook"), ("email", "e-mail")], max_length=10
+                    ),
+                ),
+                (
+                    "target",
+                    models.CharField(
+                        help_text="The webhook URL or the e-mail address", max_length=500
+                    ),
+                ),
+                (
+                    "secret",
+                    models.CharField(
+                        blank=True,
+                        help_text="Webhooks: signs the body (X-Signature)",
+                        max_length=200,
+                    ),
+                ),
+                ("enabled", models.BooleanField(default=True)),
+                ("created", models.DateTimeField(default=django.utils.timezone.now)),
             ],
             options={
-                'ordering': ['kind', 'target'],
+                "ordering": ["kind", "target"],
             },
         ),
         migrations.CreateModel(
-            name='ScheduleHealth',
+            name="ScheduleHealth",
             fields=[
-                ('schedule', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='health', serialize=False, to='dashboard.schedule')),
-                ('state', models.CharField(default='new', max_length=10)),
-                ('baseline', models.DateTimeField(default=django.utils.timezone.now)),
-                ('changed', models.DateTimeField(default=django.utils.timezone.now)),
-                ('version', models.PositiveIntegerField(default=0)),
+                (
+                    "schedule",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        primary_key=True,
+                        related_name="health",
+                        serialize=False,
+                        to="dashboard.schedule",
+                    ),
+                ),
+                ("state", models.CharField(default="new", max_length=10)),
+                ("baseline", models.DateTimeField(default=django.utils.timezone.now)),
+                ("changed", models.DateTimeField(default=django.utils.timezone.now)),
+                ("version", models.PositiveIntegerField(default=0)),
             ],
         ),
         migrations.CreateModel(
-            name='NotificationLog',
+            name="NotificationLog",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('event_key', models.CharField(max_length=200)),
-                ('event', models.CharField(max_length=40)),
-                ('payload', models.JSONField(default=dict)),
-                ('status', models.CharField(choices=[('pending', 'pending'), ('sending', 'sending'), ('retrying', 'retrying'), ('sent', 'sent'), ('failed', 'failed')], default='pending', max_length=10)),
-                ('attempts', models.PositiveSmallIntegerField(default=0)),
-                ('last_error', models.TextField(blank=True)),
-                ('created', models.DateTimeField(default=django.utils.timezone.now)),
-                ('queued', models.DateTimeField(blank=True, null=True)),
-                ('sent', models.DateTimeField(blank=True, null=True)),
-                ('channel', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='log', to='dashboard.notificationchannel')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("event_key", models.CharField(max_length=200)),
+                ("event", models.CharField(max_length=40)),
+                ("payload", models.JSONField(default=dict)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "pending"),
+                            ("sending", "sending"),
+                            ("retrying", "retrying"),
+                            ("sent", "sent"),
+                            ("failed", "failed"),
+                        ],
+                        default="pending",
+                        max_length=10,
+                    ),
+                ),
+                ("attempts", models.PositiveSmallIntegerField(default=0)),
+                ("last_error", models.TextField(blank=True)),
+                ("created", models.DateTimeField(default=django.utils.timezone.now)),
+                ("queued", models.DateTimeField(blank=True, null=True)),
+                ("sent", models.DateTimeField(blank=True, null=True)),
+                (
+                    "channel",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="log",
+                        to="dashboard.notificationchannel",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created'],
-                'indexes': [models.Index(fields=['status', 'queued'], name='dashboard_n_status_0f72a9_idx')],
-                'constraints': [models.UniqueConstraint(fields=('channel', 'event_key'), name='one_notification_per_event')],
+                "ordering": ["-created"],
+                "indexes": [
+                    models.Index(fields=["status", "queued"], name="dashboard_n_status_0f72a9_idx")
+                ],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("channel", "event_key"), name="one_notification_per_event"
+                    )
+                ],
             },
         ),
         migrations.RunPython(create_cache_table, drop_cache_table),

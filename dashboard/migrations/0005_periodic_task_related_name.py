@@ -5,16 +5,22 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('dashboard', '0004_ops_schedule_health_notifications'),
-        ('django_celery_beat', '0019_alter_periodictasks_options'),
+        ("dashboard", "0004_ops_schedule_health_notifications"),
+        ("django_celery_beat", "0019_alter_periodictasks_options"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='schedule',
-            name='periodic_task',
-            field=models.OneToOneField(blank=True, editable=False, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='sctp_schedule', to='django_celery_beat.periodictask'),
+            model_name="schedule",
+            name="periodic_task",
+            field=models.OneToOneField(
+                blank=True,
+                editable=False,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="sctp_schedule",
+                to="django_celery_beat.periodictask",
+            ),
         ),
     ]

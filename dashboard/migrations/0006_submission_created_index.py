@@ -5,15 +5,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('dashboard', '0005_periodic_task_related_name'),
+        ("dashboard", "0005_periodic_task_related_name"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='submission',
-            index=models.Index(fields=['-created'], name='dashboard_s_created_fd1043_idx'),
+            model_name="submission",
+            index=models.Index(fields=["-created"], name="dashboard_s_created_fd1043_idx"),
         ),
     ]

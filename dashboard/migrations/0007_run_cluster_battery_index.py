@@ -5,15 +5,17 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('dashboard', '0006_submission_created_index'),
+        ("dashboard", "0006_submission_created_index"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='run',
-            index=models.Index(fields=['cluster', 'state', 'battery', '-created'], name='dashboard_r_cluster_5d549d_idx'),
+            model_name="run",
+            index=models.Index(
+                fields=["cluster", "state", "battery", "-created"],
+                name="dashboard_r_cluster_5d549d_idx",
+            ),
         ),
     ]

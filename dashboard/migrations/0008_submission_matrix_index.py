@@ -5,15 +5,17 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('dashboard', '0007_run_cluster_battery_index'),
+        ("dashboard", "0007_run_cluster_battery_index"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='submission',
-            index=models.Index(fields=['plugin', 'proxier', 'status', '-created'], name='dashboard_s_plugin__1eb659_idx'),
+            model_name="submission",
+            index=models.Index(
+                fields=["plugin", "proxier", "status", "-created"],
+                name="dashboard_s_plugin__1eb659_idx",
+            ),
         ),
     ]

@@ -26,110 +26,129 @@ def mark_existing(apps, schema_editor):
         seen = (r.fingerprint or {}).get("kubernetes_version") or r.kubernetes_version
         Run.objects.filter(pk=r.pk).update(kubernetes_minor=_minor(seen))
     Submission = apps.get_model("dashboard", "Submission")
-    for s in Submission.objects.only("id", "created", "kubernetes_version", "detected_kubernetes_version").iterator():
+    for s in Submission.objects.only(
+        "id", "created", "kubernetes_version", "detected_kubernetes_version"
+    ).iterator():
         Submission.objects.filter(pk=s.pk).update(
-            run_at=s.created, run_at_source="upload",
+            run_at=s.created,
+            run_at_source="upload",
             kubernetes_minor=_minor(s.detected_kubernetes_version or s.kubernetes_version),
         )
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('dashboard', '0008_submission_matrix_index'),
+        ("dashboard", "0008_submission_matrix_index"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='auditevent',
-            name='hash',
+            model_name="auditevent",
+            name="hash",
             field=models.CharField(blank=True, max_length=64),
         ),
         migrations.AddField(
-            model_name='auditevent',
-            name='prev_hash',
+            model_name="auditevent",
+            name="prev_hash",
             field=models.CharField(blank=True, max_length=64),
         ),
         migrations.AddField(
-            model_name='cluster',
-            name='approved',
+            model_name="cluster",
+            name="approved",
             field=models.BooleanField(default=False),
         ),
         migrations.AddField(
-            model_name='cluster',
-            name='approved_at',
+            model_name="cluster",
+            name="approved_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='cluster',
-            name='approved_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="cluster",
+            name="approved_by",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddField(
-            model_name='cluster',
-            name='basic_only',
-            field=models.BooleanField(default=False, help_text='Connectivity runs are refused (they load sctp.ko; the periodic basic job runs here)'),
+            model_name="cluster",
+            name="basic_only",
+            field=models.BooleanField(
+                default=False,
+                help_text="Connectivity runs are refused (they load sctp.ko; the periodic basic job runs here)",
+            ),
         ),
         migrations.AddField(
-            model_name='cluster',
-            name='emulated',
+            model_name="cluster",
+            name="emulated",
             field=models.BooleanField(default=False),
         ),
         migrations.AddField(
-            model_name='plugin',
-            name='netpol_exempted_at',
+            model_name="plugin",
+            name="netpol_exempted_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='plugin',
-            name='netpol_exempted_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="plugin",
+            name="netpol_exempted_by",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddField(
-            model_name='plugin',
-            name='netpol_exemption_reason',
+            model_name="plugin",
+            name="netpol_exemption_reason",
             field=models.TextField(blank=True),
         ),
         migrations.AddField(
-            model_name='run',
-            name='emulated',
+            model_name="run",
+            name="emulated",
             field=models.BooleanField(default=False),
         ),
         migrations.AddField(
-            model_name='run',
-            name='kubernetes_minor',
+            model_name="run",
+            name="kubernetes_minor",
             field=models.PositiveSmallIntegerField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='run',
-            name='proxier_detected',
+            model_name="run",
+            name="proxier_detected",
             field=models.CharField(blank=True, max_length=20),
         ),
         migrations.AddField(
-            model_name='signoff',
-            name='kubernetes_release',
-            field=models.CharField(blank=True, help_text='e.g. 1.20', max_length=10),
+            model_name="signoff",
+            name="kubernetes_release",
+            field=models.CharField(blank=True, help_text="e.g. 1.20", max_length=10),
         ),
         migrations.AddField(
-            model_name='submission',
-            name='emulated',
-            field=models.BooleanField(default=False, help_text='The file says it comes from an emulated cluster'),
+            model_name="submission",
+            name="emulated",
+            field=models.BooleanField(
+                default=False, help_text="The file says it comes from an emulated cluster"
+            ),
         ),
         migrations.AddField(
-            model_name='submission',
-            name='kubernetes_minor',
+            model_name="submission",
+            name="kubernetes_minor",
             field=models.PositiveSmallIntegerField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='submission',
-            name='run_at',
+            model_name="submission",
+            name="run_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='submission',
-            name='run_at_source',
-            field=models.CharField(blank=True, help_text='file | upload', max_length=10),
+            model_name="submission",
+            name="run_at_source",
+            field=models.CharField(blank=True, help_text="file | upload", max_length=10),
         ),
         migrations.RunPython(mark_existing, migrations.RunPython.noop),
     ]

@@ -13,7 +13,10 @@ def encrypt_secrets(apps, schema_editor):
     with schema_editor.connection.cursor() as cursor:
         cursor.execute("SELECT id, secret FROM dashboard_notificationchannel WHERE secret <> ''")
         for pk, secret in cursor.fetchall():
-            cursor.execute("UPDATE dashboard_notificationchannel SET secret = %s WHERE id = %s", [encrypt(secret), pk])
+            cursor.execute(
+                "UPDATE dashboard_notificationchannel SET secret = %s WHERE id = %s",
+                [encrypt(secret), pk],
+            )
 
 
 def public_token_hints(apps, schema_editor):
@@ -25,10 +28,14 @@ def public_token_hints(apps, schema_editor):
         if len(token.hint) == 11 and token.hint.startswith("sctp_"):
             continue  # already a public id (sctp_ + 6 hex digits)
         legacy = f"legacy-{token.id}"
-        for sub in Submission.objects.filter(uploaded_by__contains=f"(token {token.hint}").only("id", "uploaded_by"):
+        for sub in Submission.objects.filter(uploaded_by__contains=f"(token {token.hint}").only(
+            "id", "uploaded_by"
+        ):
             Submission.objects.filter(pk=sub.pk).update(
-                uploaded_by=sub.uploaded_by.replace(f"(token {token.hint}…)", f"(token {legacy})")
-                .replace(f"(token {token.hint}", f"(token {legacy}"))
+                uploaded_by=sub.uploaded_by.replace(
+                    f"(token {token.hint}…)", f"(token {legacy})"
+                ).replace(f"(token {token.hint}", f"(token {legacy}")
+            )
         ApiToken.objects.filter(pk=token.pk).update(hint=legacy)
 
 
@@ -38,11 +45,13 @@ def decrypt_secrets(apps, schema_editor):
     with schema_editor.connection.cursor() as cursor:
         cursor.execute("SELECT id, secret FROM dashboard_notificationchannel WHERE secret <> ''")
         for pk, token in cursor.fetchall():
-            cursor.execute("UPDATE dashboard_notificationchannel SET secret = %s WHERE id = %s", [decrypt(token), pk])
+            cursor.execute(
+                "UPDATE dashboard_notificationchannel SET secret = %s WHERE id = %s",
+                [decrypt(token), pk],
+            )
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("dashboard", "0009_evidence_policy"),
     ]
@@ -57,13 +66,17 @@ class Migration(migrations.Migration):
             model_name="notificationchannel",
             name="secret",
             field=dashboard.crypto.EncryptedTextField(
-                blank=True, help_text="Webhooks: signs the body (X-Signature); stored encrypted"),
+                blank=True, help_text="Webhooks: signs the body (X-Signature); stored encrypted"
+            ),
         ),
         migrations.AlterField(
             model_name="apitoken",
             name="hint",
-            field=models.CharField(editable=False, help_text="The token's public id, to tell tokens apart",
-                                   max_length=12),
+            field=models.CharField(
+                editable=False,
+                help_text="The token's public id, to tell tokens apart",
+                max_length=12,
+            ),
         ),
         migrations.RunPython(encrypt_secrets, decrypt_secrets),
         migrations.RunPython(public_token_hints, migrations.RunPython.noop),

@@ -4,21 +4,30 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('dashboard', '0009_evidence_policy'),
+        ("dashboard", "0009_evidence_policy"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='PublishedReadiness',
+            name="PublishedReadiness",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('version', models.PositiveBigIntegerField(default=0)),
-                ('computed_version', models.BigIntegerField(default=-1)),
-                ('computed', models.DateTimeField(blank=True, null=True)),
-                ('data', models.JSONField(default=dict)),
-                ('badges', models.JSONField(default=dict, help_text='plugin slug -> {status, message, why}')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("version", models.PositiveBigIntegerField(default=0)),
+                ("computed_version", models.BigIntegerField(default=-1)),
+                ("computed", models.DateTimeField(blank=True, null=True)),
+                ("data", models.JSONField(default=dict)),
+                (
+                    "badges",
+                    models.JSONField(
+                        default=dict, help_text="plugin slug -> {status, message, why}"
+                    ),
+                ),
             ],
         ),
     ]

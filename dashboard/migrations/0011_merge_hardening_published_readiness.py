@@ -5,7 +5,6 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("dashboard", "0010_hardening_secrets"),
         ("dashboard", "0010_published_readiness"),

@@ -4,15 +4,23 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('dashboard', '0011_merge_hardening_published_readiness'),
+        ("dashboard", "0011_merge_hardening_published_readiness"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='run',
-            name='trigger',
-            field=models.CharField(choices=[('manual', 'manual'), ('periodic', 'periodic'), ('api', 'api'), ('agent', 'agent')], default='manual', max_length=20),
+            model_name="run",
+            name="trigger",
+            field=models.CharField(
+                choices=[
+                    ("manual", "manual"),
+                    ("periodic", "periodic"),
+                    ("api", "api"),
+                    ("agent", "agent"),
+                ],
+                default="manual",
+                max_length=20,
+            ),
         ),
     ]

@@ -19,7 +19,17 @@ from workers.celery import send
 from .base import Context, EvidenceRef, Verdict
 from .criteria import CRITERIA
 
-__all__ = ["Context", "EvidenceRef", "Verdict", "cached_evaluate", "current_stage", "evaluate", "invalidate", "publish", "published"]
+__all__ = [
+    "Context",
+    "EvidenceRef",
+    "Verdict",
+    "cached_evaluate",
+    "current_stage",
+    "evaluate",
+    "invalidate",
+    "publish",
+    "published",
+]
 
 log = logging.getLogger(__name__)
 
@@ -66,13 +76,20 @@ def _current() -> tuple[datetime | None, bool]:
     """(when the published evaluation was computed, whether it is still current)."""
     from dashboard.models import PublishedReadiness
 
-    row = PublishedReadiness.objects.filter(pk=1).values_list("version", "computed_version", "computed").first()
+    row = (
+        PublishedReadiness.objects.filter(pk=1)
+        .values_list("version", "computed_version", "computed")
+        .first()
+    )
     if row is None:
         return None, False
     version, computed_version, computed = row
     if computed is None:
         return None, False
-    fresh = computed_version == version and (tz_now() - computed).total_seconds() < settings.READINESS_MAX_AGE_SECONDS
+    fresh = (
+        computed_version == version
+        and (tz_now() - computed).total_seconds() < settings.READINESS_MAX_AGE_SECONDS
+    )
     return computed, fresh
 
 
@@ -80,8 +97,11 @@ def policy_settings() -> dict[str, Any]:
     """The settings an evaluation depends on: a stored one made under others is out of date."""
     from dashboard.policy import min_minor
 
-    return {"fresh_days": settings.READINESS_FRESH_DAYS, "periodic_runs": settings.READINESS_PERIODIC_RUNS,
-            "min_kubernetes": f"1.{min_minor()}"}
+    return {
+        "fresh_days": settings.READINESS_FRESH_DAYS,
+        "periodic_runs": settings.READINESS_PERIODIC_RUNS,
+        "min_kubernetes": f"1.{min_minor()}",
+    }
 
 
 def _usable(entry: dict[str, Any]) -> bool:

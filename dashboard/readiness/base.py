@@ -38,7 +38,9 @@ class Verdict:
     detail: str
     # dashboard.policy.evidence_entry dicts: {"kind","id","url","label","counts","why","emulated"}
     evidence: list[dict[str, Any]] = field(default_factory=list)
-    rows: list[dict[str, Any]] = field(default_factory=list)  # per-plugin / per-proxier facts for pages
+    rows: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # per-plugin / per-proxier facts for pages
     what_if: str = ""  # "would be met on emulated clusters only: not counted", or ""
 
     def to_dict(self) -> dict[str, Any]:

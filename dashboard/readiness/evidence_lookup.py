@@ -20,13 +20,39 @@ from dashboard.policy import Item
 RECENT_SUBMISSIONS = 200  # the newest connectivity submissions shown beside the indexed lookups
 
 _RUN_FIELDS = (
-    "id", "state", "finished", "created", "plugin_id", "plugin_version", "kubernetes_version",
-    "kubernetes_minor", "proxier", "proxier_detected", "battery", "trigger", "emulated", "fingerprint",
-    "cluster__name", "cluster__enabled", "cluster__approved", "cluster__emulated", "cluster__lab",
+    "id",
+    "state",
+    "finished",
+    "created",
+    "plugin_id",
+    "plugin_version",
+    "kubernetes_version",
+    "kubernetes_minor",
+    "proxier",
+    "proxier_detected",
+    "battery",
+    "trigger",
+    "emulated",
+    "fingerprint",
+    "cluster__name",
+    "cluster__enabled",
+    "cluster__approved",
+    "cluster__emulated",
+    "cluster__lab",
 )
 _SUB_FIELDS = (
-    "id", "status", "plugin_id", "plugin_version", "kubernetes_version", "kubernetes_minor", "proxier",
-    "results", "run_at", "run_at_source", "created", "emulated",
+    "id",
+    "status",
+    "plugin_id",
+    "plugin_version",
+    "kubernetes_version",
+    "kubernetes_minor",
+    "proxier",
+    "results",
+    "run_at",
+    "run_at_source",
+    "created",
+    "emulated",
 )
 
 
@@ -34,8 +60,11 @@ def plugins_by_id() -> dict[int, Any]:
     return {p.id: p for p in Plugin.objects.all()}
 
 
-def load(run_ids: Iterable[int | None], submission_ids: Iterable[int | None],
-         plugins: dict[int, Any] | None = None) -> dict[tuple[str, int], Item]:
+def load(
+    run_ids: Iterable[int | None],
+    submission_ids: Iterable[int | None],
+    plugins: dict[int, Any] | None = None,
+) -> dict[tuple[str, int], Item]:
     """Items for these runs and submissions: three queries (runs, their results, submissions)."""
     plugins = plugins if plugins is not None else plugins_by_id()
     facts = {pid: policy.plugin_facts(p) for pid, p in plugins.items()}
@@ -51,7 +80,9 @@ def load(run_ids: Iterable[int | None], submission_ids: Iterable[int | None],
             outcomes.setdefault(run_id, {})[key] = outcome
             reasons.setdefault(run_id, {})[key] = reason[:300]
         for r in Run.objects.filter(id__in=rids).select_related("cluster").only(*_RUN_FIELDS):
-            out[("run", r.id)] = policy.run_item(r, outcomes.get(r.id, {}), reasons.get(r.id, {}), facts[r.plugin_id])
+            out[("run", r.id)] = policy.run_item(
+                r, outcomes.get(r.id, {}), reasons.get(r.id, {}), facts[r.plugin_id]
+            )
     if sids:
         for s in Submission.objects.filter(id__in=sids).only(*_SUB_FIELDS):
             out[("submission", s.id)] = policy.submission_item(s, facts[s.plugin_id])
@@ -89,14 +120,19 @@ def connectivity_candidates(plugins: dict[int, Any], plugin_id: int | None = Non
     ).values_list("q_sub", "c_sub"):
         sub_ids.update(i for i in row if i)
     recent = Submission.objects.filter(
-        has_connectivity__in=[True], status__in=[Submission.Status.VERIFIED, Submission.Status.PENDING]
+        has_connectivity__in=[True],
+        status__in=[Submission.Status.VERIFIED, Submission.Status.PENDING],
     )
     if plugin_id is not None:
         recent = recent.filter(plugin_id=plugin_id)
     else:
         for proxier in ("iptables", "ipvs", "nftables"):
-            newest = (subs.filter(proxier=proxier, pod_to_service_passed__in=[True])
-                      .order_by("-created").values_list("id", flat=True).first())
+            newest = (
+                subs.filter(proxier=proxier, pod_to_service_passed__in=[True])
+                .order_by("-created")
+                .values_list("id", flat=True)
+                .first()
+            )
             if newest:
                 sub_ids.add(newest)
     sub_ids.update(recent.order_by("-created").values_list("id", flat=True)[:RECENT_SUBMISSIONS])

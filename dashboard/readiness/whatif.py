@@ -14,8 +14,12 @@ from dashboard.policy import AGE, EMULATED, RELEASE, TRUST, WHAT_IF_ANY, WHAT_IF
 from .base import Context, Verdict
 
 WOULD_BE_MET_EMULATED = "would be met on emulated clusters only: not counted"
-_NAMES = {EMULATED: "emulated clusters", TRUST: "unapproved clusters or unverified submissions",
-          RELEASE: "older Kubernetes releases", AGE: "evidence older than the freshness window"}
+_NAMES = {
+    EMULATED: "emulated clusters",
+    TRUST: "unapproved clusters or unverified submissions",
+    RELEASE: "older Kubernetes releases",
+    AGE: "evidence older than the freshness window",
+}
 
 Evaluate = Callable[[Context, frozenset[str]], tuple[Verdict, set[str]]]
 
@@ -32,9 +36,13 @@ def with_what_if(evaluate: Evaluate, ctx: Context) -> Verdict:
         wide, used_wide = evaluate(ctx, WHAT_IF_ANY)
         if wide.status == "met" and used_wide:
             names = ", ".join(_NAMES[c] for c in sorted(used_wide))
-            verdict.what_if = f"would be met with evidence that does not count ({names}): not counted"
+            verdict.what_if = (
+                f"would be met with evidence that does not count ({names}): not counted"
+            )
         elif used or EMULATED in used_wide:
-            verdict.what_if = "emulated evidence is not counted; with it the criterion would still be unmet"
+            verdict.what_if = (
+                "emulated evidence is not counted; with it the criterion would still be unmet"
+            )
     if verdict.what_if:
         verdict.detail = f"{verdict.detail}; {verdict.what_if}"
     return verdict

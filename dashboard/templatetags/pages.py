@@ -46,14 +46,20 @@ def when(value: Any, style: str = "") -> SafeString | str:
 def ago(value: Any) -> SafeString | str:
     if not isinstance(value, datetime):
         return "—"
-    return format_html('<time datetime="{}" title="{}">{}</time>', value.isoformat(),
-                       localtime(value).strftime("%Y-%m-%d %H:%M:%S UTC"), _ago(value))
+    return format_html(
+        '<time datetime="{}" title="{}">{}</time>',
+        value.isoformat(),
+        localtime(value).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        _ago(value),
+    )
 
 
 @register.filter
 def run_links(ids: Any) -> SafeString:
     """[12, 11, 10] -> "run 12 · run 11 · run 10", each a link: never bare numbers."""
-    return format_html_join(mark_safe(" · "), '<a href="/runs/{}/">run {}</a>', ((i, i) for i in ids or []))
+    return format_html_join(
+        mark_safe(" · "), '<a href="/runs/{}/">run {}</a>', ((i, i) for i in ids or [])
+    )
 
 
 @register.filter

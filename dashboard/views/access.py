@@ -46,11 +46,16 @@ def _requires(check: Callable[[Any], bool], why: str) -> Callable[[View], View]:
 
 
 maintainer_required = _requires(is_maintainer, "Only maintainers may do this.")
-vendor_required = _requires(lambda u: bool(vendor_ids(u)), "Only members of a plugin vendor may do this.")
+vendor_required = _requires(
+    lambda u: bool(vendor_ids(u)), "Only members of a plugin vendor may do this."
+)
 login_required = _requires(lambda u: True, "")
 
 
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     """CSRF_FAILURE_VIEW: a refused form gets the styled 403 page too, saying what to do."""
-    return forbidden(request, "The form was refused: it is too old or came from another site. "
-                              "Go back, reload the page and send it again.")
+    return forbidden(
+        request,
+        "The form was refused: it is too old or came from another site. "
+        "Go back, reload the page and send it again.",
+    )

@@ -25,8 +25,15 @@ def audit_list(request: HttpRequest) -> HttpResponse:
     if filters["q"]:
         qs = qs.filter(target__icontains=filters["q"])
     page = Paginator(qs, PAGE_SIZE).get_page(request.GET.get("page"))
-    return render(request, "audit/list.html", {
-        "page": page, "filters": filters,
-        "actions": AuditEvent.objects.order_by("action").values_list("action", flat=True).distinct(),
-        "query": urlencode({k: v for k, v in filters.items() if v}),
-    })
+    return render(
+        request,
+        "audit/list.html",
+        {
+            "page": page,
+            "filters": filters,
+            "actions": AuditEvent.objects.order_by("action")
+            .values_list("action", flat=True)
+            .distinct(),
+            "query": urlencode({k: v for k, v in filters.items() if v}),
+        },
+    )

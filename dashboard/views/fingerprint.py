@@ -23,11 +23,20 @@ CLUSTER_FACTS = [
     ("load_balancer", "LoadBalancer services get an address", "not tried in this run"),
     ("node_count", "Nodes", "unknown"),
 ]
-PER_NODE = {"sctp_module_before": "sctp.ko loaded before the tests",
-            "sctp_module_after": "sctp.ko loaded after the tests"}
-WORKER_FACTS = [("available", "Kernel SCTP on the worker host"), ("reason", "Why"),
-                ("pysctp_version", "pysctp on the worker")]
-HANDLED = {k for k, _, _ in CLUSTER_FACTS} | set(PER_NODE) | {"node_names", "battery_nodes", "worker_sctp"}
+PER_NODE = {
+    "sctp_module_before": "sctp.ko loaded before the tests",
+    "sctp_module_after": "sctp.ko loaded after the tests",
+}
+WORKER_FACTS = [
+    ("available", "Kernel SCTP on the worker host"),
+    ("reason", "Why"),
+    ("pysctp_version", "pysctp on the worker"),
+]
+HANDLED = (
+    {k for k, _, _ in CLUSTER_FACTS}
+    | set(PER_NODE)
+    | {"node_names", "battery_nodes", "worker_sctp"}
+)
 
 
 def _value(v: Any, none: str = "unknown") -> dict[str, Any]:
@@ -42,7 +51,11 @@ def _value(v: Any, none: str = "unknown") -> dict[str, Any]:
 
 def facts(fingerprint: dict[str, Any] | None) -> dict[str, Any]:
     fp = dict(fingerprint or {})
-    cluster = [{"key": key, "label": label, **_value(fp[key], none)} for key, label, none in CLUSTER_FACTS if key in fp]
+    cluster = [
+        {"key": key, "label": label, **_value(fp[key], none)}
+        for key, label, none in CLUSTER_FACTS
+        if key in fp
+    ]
     names = list(fp.get("node_names") or [])
     battery = list(fp.get("battery_nodes") or [])
     for key in PER_NODE:
@@ -50,16 +63,36 @@ def facts(fingerprint: dict[str, Any] | None) -> dict[str, Any]:
             names += [n for n in fp[key] if n not in names]
     names += [n for n in battery if n not in names]
     columns = [(key, label) for key, label in PER_NODE.items() if isinstance(fp.get(key), dict)]
-    nodes = [{"name": n, "used": n in battery,
-              "cells": [{"label": label, **_value(fp[key].get(n), "not checked")} for key, label in columns]}
-             for n in names]
+    nodes = [
+        {
+            "name": n,
+            "used": n in battery,
+            "cells": [
+                {"label": label, **_value(fp[key].get(n), "not checked")} for key, label in columns
+            ],
+        }
+        for n in names
+    ]
     worker_raw = fp.get("worker_sctp")
     worker = []
     if isinstance(worker_raw, dict):
-        worker = [{"key": f"worker_sctp.{key}", "label": label, **_value(worker_raw[key])}
-                  for key, label in WORKER_FACTS if key in worker_raw]
+        worker = [
+            {"key": f"worker_sctp.{key}", "label": label, **_value(worker_raw[key])}
+            for key, label in WORKER_FACTS
+            if key in worker_raw
+        ]
     elif worker_raw is not None:
         worker = [{"key": "worker_sctp", "label": WORKER_FACTS[0][1], **_value(worker_raw)}]
-    other = [{"key": key, "label": key.replace("_", " "), **_value(v)} for key, v in sorted(fp.items()) if key not in HANDLED]
-    return {"cluster": cluster + other, "nodes": nodes, "node_columns": [label for _, label in columns],
-            "has_battery_nodes": bool(battery), "worker": worker, "empty": not fp}
+    other = [
+        {"key": key, "label": key.replace("_", " "), **_value(v)}
+        for key, v in sorted(fp.items())
+        if key not in HANDLED
+    ]
+    return {
+        "cluster": cluster + other,
+        "nodes": nodes,
+        "node_columns": [label for _, label in columns],
+        "has_battery_nodes": bool(battery),
+        "worker": worker,
+        "empty": not fp,
+    }

@@ -44,17 +44,35 @@ def stage_track(evaluation: dict[str, Any], releases: dict[str, SignOff]) -> lis
         if i > 0:
             signoff = releases.get(name)
             if i <= current:
-                label = "signed off" + (f" in Kubernetes {signoff.kubernetes_release}" if signoff and signoff.kubernetes_release else "")
+                label = "signed off" + (
+                    f" in Kubernetes {signoff.kubernetes_release}"
+                    if signoff and signoff.kubernetes_release
+                    else ""
+                )
                 track.append({"kind": "edge", "state": "done", "label": label})
             elif i == current + 1:
                 t = by_to.get(name)
-                track.append({"kind": "edge", "state": "next",
-                              "label": "next decision: " + ("criteria met" if t and t["ready"] else "criteria not met")})
+                track.append(
+                    {
+                        "kind": "edge",
+                        "state": "next",
+                        "label": "next decision: "
+                        + ("criteria met" if t and t["ready"] else "criteria not met"),
+                    }
+                )
             else:
                 track.append({"kind": "edge", "state": "later", "label": "later"})
         state = "done" if i < current else ("current" if i == current else "later")
         symbol = {"done": "✔", "current": "●", "later": "○"}[state]
-        track.append({"kind": "stage", "name": name, "label": STAGE_NAMES[name], "state": state, "symbol": symbol})
+        track.append(
+            {
+                "kind": "stage",
+                "name": name,
+                "label": STAGE_NAMES[name],
+                "state": state,
+                "symbol": symbol,
+            }
+        )
     return track
 
 
@@ -71,31 +89,45 @@ def glance(evaluation: dict[str, Any], releases: dict[str, SignOff]) -> dict[str
     stage = evaluation["stage"]
     nxt = next((t for t in evaluation["transitions"] if t["from"] == stage), None)
     past = [t for t in evaluation["transitions"] if STAGES.index(t["to"]) <= STAGES.index(stage)]
-    later = [t for t in evaluation["transitions"]
-             if STAGES.index(t["from"]) > STAGES.index(stage)]
-    out: dict[str, Any] = {"stage": stage, "stage_label": STAGE_NAMES.get(stage, stage), "next": nxt,
-                           "since": releases.get(stage), "past": past, "later": later}
+    later = [t for t in evaluation["transitions"] if STAGES.index(t["from"]) > STAGES.index(stage)]
+    out: dict[str, Any] = {
+        "stage": stage,
+        "stage_label": STAGE_NAMES.get(stage, stage),
+        "next": nxt,
+        "since": releases.get(stage),
+        "past": past,
+        "later": later,
+    }
     if nxt is not None:
         out["next_summary"] = _unmet_summary(nxt)
     else:
         # GA reached: keep watching. The criteria that got it there must keep holding.
         ga = next((t for t in evaluation["transitions"] if t["to"] == Stage.STABLE), None)
         criteria = ga["criteria"] if ga else []
-        out["watch"] = {"criteria": criteria, "alarms": [c for c in criteria if c["status"] != "met"],
-                        "at_risk": [c for c in criteria if c["status"] == "at_risk"],
-                        "stale": [c for c in criteria if c["status"] == "stale"]}
+        out["watch"] = {
+            "criteria": criteria,
+            "alarms": [c for c in criteria if c["status"] != "met"],
+            "at_risk": [c for c in criteria if c["status"] == "at_risk"],
+            "stale": [c for c in criteria if c["status"] == "stale"],
+        }
     return out
 
 
 def _own_copy(evaluation: dict[str, Any]) -> dict[str, Any]:
     """The published evaluation is shared by this process's requests: copy what decorate() writes."""
-    return {**evaluation, "transitions": [
-        {**t, "criteria": [dict(c) for c in t["criteria"]]} for t in evaluation["transitions"]]}
+    return {
+        **evaluation,
+        "transitions": [
+            {**t, "criteria": [dict(c) for c in t["criteria"]]} for t in evaluation["transitions"]
+        ],
+    }
 
 
 def index(request: HttpRequest) -> HttpResponse:
     evaluation = _own_copy(readiness.published())
-    signoffs = list(SignOff.objects.select_related("maintainer").defer("snapshot").order_by("-created"))
+    signoffs = list(
+        SignOff.objects.select_related("maintainer").defer("snapshot").order_by("-created")
+    )
     last = signoffs[0] if signoffs else None
     releases: dict[str, SignOff] = {}
     for s in reversed(signoffs):  # the newest sign-off into each stage wins
@@ -104,10 +136,17 @@ def index(request: HttpRequest) -> HttpResponse:
     if last is not None:
         baseline = statuses_of(SignOff.objects.only("snapshot").get(pk=last.pk).snapshot)
     decorate(evaluation, baseline)
-    return render(request, "front/readiness.html", {
-        "readiness": evaluation, "stage": evaluation["stage"], "track": stage_track(evaluation, releases),
-        "glance": glance(evaluation, releases), "last_signoff": last,
-    })
+    return render(
+        request,
+        "front/readiness.html",
+        {
+            "readiness": evaluation,
+            "stage": evaluation["stage"],
+            "track": stage_track(evaluation, releases),
+            "glance": glance(evaluation, releases),
+            "last_signoff": last,
+        },
+    )
 
 
 FAVICON = settings.BASE_DIR / "dashboard" / "static" / "favicon.svg"

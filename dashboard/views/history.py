@@ -53,7 +53,7 @@ def rolling_pass_rate(outcomes_oldest_first: Sequence[str], width: int = 5) -> l
     decided = [o == "passed" for o in outcomes_oldest_first if o in DECIDED]
     out = []
     for i in range(len(decided)):
-        window = decided[max(0, i - width + 1): i + 1]
+        window = decided[max(0, i - width + 1) : i + 1]
         out.append(sum(window) / len(window))
     return out
 
@@ -63,10 +63,18 @@ def sparkline(values: Sequence[float], width: int = 120, height: int = 24) -> di
     if len(values) < MIN_TREND_POINTS:
         return None
     step = (width - 4) / (len(values) - 1)
-    points = " ".join(f"{2 + i * step:.1f},{2 + (1 - v) * (height - 4):.1f}" for i, v in enumerate(values))
+    points = " ".join(
+        f"{2 + i * step:.1f},{2 + (1 - v) * (height - 4):.1f}" for i, v in enumerate(values)
+    )
     last = values[-1]
-    return {"points": points, "width": width, "height": height, "last_x": f"{2 + (len(values) - 1) * step:.1f}",
-            "last_y": f"{2 + (1 - last) * (height - 4):.1f}", "last": round(last * 100)}
+    return {
+        "points": points,
+        "width": width,
+        "height": height,
+        "last_x": f"{2 + (len(values) - 1) * step:.1f}",
+        "last_y": f"{2 + (1 - last) * (height - 4):.1f}",
+        "last": round(last * 100),
+    }
 
 
 def grid(runs_newest_first: Sequence[Any], results: dict[tuple[int, str], Any]) -> dict[str, Any]:
@@ -93,10 +101,18 @@ def grid(runs_newest_first: Sequence[Any], results: dict[tuple[int, str], Any]) 
                 chronological.append(res.outcome)
         chronological.reverse()
         st = stats(chronological)
-        rows.append({
-            "key": key, "cells": cells, "stats": st,
-            "pass_rate": None if st.pass_rate is None else round(st.pass_rate * 100),
-            "flakiness": None if st.flakiness is None else round(st.flakiness * 100),
-            "sparkline": sparkline(rolling_pass_rate(chronological), width=80, height=18),
-        })
-    return {"rows": rows, "sparkline": sparkline(per_run_rate, width=240, height=36), "points": len(per_run_rate)}
+        rows.append(
+            {
+                "key": key,
+                "cells": cells,
+                "stats": st,
+                "pass_rate": None if st.pass_rate is None else round(st.pass_rate * 100),
+                "flakiness": None if st.flakiness is None else round(st.flakiness * 100),
+                "sparkline": sparkline(rolling_pass_rate(chronological), width=80, height=18),
+            }
+        )
+    return {
+        "rows": rows,
+        "sparkline": sparkline(per_run_rate, width=240, height=36),
+        "points": len(per_run_rate),
+    }

@@ -47,7 +47,9 @@ class Source:
     kubernetes_version: str
     outcomes: dict[str, str]
     reasons: dict[str, str] = field(default_factory=dict)
-    keys: tuple[str, ...] = ALL_KEYS  # the tests this source could speak about (a run: its battery's)
+    keys: tuple[str, ...] = (
+        ALL_KEYS  # the tests this source could speak about (a run: its battery's)
+    )
     name: str = ""  # what a cell names: the cluster of a run, "submission N" for a file
     emulated: bool = False
 
@@ -66,16 +68,26 @@ class Source:
 def minor_of(version: str) -> str:
     """ "v1.31.2" -> "1.31"; rows group by it, so one row never mixes releases."""
     parts = version.lstrip("v").split(".")
-    return ".".join(parts[:2]) if len(parts) >= 2 and all(p.isdigit() for p in parts[:2]) else (version or "?")
+    return (
+        ".".join(parts[:2])
+        if len(parts) >= 2 and all(p.isdigit() for p in parts[:2])
+        else (version or "?")
+    )
 
 
 def _cluster_runs() -> set[int]:
     """Per cluster, the newest finished run covering the basic and the connectivity tests: one
     "LIMIT 1" step each on the (cluster, state, battery, -created) index."""
-    finished = Run.objects.filter(cluster=OuterRef("pk"), state=Run.State.FINISHED).order_by("-created")
+    finished = Run.objects.filter(cluster=OuterRef("pk"), state=Run.State.FINISHED).order_by(
+        "-created"
+    )
     newest = Cluster.objects.annotate(
-        basic_run=Subquery(finished.filter(battery__in=[Battery.BASIC, Battery.ALL]).values("id")[:1]),
-        conn_run=Subquery(finished.filter(battery__in=[Battery.CONNECTIVITY, Battery.ALL]).values("id")[:1]),
+        basic_run=Subquery(
+            finished.filter(battery__in=[Battery.BASIC, Battery.ALL]).values("id")[:1]
+        ),
+        conn_run=Subquery(
+            finished.filter(battery__in=[Battery.CONNECTIVITY, Battery.ALL]).values("id")[:1]
+        ),
     )
     ids: set[int] = set()
     for basic_run, conn_run in newest.values_list("basic_run", "conn_run"):
@@ -90,6 +102,7 @@ def _plugin_sources() -> tuple[set[int], set[int]]:
     column test that its planner cannot match to the (plugin, state|status, has_connectivity,
     -finished|-created) indexes, and would sort the plugin's whole history instead.
     """
+
     def newest(model, order: str, **filters):
         qs = model.objects.filter(plugin=OuterRef("pk"), has_connectivity__in=[True], **filters)
         return Subquery(qs.order_by(order).values("id")[:1])
@@ -101,7 +114,9 @@ def _plugin_sources() -> tuple[set[int], set[int]]:
     }
     run_ids: set[int] = set()
     sub_ids: set[int] = set()
-    for conn_run, verified, pending in Plugin.objects.annotate(**annotations).values_list(*annotations):
+    for conn_run, verified, pending in Plugin.objects.annotate(**annotations).values_list(
+        *annotations
+    ):
         run_ids.update(i for i in (conn_run,) if i)
         sub_ids.update(i for i in (verified, pending) if i)
     return run_ids, sub_ids
@@ -113,7 +128,8 @@ def _newest_submissions() -> set[int]:
     annotations = {
         f"{proxier}_{status}": Subquery(
             Submission.objects.filter(plugin=OuterRef("pk"), proxier=proxier, status=status)
-            .order_by("-created").values("id")[:1]
+            .order_by("-created")
+            .values("id")[:1]
         )
         for proxier in Proxier.values
         for status in (Submission.Status.VERIFIED, Submission.Status.PENDING)
@@ -131,30 +147,74 @@ def load_sources() -> list[Source]:
     sources: list[Source] = []
     if run_ids:
         results: dict[int, dict[str, tuple[str, str]]] = {}
-        for run_id, key, outcome, reason in TestResult.objects.filter(run_id__in=run_ids).values_list(
-            "run_id", "test_key", "outcome", "reason"
-        ):
+        for run_id, key, outcome, reason in TestResult.objects.filter(
+            run_id__in=run_ids
+        ).values_list("run_id", "test_key", "outcome", "reason"):
             results.setdefault(run_id, {})[key] = (outcome, reason)
-        for r in Run.objects.filter(id__in=run_ids).select_related("cluster").only(
-            "id", "plugin_id", "proxier", "kubernetes_version", "battery", "finished", "created", "emulated",
-            "cluster__name"
+        for r in (
+            Run.objects.filter(id__in=run_ids)
+            .select_related("cluster")
+            .only(
+                "id",
+                "plugin_id",
+                "proxier",
+                "kubernetes_version",
+                "battery",
+                "finished",
+                "created",
+                "emulated",
+                "cluster__name",
+            )
         ):
             got = results.get(r.id, {})
             keys = keys_of(r.battery)
-            sources.append(Source(
-                "run", r.id, r.finished or r.created, r.plugin_id, r.proxier, r.kubernetes_version,
-                {k: got[k][0] for k in keys if k in got}, {k: got[k][1] for k in keys if k in got}, keys,
-                name=r.cluster.name, emulated=r.emulated,
-            ))
+            sources.append(
+                Source(
+                    "run",
+                    r.id,
+                    r.finished or r.created,
+                    r.plugin_id,
+                    r.proxier,
+                    r.kubernetes_version,
+                    {k: got[k][0] for k in keys if k in got},
+                    {k: got[k][1] for k in keys if k in got},
+                    keys,
+                    name=r.cluster.name,
+                    emulated=r.emulated,
+                )
+            )
     if sub_ids:
-        for s in Submission.objects.without_content().filter(id__in=sub_ids).only(
-            "id", "plugin_id", "proxier", "kubernetes_version", "status", "results", "created", "emulated"
+        for s in (
+            Submission.objects.without_content()
+            .filter(id__in=sub_ids)
+            .only(
+                "id",
+                "plugin_id",
+                "proxier",
+                "kubernetes_version",
+                "status",
+                "results",
+                "created",
+                "emulated",
+            )
         ):
             trust = "verified" if s.status == Submission.Status.VERIFIED else "pending"
             outcomes = {k: v.get("outcome", Outcome.NOT_RUN) for k, v in (s.results or {}).items()}
             reasons = {k: "; ".join(v.get("reasons", [])[:2]) for k, v in (s.results or {}).items()}
-            sources.append(Source(trust, s.id, s.created, s.plugin_id, s.proxier, s.kubernetes_version,
-                                  outcomes, reasons, name=f"submission {s.id}", emulated=s.emulated))
+            sources.append(
+                Source(
+                    trust,
+                    s.id,
+                    s.created,
+                    s.plugin_id,
+                    s.proxier,
+                    s.kubernetes_version,
+                    outcomes,
+                    reasons,
+                    name=f"submission {s.id}",
+                    emulated=s.emulated,
+                )
+            )
     return sources
 
 
@@ -168,22 +228,37 @@ def _pick(candidates: list[Source], key: str) -> Source | None:
 def _cell(sources: list[Source], key: str) -> dict[str, Any]:
     main = _pick([s for s in sources if s.trust in ("run", "verified")], key)
     pending = _pick([s for s in sources if s.trust == "pending"], key)
-    if pending is not None and (pending.outcome(key) == Outcome.NOT_RUN
-                                or (main is not None and main.outcome(key) != Outcome.NOT_RUN
-                                    and pending.when <= main.when)):
+    if pending is not None and (
+        pending.outcome(key) == Outcome.NOT_RUN
+        or (main is not None and main.outcome(key) != Outcome.NOT_RUN and pending.when <= main.when)
+    ):
         pending = None  # an older or empty pending file adds nothing to what the cell says
     out: dict[str, Any]
     if main is None:
         out = cell("missing", trust=None)
     else:
-        out = cell(main.outcome(key), trust=main.trust, trust_label=TRUST[main.trust],
-                   trust_short=TRUST_SHORT[main.trust], url=main.url, when=main.when,
-                   kubernetes_version=main.kubernetes_version, reason=main.reasons.get(key, ""),
-                   source=main.name, emulated=main.emulated)
+        out = cell(
+            main.outcome(key),
+            trust=main.trust,
+            trust_label=TRUST[main.trust],
+            trust_short=TRUST_SHORT[main.trust],
+            url=main.url,
+            when=main.when,
+            kubernetes_version=main.kubernetes_version,
+            reason=main.reasons.get(key, ""),
+            source=main.name,
+            emulated=main.emulated,
+        )
     if pending is not None:
-        out["pending"] = cell(pending.outcome(key), trust="pending", trust_label=TRUST["pending"],
-                              url=pending.url, when=pending.when, kubernetes_version=pending.kubernetes_version,
-                              source=pending.name)
+        out["pending"] = cell(
+            pending.outcome(key),
+            trust="pending",
+            trust_label=TRUST["pending"],
+            url=pending.url,
+            when=pending.when,
+            kubernetes_version=pending.kubernetes_version,
+            source=pending.name,
+        )
     out["html"] = _cell_html(out)
     return out
 
@@ -200,31 +275,58 @@ def _cell_html(c: dict[str, Any]) -> str:
             '<a href="{}" class="o o-{} trust-{}" title="{}" aria-label="{}">{}</a>'
             '<span class="src"><a href="{}">{}</a> <span class="rel">{}</span></span>'
             '<span class="trust trust-{}">{}{}</span>',
-            c["url"], c["outcome"], c["trust"], title, title, c["symbol"], c["url"], c["source"],
-            c["kubernetes_version"] or "?", c["trust"], c["trust_short"], " · emulated" if c.get("emulated") else "")
+            c["url"],
+            c["outcome"],
+            c["trust"],
+            title,
+            title,
+            c["symbol"],
+            c["url"],
+            c["source"],
+            c["kubernetes_version"] or "?",
+            c["trust"],
+            c["trust_short"],
+            " · emulated" if c.get("emulated") else "",
+        )
     else:
-        html = format_html('<span class="o o-missing" title="no evidence">{}</span><span class="src muted">no evidence</span>',
-                           c["symbol"])
+        html = format_html(
+            '<span class="o o-missing" title="no evidence">{}</span><span class="src muted">no evidence</span>',
+            c["symbol"],
+        )
     if p := c.get("pending"):
-        html += format_html('<a href="{}" class="pending-note" title="pending vendor submission: {}">'
-                            '<span class="o o-{} trust-pending">{}</span> <span class="trust trust-pending">{} · vendor ?</span></a>',
-                            p["url"], p["label"], p["outcome"], p["symbol"], p["source"])
+        html += format_html(
+            '<a href="{}" class="pending-note" title="pending vendor submission: {}">'
+            '<span class="o o-{} trust-pending">{}</span> <span class="trust trust-pending">{} · vendor ?</span></a>',
+            p["url"],
+            p["label"],
+            p["outcome"],
+            p["symbol"],
+            p["source"],
+        )
     return mark_safe(html)  # every piece went through format_html
 
 
 def build_matrix() -> dict[str, Any]:
     """Rows: plugin × proxier × Kubernetes minor, so a row never mixes releases; each cell still
     names the cluster or submission it comes from."""
-    plugins = list(Plugin.objects.order_by("name").values("id", "slug", "name", "in_tree",
-                                                           "implements_network_policy"))
+    plugins = list(
+        Plugin.objects.order_by("name").values(
+            "id", "slug", "name", "in_tree", "implements_network_policy"
+        )
+    )
     sources = load_sources()
     groups: dict[tuple[int, str, str], list[Source]] = {}
     for s in sources:
         groups.setdefault((s.plugin_id, s.proxier, s.minor), []).append(s)
     rows = []
     for p in plugins:
-        keys = sorted(((m, minor) for (pid, m, minor) in groups if pid == p["id"]),
-                      key=lambda k: (Proxier.values.index(k[0]), [-int(x) if x.isdigit() else 0 for x in k[1].split(".")]))
+        keys = sorted(
+            ((m, minor) for (pid, m, minor) in groups if pid == p["id"]),
+            key=lambda k: (
+                Proxier.values.index(k[0]),
+                [-int(x) if x.isdigit() else 0 for x in k[1].split(".")],
+            ),
+        )
         for i, key in enumerate(keys or [None]):
             group = groups.get((p["id"], *key), []) if key else []
             cells = []
@@ -232,11 +334,30 @@ def build_matrix() -> dict[str, Any]:
                 relevant = [s for s in group if test in s.keys]
                 cells.append({"key": test, "short": SHORT[test], **_cell(relevant, test)})
             versions = sorted({s.kubernetes_version for s in group if s.kubernetes_version})
-            rows.append({"plugin": p, "proxier": key[0] if key else None, "minor": key[1] if key else None,
-                         "cells": cells, "kubernetes_versions": versions, "first": i == 0})
-    return {"rows": rows, "tests": [{"key": t["key"], "title": t["title"], "battery": t["battery"],
-                                     "short": SHORT[t["key"]]} for t in CATALOG],
-            "basic_count": len(BASIC_KEYS), "connectivity_count": len(CONNECTIVITY_KEYS)}
+            rows.append(
+                {
+                    "plugin": p,
+                    "proxier": key[0] if key else None,
+                    "minor": key[1] if key else None,
+                    "cells": cells,
+                    "kubernetes_versions": versions,
+                    "first": i == 0,
+                }
+            )
+    return {
+        "rows": rows,
+        "tests": [
+            {
+                "key": t["key"],
+                "title": t["title"],
+                "battery": t["battery"],
+                "short": SHORT[t["key"]],
+            }
+            for t in CATALOG
+        ],
+        "basic_count": len(BASIC_KEYS),
+        "connectivity_count": len(CONNECTIVITY_KEYS),
+    }
 
 
 def matrix(request: HttpRequest) -> HttpResponse:

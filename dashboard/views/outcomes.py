@@ -40,4 +40,9 @@ DECIDED = ("passed", "failed", "error")
 
 
 def cell(outcome: str, **extra: Any) -> dict[str, Any]:
-    return {"outcome": outcome, "symbol": SYMBOL.get(outcome, "?"), "label": LABEL.get(outcome, outcome), **extra}
+    return {
+        "outcome": outcome,
+        "symbol": SYMBOL.get(outcome, "?"),
+        "label": LABEL.get(outcome, outcome),
+        **extra,
+    }

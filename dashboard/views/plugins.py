@@ -22,21 +22,37 @@ def plugin_detail(request: HttpRequest, slug: str) -> HttpResponse:
     plugin = get_object_or_404(Plugin.objects.select_related("netpol_exempted_by"), slug=slug)
     newest = Run.objects.filter(cluster=OuterRef("pk")).order_by("-created")
     clusters = list(
-        Cluster.objects.filter(plugin=plugin).select_related("owner").only(*CLUSTER_FIELDS, "owner__name")
+        Cluster.objects.filter(plugin=plugin)
+        .select_related("owner")
+        .only(*CLUSTER_FIELDS, "owner__name")
         .annotate(last_run_id=Subquery(newest.values("id")[:1]))
     )
-    runs = Run.objects.defer("fingerprint", "error").in_bulk([c.last_run_id for c in clusters if c.last_run_id])
-    submissions = list(Submission.objects.without_content().filter(plugin=plugin).select_related("plugin", "vendor")
-                       .defer("results", "report", "warnings").order_by("-created")[:SUBMISSIONS_SHOWN])
+    runs = Run.objects.defer("fingerprint", "error").in_bulk(
+        [c.last_run_id for c in clusters if c.last_run_id]
+    )
+    submissions = list(
+        Submission.objects.without_content()
+        .filter(plugin=plugin)
+        .select_related("plugin", "vendor")
+        .defer("results", "report", "warnings")
+        .order_by("-created")[:SUBMISSIONS_SHOWN]
+    )
     status = badges.plugin_status(plugin)
     badge_url = request.build_absolute_uri(f"/badge/{plugin.slug}.svg")
     page_url = request.build_absolute_uri(f"/plugins/{plugin.slug}/")
-    return render(request, "plugins/detail.html", {
-        "plugin": plugin, "clusters": [(c, runs.get(c.last_run_id)) for c in clusters],
-        "submissions": [(s, False) for s in submissions], "status": status, "badge_url": badge_url,
-        "badge_markdown": f"[![SCTP]({badge_url})]({page_url})",
-        "vendors": list(plugin.vendors.values_list("name", flat=True)),
-    })
+    return render(
+        request,
+        "plugins/detail.html",
+        {
+            "plugin": plugin,
+            "clusters": [(c, runs.get(c.last_run_id)) for c in clusters],
+            "submissions": [(s, False) for s in submissions],
+            "status": status,
+            "badge_url": badge_url,
+            "badge_markdown": f"[![SCTP]({badge_url})]({page_url})",
+            "vendors": list(plugin.vendors.values_list("name", flat=True)),
+        },
+    )
 
 
 @require_POST
@@ -51,7 +67,10 @@ def netpol_exemption(request: HttpRequest, slug: str) -> HttpResponse:
         return redirect(back)
     reason = request.POST.get("reason", "").strip()
     if not reason:
-        messages.error(request, "An exemption needs a reason: say why this plugin may qualify without NetworkPolicy.")
+        messages.error(
+            request,
+            "An exemption needs a reason: say why this plugin may qualify without NetworkPolicy.",
+        )
         return redirect(back)
     try:
         trust.set_netpol_exemption(plugin, reason, request.user)
@@ -69,9 +88,14 @@ def badge(request: HttpRequest, slug: str) -> HttpResponse:
     if published is None:
         body, status = badges.render_svg("SCTP", "unknown plugin", "#8c959f"), 404
     else:
-        body, status = badges.render_svg("SCTP", published["message"], badges.COLOURS[published["status"]]), 200
+        body, status = (
+            badges.render_svg("SCTP", published["message"], badges.COLOURS[published["status"]]),
+            200,
+        )
     etag = badges.etag_of(body)
-    if status == 200 and etag in [t.strip() for t in request.headers.get("If-None-Match", "").split(",")]:
+    if status == 200 and etag in [
+        t.strip() for t in request.headers.get("If-None-Match", "").split(",")
+    ]:
         response: HttpResponse = HttpResponseNotModified()
     else:
         response = HttpResponse(body, content_type="image/svg+xml; charset=utf-8", status=status)

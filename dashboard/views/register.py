@@ -26,11 +26,23 @@ MAX_UPLOAD = 256 * 1024
 @login_required
 def register(request: HttpRequest) -> HttpResponse:
     maintainer = is_maintainer(request.user)
-    vendors = list(Vendor.objects.filter(id__in=vendor_ids(request.user)).prefetch_related("plugins"))
+    vendors = list(
+        Vendor.objects.filter(id__in=vendor_ids(request.user)).prefetch_related("plugins")
+    )
     if not maintainer and not vendors:
         return forbidden(request, "Only plugin vendors and maintainers may register clusters.")
-    plugins = Plugin.objects.all() if maintainer else Plugin.objects.filter(vendors__in=vendors).distinct()
-    context = {"plugins": plugins, "proxiers": Proxier.values, "data": request.POST, "error": None, "field": ""}
+    plugins = (
+        Plugin.objects.all()
+        if maintainer
+        else Plugin.objects.filter(vendors__in=vendors).distinct()
+    )
+    context = {
+        "plugins": plugins,
+        "proxiers": Proxier.values,
+        "data": request.POST,
+        "error": None,
+        "field": "",
+    }
     if request.method == "POST":
         wait = registration_wait(request, f"user:{request.user.pk}")
         if wait:
@@ -43,7 +55,9 @@ def register(request: HttpRequest) -> HttpResponse:
         upload = request.FILES.get("kubeconfig")
         if upload is not None:
             if (upload.size or 0) > MAX_UPLOAD:
-                context.update(error="kubeconfig: the file is larger than 256 KB", field="kubeconfig")
+                context.update(
+                    error="kubeconfig: the file is larger than 256 KB", field="kubeconfig"
+                )
                 return render(request, "clusters/register.html", context, status=400)
             try:
                 text = upload.read().decode("utf-8")
@@ -51,16 +65,23 @@ def register(request: HttpRequest) -> HttpResponse:
                 context.update(error="kubeconfig: the file is not UTF-8 text", field="kubeconfig")
                 return render(request, "clusters/register.html", context, status=400)
         plugin = Plugin.objects.filter(slug=request.POST.get("plugin", "")).first()
-        owner = next((v for v in vendors if plugin and plugin in v.plugins.all()), vendors[0] if vendors else None)
+        owner = next(
+            (v for v in vendors if plugin and plugin in v.plugins.all()),
+            vendors[0] if vendors else None,
+        )
         try:
             cluster = register_cluster(
-                data=request.POST, kubeconfig=text, owner=owner,
+                data=request.POST,
+                kubeconfig=text,
+                owner=owner,
                 allowed_plugin_ids=None if maintainer else {p.id for p in plugins},
                 actor=request.user.get_username(),
             )
         except ClusterError as exc:
             context.update(error=exc.message, field=exc.field)
             return render(request, "clusters/register.html", context, status=exc.status)
-        messages.success(request, f"Cluster {cluster.name} registered; its kubeconfig is stored encrypted.")
+        messages.success(
+            request, f"Cluster {cluster.name} registered; its kubeconfig is stored encrypted."
+        )
         return redirect(cluster.get_absolute_url())
     return render(request, "clusters/register.html", context)

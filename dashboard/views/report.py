@@ -24,14 +24,53 @@ def _evidence_facts(evaluation: dict[str, Any]) -> tuple[dict[int, Any], dict[in
         for c in t["criteria"]:
             for e in c["evidence"]:
                 (run_ids if e["kind"] == "run" else sub_ids).add(e["id"])
-    runs = {r.id: r for r in Run.objects.filter(id__in=run_ids).select_related("cluster", "plugin")
-            .only("id", "finished", "battery", "proxier", "proxier_detected", "kubernetes_version", "plugin_version",
-                  "cluster__name", "plugin__slug")} if run_ids else {}
-    subs = {s.id: s for s in Submission.objects.without_content().filter(id__in=sub_ids)
+    runs = (
+        {
+            r.id: r
+            for r in Run.objects.filter(id__in=run_ids)
+            .select_related("cluster", "plugin")
+            .only(
+                "id",
+                "finished",
+                "battery",
+                "proxier",
+                "proxier_detected",
+                "kubernetes_version",
+                "plugin_version",
+                "cluster__name",
+                "plugin__slug",
+            )
+        }
+        if run_ids
+        else {}
+    )
+    subs = (
+        {
+            s.id: s
+            for s in Submission.objects.without_content()
+            .filter(id__in=sub_ids)
             .select_related("plugin", "vendor", "reviewed_by")
-            .only("id", "sha256", "created", "kind", "proxier", "kubernetes_version", "plugin_version",
-                  "plugin__slug", "status", "run_at", "run_at_source", "vendor__name", "reviewed_at",
-                  "review_reason", "reviewed_by__username")} if sub_ids else {}
+            .only(
+                "id",
+                "sha256",
+                "created",
+                "kind",
+                "proxier",
+                "kubernetes_version",
+                "plugin_version",
+                "plugin__slug",
+                "status",
+                "run_at",
+                "run_at_source",
+                "vendor__name",
+                "reviewed_at",
+                "review_reason",
+                "reviewed_by__username",
+            )
+        }
+        if sub_ids
+        else {}
+    )
     return runs, subs
 
 
@@ -57,19 +96,27 @@ def markdown_report(evaluation: dict[str, Any], base_url: str) -> str:
     lines = [
         "## KEP-614 SCTP support: graduation evidence",
         "",
-        (f"Current stage: **{evaluation['stage']}**. Evaluated at {evaluation['evaluated_at']} by the SCTP "
-         f"readiness dashboard ({base_url}/). Evidence counts when younger than {evaluation['fresh_days']} days; "
-         "only finished battery runs and *verified* vendor submissions count."),
+        (
+            f"Current stage: **{evaluation['stage']}**. Evaluated at {evaluation['evaluated_at']} by the SCTP "
+            f"readiness dashboard ({base_url}/). Evidence counts when younger than {evaluation['fresh_days']} days; "
+            "only finished battery runs and *verified* vendor submissions count."
+        ),
         "",
     ]
     plugins: set[str] = set()
     proxiers: set[str] = set()
     for t in evaluation["transitions"]:
-        lines += [f"### {t['from']} → {t['to']}: {'ready' if t['ready'] else 'not ready'}", "",
-                  "| criterion | verdict | detail |", "|---|---|---|"]
+        lines += [
+            f"### {t['from']} → {t['to']}: {'ready' if t['ready'] else 'not ready'}",
+            "",
+            "| criterion | verdict | detail |",
+            "|---|---|---|",
+        ]
         for c in t["criteria"]:
-            lines.append(f"| `{c['key']}` {_cell(c['title'])} | {ICON.get(c['status'], '')} {c['status']} | "
-                         f"{_cell(c['detail'])} |")
+            lines.append(
+                f"| `{c['key']}` {_cell(c['title'])} | {ICON.get(c['status'], '')} {c['status']} | "
+                f"{_cell(c['detail'])} |"
+            )
         lines.append("")
         for c in t["criteria"]:
             if c.get("what_if"):
@@ -90,52 +137,82 @@ def markdown_report(evaluation: dict[str, Any], base_url: str) -> str:
                         proxiers.add(r.proxier_detected or r.proxier)
                     when = r.finished.strftime("%Y-%m-%d") if r.finished else "unfinished"
                     emulated = " (emulated cluster)" if e.get("emulated") else ""
-                    lines.append(f"- [run {r.id}]({url}): {r.battery} battery on cluster `{_cell(r.cluster.name)}`"
-                                 f"{emulated} ({r.plugin.slug} {_cell(r.plugin_version)}, Kubernetes "
-                                 f"{_cell(r.kubernetes_version)}, proxier "
-                                 f"{r.proxier_detected + ' detected' if r.proxier_detected else 'undetermined'}), "
-                                 f"finished {when}: {counted}")
+                    lines.append(
+                        f"- [run {r.id}]({url}): {r.battery} battery on cluster `{_cell(r.cluster.name)}`"
+                        f"{emulated} ({r.plugin.slug} {_cell(r.plugin_version)}, Kubernetes "
+                        f"{_cell(r.kubernetes_version)}, proxier "
+                        f"{r.proxier_detected + ' detected' if r.proxier_detected else 'undetermined'}), "
+                        f"finished {when}: {counted}"
+                    )
                 elif e["kind"] == "submission" and e["id"] in subs:
                     s = subs[e["id"]]
                     if e.get("counts", True):
                         plugins.add(s.plugin.slug)
                         proxiers.add(s.proxier)
-                    ran = (f"run {s.run_at:%Y-%m-%d}" + ("" if s.run_at_source == "file" else " (upload time)")
-                           if s.run_at else f"uploaded {s.created:%Y-%m-%d}")
+                    ran = (
+                        f"run {s.run_at:%Y-%m-%d}"
+                        + ("" if s.run_at_source == "file" else " (upload time)")
+                        if s.run_at
+                        else f"uploaded {s.created:%Y-%m-%d}"
+                    )
                     review = ""
                     if s.status == "verified":
                         who = s.reviewed_by.get_username() if s.reviewed_by else "a maintainer"
                         on = f" on {s.reviewed_at:%Y-%m-%d}" if s.reviewed_at else ""
-                        review = f", verified by {_cell(who)}{on}" + (f": {_cell(s.review_reason)}" if s.review_reason else "")
+                        review = f", verified by {_cell(who)}{on}" + (
+                            f": {_cell(s.review_reason)}" if s.review_reason else ""
+                        )
                     emulated = " (emulated)" if e.get("emulated") else ""
-                    lines.append(f"- [submission {s.id}]({url}){emulated}: {s.kind} from {_cell(s.vendor.name)} for "
-                                 f"{s.plugin.slug} {_cell(s.plugin_version)} (Kubernetes {_cell(s.kubernetes_version)}, "
-                                 f"{s.proxier}), {s.status}{review}, {ran}, sha256 `{s.sha256}`: {counted}")
+                    lines.append(
+                        f"- [submission {s.id}]({url}){emulated}: {s.kind} from {_cell(s.vendor.name)} for "
+                        f"{s.plugin.slug} {_cell(s.plugin_version)} (Kubernetes {_cell(s.kubernetes_version)}, "
+                        f"{s.proxier}), {s.status}{review}, {ran}, sha256 `{s.sha256}`: {counted}"
+                    )
                 else:
                     lines.append(f"- [{_cell(e.get('label') or e['kind'])}]({url}): {counted}")
             lines.append("")
     for t in evaluation["transitions"]:
         for c in t["criteria"]:
             if c["key"] == "two-out-of-tree-plugins" and c.get("rows"):
-                lines += ["Plugins (connectivity evidence):", "", "| plugin | status | why |", "|---|---|---|"]
-                lines += [f"| {_cell(r['name'])}{' (in-tree)' if r['in_tree'] else ''} | {r['status']} | "
-                          f"{_cell(r.get('why', ''))} |" for r in c["rows"]]
+                lines += [
+                    "Plugins (connectivity evidence):",
+                    "",
+                    "| plugin | status | why |",
+                    "|---|---|---|",
+                ]
+                lines += [
+                    f"| {_cell(r['name'])}{' (in-tree)' if r['in_tree'] else ''} | {r['status']} | "
+                    f"{_cell(r.get('why', ''))} |"
+                    for r in c["rows"]
+                ]
                 lines.append("")
             if c["key"] == "iptables-and-ipvs" and c.get("rows"):
-                lines += ["Proxier modes (pod-to-service):", "", "| proxier | required | status | why |",
-                          "|---|---|---|---|"]
-                lines += [f"| {r['proxier']} | {'yes' if r['required'] else 'no'} | {r['status']} | "
-                          f"{_cell(r.get('why', ''))} |" for r in c["rows"]]
+                lines += [
+                    "Proxier modes (pod-to-service):",
+                    "",
+                    "| proxier | required | status | why |",
+                    "|---|---|---|---|",
+                ]
+                lines += [
+                    f"| {r['proxier']} | {'yes' if r['required'] else 'no'} | {r['status']} | "
+                    f"{_cell(r.get('why', ''))} |"
+                    for r in c["rows"]
+                ]
                 lines.append("")
-    lines.append(f"Plugins covered by counted evidence: {', '.join(sorted(plugins)) or 'none'}; "
-                 f"proxier modes: {', '.join(sorted(proxiers)) or 'none'}.")
+    lines.append(
+        f"Plugins covered by counted evidence: {', '.join(sorted(plugins)) or 'none'}; "
+        f"proxier modes: {', '.join(sorted(proxiers)) or 'none'}."
+    )
     lines.append("")
     lines += _verified_submissions(evaluation, base_url)
     signoffs = list(SignOff.objects.select_related("maintainer").defer("snapshot")[:10])
     if signoffs:
         lines += ["Sign-offs:", ""]
-        lines += [f"- {s.created:%Y-%m-%d} {s.from_stage} → {s.to_stage} by {s.maintainer.get_username()}: "
-                  f"{_cell(s.comment)} (sign-off `{s.uuid}`)" for s in signoffs]
+        lines += [
+            f"- {s.created:%Y-%m-%d} {s.from_stage} → {s.to_stage} by {s.maintainer.get_username()}: "
+            f"{_cell(s.comment)} (sign-off `{s.uuid}`)"
+            for s in signoffs
+        ]
         lines.append("")
     return "\n".join(lines)
 
@@ -155,13 +232,21 @@ def _verified_submissions(evaluation: dict[str, Any], base_url: str) -> list[str
                         used.setdefault(e["id"], []).append(c["key"])
                     else:
                         why.setdefault(e["id"], str(e.get("why", "")))
-    subs = list(Submission.objects.without_content().filter(status=Submission.Status.VERIFIED)
-                .select_related("plugin", "vendor", "reviewed_by").defer("results", "report", "warnings")
-                .order_by("-reviewed_at", "-created")[:VERIFIED_SHOWN])
+    subs = list(
+        Submission.objects.without_content()
+        .filter(status=Submission.Status.VERIFIED)
+        .select_related("plugin", "vendor", "reviewed_by")
+        .defer("results", "report", "warnings")
+        .order_by("-reviewed_at", "-created")[:VERIFIED_SHOWN]
+    )
     if not subs:
         return ["Verified vendor submissions: none.", ""]
-    lines = ["Verified vendor submissions:", "", "| submission | plugin | verified by | reason | counts for |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "Verified vendor submissions:",
+        "",
+        "| submission | plugin | verified by | reason | counts for |",
+        "|---|---|---|---|---|",
+    ]
     for s in subs:
         who = s.reviewed_by.get_username() if s.reviewed_by else "?"
         on = f" ({s.reviewed_at:%Y-%m-%d})" if s.reviewed_at else ""
@@ -169,8 +254,12 @@ def _verified_submissions(evaluation: dict[str, Any], base_url: str) -> list[str
             counts = ", ".join(f"`{k}`" for k in used[s.id])
         else:
             mark = "emulated, " if s.emulated else ""
-            counts = f"{mark}not counted" + (f": {_cell(why[s.id].removeprefix('not counted: '))}" if s.id in why else "")
-        lines.append(f"| [{s.id}]({base_url}/submissions/{s.id}/) | {s.plugin.slug} {_cell(s.plugin_version)} "
-                     f"({s.proxier}) | {_cell(who)}{on} | {_cell(s.review_reason) or '—'} | {counts} |")
+            counts = f"{mark}not counted" + (
+                f": {_cell(why[s.id].removeprefix('not counted: '))}" if s.id in why else ""
+            )
+        lines.append(
+            f"| [{s.id}]({base_url}/submissions/{s.id}/) | {s.plugin.slug} {_cell(s.plugin_version)} "
+            f"({s.proxier}) | {_cell(who)}{on} | {_cell(s.review_reason) or '—'} | {counts} |"
+        )
     lines.append("")
     return lines

@@ -31,17 +31,29 @@ def next_transition(stage: str) -> dict[str, Any] | None:
 def review_page(request: HttpRequest) -> HttpResponse:
     evaluation = readiness.evaluate()
     nxt = next_transition(evaluation["stage"])
-    transition = next((t for t in evaluation["transitions"] if nxt and t["from"] == nxt["from"]), None)
-    pending = list(Submission.objects.without_content().filter(status=Submission.Status.PENDING)
-                   .select_related("plugin", "vendor").defer("results", "report", "warnings")
-                   .order_by("created")[:PENDING_SHOWN])
-    return render(request, "review/review.html", {
-        "readiness": evaluation, "transition": transition, "pending": pending,
-        "pending_total": Submission.objects.filter(status=Submission.Status.PENDING).count(),
-        "signoffs": list(SignOff.objects.select_related("maintainer").defer("snapshot")[:20]),
-        "audit": list(AuditEvent.objects.order_by("-id")[:AUDIT_SHOWN]),
-        "audit_total": AuditEvent.objects.count(),
-    })
+    transition = next(
+        (t for t in evaluation["transitions"] if nxt and t["from"] == nxt["from"]), None
+    )
+    pending = list(
+        Submission.objects.without_content()
+        .filter(status=Submission.Status.PENDING)
+        .select_related("plugin", "vendor")
+        .defer("results", "report", "warnings")
+        .order_by("created")[:PENDING_SHOWN]
+    )
+    return render(
+        request,
+        "review/review.html",
+        {
+            "readiness": evaluation,
+            "transition": transition,
+            "pending": pending,
+            "pending_total": Submission.objects.filter(status=Submission.Status.PENDING).count(),
+            "signoffs": list(SignOff.objects.select_related("maintainer").defer("snapshot")[:20]),
+            "audit": list(AuditEvent.objects.order_by("-id")[:AUDIT_SHOWN]),
+            "audit_total": AuditEvent.objects.count(),
+        },
+    )
 
 
 @require_POST
@@ -52,37 +64,64 @@ def sign_off(request: AuthenticatedRequest) -> HttpResponse:
     evaluation = readiness.evaluate()
     nxt = next_transition(evaluation["stage"])
     if nxt is None or (from_stage, to_stage) != (nxt["from"], nxt["to"]):
-        messages.error(request, f"The stage is {evaluation['stage']}: only "
-                       + (f"{nxt['from']} → {nxt['to']}" if nxt else "no further transition") + " can be signed off.")
+        messages.error(
+            request,
+            f"The stage is {evaluation['stage']}: only "
+            + (f"{nxt['from']} → {nxt['to']}" if nxt else "no further transition")
+            + " can be signed off.",
+        )
         return redirect("/review/")
     if not comment:
         messages.error(request, "A sign-off needs a comment: say why the evidence is enough.")
         return redirect("/review/")
     release = request.POST.get("kubernetes_release", "").strip().lstrip("v")
     if not RELEASE.match(release):
-        messages.error(request, "A sign-off names the Kubernetes release the stage ships in, as 1.N (SCTP: "
-                       "alpha 1.12, beta 1.19, GA 1.20).")
+        messages.error(
+            request,
+            "A sign-off names the Kubernetes release the stage ships in, as 1.N (SCTP: "
+            "alpha 1.12, beta 1.19, GA 1.20).",
+        )
         return redirect("/review/")
     ready = next(t["ready"] for t in evaluation["transitions"] if t["from"] == from_stage)
     with transaction.atomic():
-        signoff = SignOff.objects.create(from_stage=from_stage, to_stage=to_stage, maintainer=request.user,
-                                         comment=comment, snapshot=evaluation, kubernetes_release=release)
-        AuditEvent.record(request.user.get_username(), "signoff", f"{from_stage} → {to_stage}",
-                          signoff=str(signoff.uuid), comment=comment, criteria_met=ready, kubernetes_release=release)
-    messages.success(request, f"Signed off {from_stage} → {to_stage} in Kubernetes {release}. The verdicts and evidence are frozen "
-                     "in the sign-off.")
+        signoff = SignOff.objects.create(
+            from_stage=from_stage,
+            to_stage=to_stage,
+            maintainer=request.user,
+            comment=comment,
+            snapshot=evaluation,
+            kubernetes_release=release,
+        )
+        AuditEvent.record(
+            request.user.get_username(),
+            "signoff",
+            f"{from_stage} → {to_stage}",
+            signoff=str(signoff.uuid),
+            comment=comment,
+            criteria_met=ready,
+            kubernetes_release=release,
+        )
+    messages.success(
+        request,
+        f"Signed off {from_stage} → {to_stage} in Kubernetes {release}. The verdicts and evidence are frozen "
+        "in the sign-off.",
+    )
     return redirect(f"/review/signoffs/{signoff.uuid}/")
 
 
 @maintainer_required
 def signoff_detail(request: HttpRequest, uuid: str) -> HttpResponse:
     signoff = get_object_or_404(SignOff.objects.select_related("maintainer"), uuid=uuid)
-    return render(request, "review/signoff.html", {"signoff": signoff, "snapshot": signoff.snapshot})
+    return render(
+        request, "review/signoff.html", {"signoff": signoff, "snapshot": signoff.snapshot}
+    )
 
 
 @maintainer_required
 def report_md(request: HttpRequest) -> HttpResponse:
-    body = markdown_report(readiness.evaluate(), base_url=request.build_absolute_uri("/").rstrip("/"))
+    body = markdown_report(
+        readiness.evaluate(), base_url=request.build_absolute_uri("/").rstrip("/")
+    )
     response = HttpResponse(body, content_type="text/markdown; charset=utf-8")
     if request.GET.get("download") == "1":
         response["Content-Disposition"] = 'attachment; filename="kep-614-sctp-readiness.md"'

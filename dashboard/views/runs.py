@@ -21,7 +21,9 @@ ACTIVE = (Run.State.QUEUED, Run.State.RUNNING)
 
 
 def _context(run_id: int) -> dict[str, Any]:
-    run = get_object_or_404(Run.objects.select_related("cluster", "plugin", "requested_by"), pk=run_id)
+    run = get_object_or_404(
+        Run.objects.select_related("cluster", "plugin", "requested_by"), pk=run_id
+    )
     data = serializers.run(run, list(run.results.all()))
     tests = []
     for key, res in data["results"].items():
@@ -31,9 +33,19 @@ def _context(run_id: int) -> dict[str, Any]:
             outcome = "queued"
         tests.append({"key": key, **res, **cell(outcome)})
     done = sum(1 for t in tests if t["outcome"] not in ("queued", "running"))
-    conformance = [{"key": key, **res, **cell(res["outcome"])} for key, res in data["conformance"].items()]
-    return {"run": run, "data": data, "tests": tests, "conformance": conformance, "active": run.state in ACTIVE, "done": done,
-            "total": len(tests), "facts": facts(run.fingerprint) if run.fingerprint else None}
+    conformance = [
+        {"key": key, **res, **cell(res["outcome"])} for key, res in data["conformance"].items()
+    ]
+    return {
+        "run": run,
+        "data": data,
+        "tests": tests,
+        "conformance": conformance,
+        "active": run.state in ACTIVE,
+        "done": done,
+        "total": len(tests),
+        "facts": facts(run.fingerprint) if run.fingerprint else None,
+    }
 
 
 def run_junit(request: HttpRequest, run_id: int) -> HttpResponse:
@@ -42,8 +54,11 @@ def run_junit(request: HttpRequest, run_id: int) -> HttpResponse:
 
     run = get_object_or_404(Run.objects.select_related("cluster", "plugin"), pk=run_id)
     if run.state != Run.State.FINISHED:
-        return HttpResponse(f"run {run.pk} is {run.state}: only a finished run has results to export\n",
-                            status=409, content_type="text/plain; charset=utf-8")
+        return HttpResponse(
+            f"run {run.pk} is {run.state}: only a finished run has results to export\n",
+            status=409,
+            content_type="text/plain; charset=utf-8",
+        )
     response = HttpResponse(run_to_junit(run), content_type="application/xml; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-junit_01.xml"'
     response["X-Content-Type-Options"] = "nosniff"

@@ -30,6 +30,7 @@ from .access import forbidden
 
 def maintainer_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     """Anonymous visitors log in; others get the styled 403 page (a refusal, not an exception)."""
+
     @wraps(view)
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if not request.user.is_authenticated:
@@ -42,18 +43,32 @@ def maintainer_required(view: Callable[..., HttpResponse]) -> Callable[..., Http
 
 
 class ScheduleForm(forms.Form):
-    cluster = forms.ModelChoiceField(queryset=Cluster.objects.order_by("name"), to_field_name="name")
+    cluster = forms.ModelChoiceField(
+        queryset=Cluster.objects.order_by("name"), to_field_name="name"
+    )
     battery = forms.ChoiceField(choices=Battery.choices, initial=Battery.BASIC)
-    interval_minutes = forms.IntegerField(min_value=5, max_value=31 * 24 * 60, initial=24 * 60,
-                                          help_text="How often beat starts the battery")
-    grace_minutes = forms.IntegerField(min_value=0, max_value=7 * 24 * 60, initial=60,
-                                       help_text="How long past the interval before it counts as down")
+    interval_minutes = forms.IntegerField(
+        min_value=5,
+        max_value=31 * 24 * 60,
+        initial=24 * 60,
+        help_text="How often beat starts the battery",
+    )
+    grace_minutes = forms.IntegerField(
+        min_value=0,
+        max_value=7 * 24 * 60,
+        initial=60,
+        help_text="How long past the interval before it counts as down",
+    )
 
 
 class ChannelForm(forms.Form):
     kind = forms.ChoiceField(choices=NotificationChannel.Kind.choices)
-    target = forms.CharField(max_length=500, help_text="https://… for a webhook, an address for e-mail")
-    secret = forms.CharField(max_length=200, required=False, help_text="Webhooks: HMAC-SHA256 key for X-Signature")
+    target = forms.CharField(
+        max_length=500, help_text="https://… for a webhook, an address for e-mail"
+    )
+    secret = forms.CharField(
+        max_length=200, required=False, help_text="Webhooks: HMAC-SHA256 key for X-Signature"
+    )
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -77,12 +92,22 @@ def _list(request: HttpRequest, cluster: Cluster | None) -> HttpResponse:
     form = ScheduleForm(initial={"cluster": cluster.name} if cluster else None)
     # One warning per cluster whose periodic basic job is spoilt by connectivity runs (trust.py).
     clusters = {row.schedule.cluster_id: row.schedule.cluster for row in rows}
-    conflicts = [{"cluster": c.name, "text": text} for c in clusters.values()
-                 if (text := trust.periodic_conflict(c))]
-    return render(request, "schedules/list.html", {
-        "rows": rows, "form": form, "cluster": cluster, "conflicts": conflicts,
-        "channels": NotificationChannel.objects.all(),
-    })
+    conflicts = [
+        {"cluster": c.name, "text": text}
+        for c in clusters.values()
+        if (text := trust.periodic_conflict(c))
+    ]
+    return render(
+        request,
+        "schedules/list.html",
+        {
+            "rows": rows,
+            "form": form,
+            "cluster": cluster,
+            "conflicts": conflicts,
+            "channels": NotificationChannel.objects.all(),
+        },
+    )
 
 
 @maintainer_required
@@ -105,17 +130,25 @@ def _create(request: HttpRequest, cluster: Cluster | None) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         try:
             schedule = ops.create_schedule(
-                form.cleaned_data["cluster"], battery=form.cleaned_data["battery"],
+                form.cleaned_data["cluster"],
+                battery=form.cleaned_data["battery"],
                 interval_minutes=form.cleaned_data["interval_minutes"],
-                grace_minutes=form.cleaned_data["grace_minutes"], user=request.user,
+                grace_minutes=form.cleaned_data["grace_minutes"],
+                user=request.user,
             )
         except ops.ScheduleError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Scheduled: {schedule}.")
-            return redirect(f"/clusters/{schedule.cluster.name}/schedules/" if cluster else "/schedules/")
-    return render(request, "schedules/form.html", {"form": form, "cluster": cluster, "schedule": None},
-                  status=400 if request.method == "POST" else 200)
+            return redirect(
+                f"/clusters/{schedule.cluster.name}/schedules/" if cluster else "/schedules/"
+            )
+    return render(
+        request,
+        "schedules/form.html",
+        {"form": form, "cluster": cluster, "schedule": None},
+        status=400 if request.method == "POST" else 200,
+    )
 
 
 @maintainer_required
@@ -137,22 +170,36 @@ def schedule_edit(request: HttpRequest, schedule_id: int) -> HttpResponse:
     data = request.POST.copy() if request.method == "POST" else None
     if data is not None:
         data["cluster"] = schedule.cluster.name  # a schedule stays on its cluster
-    form = ScheduleForm(data, initial={"cluster": schedule.cluster.name, "battery": schedule.battery,
-                                       "interval_minutes": schedule.interval_minutes,
-                                       "grace_minutes": schedule.grace_minutes})
+    form = ScheduleForm(
+        data,
+        initial={
+            "cluster": schedule.cluster.name,
+            "battery": schedule.battery,
+            "interval_minutes": schedule.interval_minutes,
+            "grace_minutes": schedule.grace_minutes,
+        },
+    )
     form.fields["cluster"].disabled = True
     if request.method == "POST" and form.is_valid():
         try:
-            ops.update_schedule(schedule, battery=form.cleaned_data["battery"],
-                                interval_minutes=form.cleaned_data["interval_minutes"],
-                                grace_minutes=form.cleaned_data["grace_minutes"], user=request.user)
+            ops.update_schedule(
+                schedule,
+                battery=form.cleaned_data["battery"],
+                interval_minutes=form.cleaned_data["interval_minutes"],
+                grace_minutes=form.cleaned_data["grace_minutes"],
+                user=request.user,
+            )
         except ops.ScheduleError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Saved: {schedule}.")
             return redirect("/schedules/")
-    return render(request, "schedules/form.html", {"form": form, "cluster": schedule.cluster, "schedule": schedule},
-                  status=400 if request.method == "POST" else 200)
+    return render(
+        request,
+        "schedules/form.html",
+        {"form": form, "cluster": schedule.cluster, "schedule": schedule},
+        status=400 if request.method == "POST" else 200,
+    )
 
 
 @maintainer_required
@@ -203,12 +250,20 @@ def channels(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         channel = NotificationChannel.objects.create(**form.cleaned_data)
         AuditEvent.record(request.user, "notify.channel.create", channel, kind=channel.kind)
-        messages.success(request, f"Added the {channel.get_kind_display()} channel {channel.target}.")
+        messages.success(
+            request, f"Added the {channel.get_kind_display()} channel {channel.target}."
+        )
         return redirect("/schedules/channels/")
-    return render(request, "schedules/channels.html", {
-        "form": form, "channels": NotificationChannel.objects.all(),
-        "log": NotificationLog.objects.select_related("channel")[:50],
-    }, status=400 if request.method == "POST" else 200)
+    return render(
+        request,
+        "schedules/channels.html",
+        {
+            "form": form,
+            "channels": NotificationChannel.objects.all(),
+            "log": NotificationLog.objects.select_related("channel")[:50],
+        },
+        status=400 if request.method == "POST" else 200,
+    )
 
 
 @maintainer_required
@@ -217,7 +272,11 @@ def channel_toggle(request: HttpRequest, channel_id: int) -> HttpResponse:
     channel = get_object_or_404(NotificationChannel, pk=channel_id)
     channel.enabled = not channel.enabled
     channel.save(update_fields=["enabled"])
-    AuditEvent.record(request.user, "notify.channel.enable" if channel.enabled else "notify.channel.disable", channel)
+    AuditEvent.record(
+        request.user,
+        "notify.channel.enable" if channel.enabled else "notify.channel.disable",
+        channel,
+    )
     return redirect("/schedules/channels/")
 
 

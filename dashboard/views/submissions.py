@@ -25,7 +25,11 @@ TITLES = {t["key"]: t["title"] for t in CATALOG}
 
 
 def submission_list(request: HttpRequest) -> HttpResponse:
-    qs = Submission.objects.without_content().select_related("plugin", "vendor").defer("results", "report", "warnings")
+    qs = (
+        Submission.objects.without_content()
+        .select_related("plugin", "vendor")
+        .defer("results", "report", "warnings")
+    )
     plugin, status = request.GET.get("plugin", ""), request.GET.get("status", "")
     if plugin:
         qs = qs.filter(plugin__slug=plugin)
@@ -36,12 +40,20 @@ def submission_list(request: HttpRequest) -> HttpResponse:
         qs = qs.filter(vendor_id__in=vendor_ids(request.user))
     page = Paginator(qs.order_by("-created"), PAGE_SIZE).get_page(request.GET.get("page"))
     own = vendor_ids(request.user)
-    return render(request, "submissions/list.html", {
-        "page": page, "rows": [(s, s.vendor_id in own) for s in page.object_list],
-        "plugins": Plugin.objects.order_by("name").values_list("slug", "name"),
-        "statuses": Submission.Status.choices, "plugin": plugin, "status": status, "mine": mine,
-        "is_vendor": bool(own),
-    })
+    return render(
+        request,
+        "submissions/list.html",
+        {
+            "page": page,
+            "rows": [(s, s.vendor_id in own) for s in page.object_list],
+            "plugins": Plugin.objects.order_by("name").values_list("slug", "name"),
+            "statuses": Submission.Status.choices,
+            "plugin": plugin,
+            "status": status,
+            "mine": mine,
+            "is_vendor": bool(own),
+        },
+    )
 
 
 def _report_rows(sub: Submission) -> list[dict[str, Any]]:
@@ -49,15 +61,24 @@ def _report_rows(sub: Submission) -> list[dict[str, Any]]:
     for key in ALL_KEYS:
         res = (sub.results or {}).get(key) or {}
         outcome = res.get("outcome", "not_run")
-        rows.append({"key": key, "title": TITLES[key], **cell(outcome), "reasons": res.get("reasons", []),
-                     "upstream_names": res.get("upstream_names", []),
-                     "missing": outcome == "not_run"})
+        rows.append(
+            {
+                "key": key,
+                "title": TITLES[key],
+                **cell(outcome),
+                "reasons": res.get("reasons", []),
+                "upstream_names": res.get("upstream_names", []),
+                "missing": outcome == "not_run",
+            }
+        )
     return rows
 
 
 def submission_detail(request: HttpRequest, sub_id: int) -> HttpResponse:
-    sub = get_object_or_404(Submission.objects.without_content().select_related("plugin", "vendor", "reviewed_by"),
-                            pk=sub_id)
+    sub = get_object_or_404(
+        Submission.objects.without_content().select_related("plugin", "vendor", "reviewed_by"),
+        pk=sub_id,
+    )
     report = sub.report or {}
     qualifying = dict(report.get("qualifying") or {"qualifying": sub.qualifying})
     # The ingest report says nothing when the file qualifies; the stored flags say why.
@@ -66,15 +87,22 @@ def submission_detail(request: HttpRequest, sub_id: int) -> HttpResponse:
     if reason.strip().lower() in ("qualifying", "not qualifying", "qualifies", "does not qualify"):
         reason = ""
     qualifying["reason"] = reason
-    return render(request, "submissions/detail.html", {
-        "sub": sub, "rows": _report_rows(sub), "report": report,
-        "qualifying": qualifying,
-        "can_review": is_maintainer(request.user),
-        "is_own": sub.vendor_id in vendor_ids(request.user),
-        "can_download": is_maintainer(request.user) or sub.vendor_id in vendor_ids(request.user),
-        "version_mismatch": bool(sub.detected_kubernetes_version)
-        and sub.detected_kubernetes_version.lstrip("v") != sub.kubernetes_version.lstrip("v"),
-    })
+    return render(
+        request,
+        "submissions/detail.html",
+        {
+            "sub": sub,
+            "rows": _report_rows(sub),
+            "report": report,
+            "qualifying": qualifying,
+            "can_review": is_maintainer(request.user),
+            "is_own": sub.vendor_id in vendor_ids(request.user),
+            "can_download": is_maintainer(request.user)
+            or sub.vendor_id in vendor_ids(request.user),
+            "version_mismatch": bool(sub.detected_kubernetes_version)
+            and sub.detected_kubernetes_version.lstrip("v") != sub.kubernetes_version.lstrip("v"),
+        },
+    )
 
 
 @login_required
@@ -82,7 +110,10 @@ def submission_download(request: HttpRequest, sub_id: int) -> HttpResponse:
     """Maintainers download any file; a vendor's members download their own uploads."""
     owner = get_object_or_404(Submission.objects.only("id", "vendor_id"), pk=sub_id).vendor_id
     if not (is_maintainer(request.user) or owner in vendor_ids(request.user)):
-        return forbidden(request, "Only maintainers and the vendor that uploaded it may download a submission's file.")
+        return forbidden(
+            request,
+            "Only maintainers and the vendor that uploaded it may download a submission's file.",
+        )
     sub = get_object_or_404(Submission.objects.only("id", "content", "filename", "kind"), pk=sub_id)
     response = HttpResponse(bytes(sub.content), content_type="application/octet-stream")
     name = (sub.filename or f"submission-{sub.id}").replace('"', "")
@@ -94,26 +125,34 @@ def submission_download(request: HttpRequest, sub_id: int) -> HttpResponse:
 @require_POST
 @maintainer_required
 def submission_review(request: HttpRequest, sub_id: int) -> HttpResponse:
-    sub = get_object_or_404(Submission.objects.without_content().select_related("plugin"), pk=sub_id)
+    sub = get_object_or_404(
+        Submission.objects.without_content().select_related("plugin"), pk=sub_id
+    )
     action = request.POST.get("action")
     if action not in ("verify", "reject"):
         messages.error(request, "Choose verify or reject.")
         return redirect(sub.get_absolute_url())
     try:
-        review(sub, user=request.user, verify=action == "verify", reason=request.POST.get("reason", ""))
+        review(
+            sub, user=request.user, verify=action == "verify", reason=request.POST.get("reason", "")
+        )
     except SubmissionError as exc:
         messages.error(request, exc.message)
         return redirect(sub.get_absolute_url())
     messages.success(request, f"Submission {sub.id} {sub.get_status_display()}.")
-    return redirect("/review/" if request.POST.get("next") == "/review/" else sub.get_absolute_url())
+    return redirect(
+        "/review/" if request.POST.get("next") == "/review/" else sub.get_absolute_url()
+    )
 
 
 @vendor_required
 def submission_new(request: HttpRequest) -> HttpResponse:
     own = vendor_ids(request.user)
     plugins = list(Plugin.objects.filter(vendors__in=own).distinct().order_by("name"))
-    values = {k: request.POST.get(k, "") for k in ("plugin", "plugin_version", "kubernetes_version", "proxier",
-                                                    "cluster")}
+    values = {
+        k: request.POST.get(k, "")
+        for k in ("plugin", "plugin_version", "kubernetes_version", "proxier", "cluster")
+    }
     status, error = 200, ""
     if request.method == "POST":
         upload = request.FILES.get("file")
@@ -121,27 +160,42 @@ def submission_new(request: HttpRequest) -> HttpResponse:
         try:
             if vendor is None:
                 allowed = Plugin.objects.filter(slug=values["plugin"]).exists()
-                raise SubmissionError(403 if allowed else 400,
-                                      f"you may not submit results for plugin {values['plugin']!r}" if allowed
-                                      else f"unknown plugin: {values['plugin']!r}")
+                raise SubmissionError(
+                    403 if allowed else 400,
+                    f"you may not submit results for plugin {values['plugin']!r}"
+                    if allowed
+                    else f"unknown plugin: {values['plugin']!r}",
+                )
             sub = create_submission(
-                vendor=vendor, allowed_plugin_ids={p.id for p in plugins}, plugin=values["plugin"],
-                plugin_version=values["plugin_version"], kubernetes_version=values["kubernetes_version"],
-                proxier=values["proxier"], cluster=values["cluster"], fileobj=upload,
-                filename=(upload.name or "") if upload else "", uploaded_by=request.user.get_username(),
+                vendor=vendor,
+                allowed_plugin_ids={p.id for p in plugins},
+                plugin=values["plugin"],
+                plugin_version=values["plugin_version"],
+                kubernetes_version=values["kubernetes_version"],
+                proxier=values["proxier"],
+                cluster=values["cluster"],
+                fileobj=upload,
+                filename=(upload.name or "") if upload else "",
+                uploaded_by=request.user.get_username(),
             )
         except SubmissionError as exc:
             status, error = exc.status, exc.message
             existing = exc.extra.get("existing_id")
             if existing:
                 url = reverse("submission", args=[existing])
-                error = format_html('{} — <a href="{}">open submission {}</a>', exc.message, url, existing)
+                error = format_html(
+                    '{} — <a href="{}">open submission {}</a>', exc.message, url, existing
+                )
         else:
-            messages.success(request, f"Submission {sub.id} received; it waits for a maintainer's review.")
+            messages.success(
+                request, f"Submission {sub.id} received; it waits for a maintainer's review."
+            )
             return redirect(sub.get_absolute_url())
     elif not values["plugin"] and len(plugins) == 1:
         values["plugin"] = plugins[0].slug
-    return render(request, "submissions/new.html", {"plugins": plugins, "values": values, "error": error,
-                                                    "proxiers": Proxier.values}, status=status)
-
-
+    return render(
+        request,
+        "submissions/new.html",
+        {"plugins": plugins, "values": values, "error": error, "proxiers": Proxier.values},
+        status=status,
+    )

@@ -13,7 +13,11 @@ urlpatterns = [
     path("clusters/<slug:name>/run/", clusters.run_now, name="cluster-run-now"),
     path("clusters/<slug:name>/approve/", clusters.approve, name="cluster-approve"),
     path("clusters/<slug:name>/basic-only/", clusters.basic_only, name="cluster-basic-only"),
-    path("plugins/<slug:slug>/netpol-exemption/", plugins.netpol_exemption, name="plugin-netpol-exemption"),
+    path(
+        "plugins/<slug:slug>/netpol-exemption/",
+        plugins.netpol_exemption,
+        name="plugin-netpol-exemption",
+    ),
     path("runs/<int:run_id>/", runs.run_detail, name="run"),
     path("runs/<int:run_id>/progress/", runs.run_progress, name="run-progress"),
     path("runs/<int:run_id>/junit.xml", runs.run_junit, name="run-junit"),
@@ -22,8 +26,14 @@ urlpatterns = [
     path("submissions/", submissions.submission_list, name="submissions"),
     path("submissions/new/", submissions.submission_new, name="submission-new"),
     path("submissions/<int:sub_id>/", submissions.submission_detail, name="submission"),
-    path("submissions/<int:sub_id>/download/", submissions.submission_download, name="submission-download"),
-    path("submissions/<int:sub_id>/review/", submissions.submission_review, name="submission-review"),
+    path(
+        "submissions/<int:sub_id>/download/",
+        submissions.submission_download,
+        name="submission-download",
+    ),
+    path(
+        "submissions/<int:sub_id>/review/", submissions.submission_review, name="submission-review"
+    ),
     path("review/", review.review_page, name="review"),
     path("review/signoff/", review.sign_off, name="signoff"),
     path("review/signoffs/<uuid:uuid>/", review.signoff_detail, name="signoff-detail"),

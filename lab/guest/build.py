@@ -135,7 +135,10 @@ def apt_mirror() -> str:
             suites = re.search(r"^Suites:\s*(.+)$", stanza, re.M)
             if uris and suites and SUITE in suites.group(1).split():
                 return uris.group(1)
-    legacy = [Path("/etc/apt/sources.list"), *sorted(Path("/etc/apt").glob("sources.list.d/*.list"))]
+    legacy = [
+        Path("/etc/apt/sources.list"),
+        *sorted(Path("/etc/apt").glob("sources.list.d/*.list")),
+    ]
     for path in legacy:
         if not path.exists():
             continue
@@ -159,7 +162,9 @@ def find_image() -> Path | None:
 
 def cache_has_any_image() -> bool:
     root = cache_root()
-    return root.is_dir() and any((p / "manifest.json").exists() for p in root.iterdir() if p.is_dir())
+    return root.is_dir() and any(
+        (p / "manifest.json").exists() for p in root.iterdir() if p.is_dir()
+    )
 
 
 # ---------------------------------------------------------------- building
@@ -182,13 +187,32 @@ def _download_pysctp(downloads: Path) -> Path:
     if existing:
         return existing[0]
     # The guest runs bookworm's python3.11: ask for that wheel whatever python runs this.
-    _run([
-        sys.executable, "-m", "pip", "download", f"pysctp=={PYSCTP_VERSION}", "--no-deps",
-        "--only-binary=:all:", "--python-version", "3.11", "--implementation", "cp",
-        "--abi", "cp311", "--platform", "manylinux_2_28_x86_64",
-        "--platform", "manylinux2014_x86_64", "--platform", "manylinux1_x86_64",
-        "-q", "-d", str(downloads),
-    ])
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            f"pysctp=={PYSCTP_VERSION}",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--python-version",
+            "3.11",
+            "--implementation",
+            "cp",
+            "--abi",
+            "cp311",
+            "--platform",
+            "manylinux_2_28_x86_64",
+            "--platform",
+            "manylinux2014_x86_64",
+            "--platform",
+            "manylinux1_x86_64",
+            "-q",
+            "-d",
+            str(downloads),
+        ]
+    )
     return sorted(downloads.glob(f"pysctp-{PYSCTP_VERSION}-cp311-*.whl"))[0]
 
 
@@ -205,20 +229,36 @@ def _kernel_tree(deb: Path, work: Path) -> tuple[Path, str]:
 
 
 MODULE_TREES = (
-    "kernel/net", "kernel/lib", "kernel/crypto", "kernel/arch", "kernel/drivers/virtio",
-    "kernel/fs/9p", "kernel/fs/netfs", "kernel/fs/fscache", "kernel/fs/overlayfs",
-    "kernel/drivers/net/veth.ko", "kernel/drivers/net/virtio_net.ko",
-    "kernel/drivers/net/net_failover.ko", "kernel/drivers/net/dummy.ko",
+    "kernel/net",
+    "kernel/lib",
+    "kernel/crypto",
+    "kernel/arch",
+    "kernel/drivers/virtio",
+    "kernel/fs/9p",
+    "kernel/fs/netfs",
+    "kernel/fs/fscache",
+    "kernel/fs/overlayfs",
+    "kernel/drivers/net/veth.ko",
+    "kernel/drivers/net/virtio_net.ko",
+    "kernel/drivers/net/net_failover.ko",
+    "kernel/drivers/net/dummy.ko",
 )
 
 
 def _build_base_rootfs(kernel_tree: Path, kver: str, wheel: Path, rootfs: Path) -> None:
     mirror = apt_mirror()
     print(f"build: debootstrap {SUITE} from {mirror}", flush=True)
-    _run([
-        "debootstrap", "--variant=minbase", f"--include={','.join(GUEST_PACKAGES)}",
-        SUITE, str(rootfs), mirror,
-    ], stdout=subprocess.DEVNULL)
+    _run(
+        [
+            "debootstrap",
+            "--variant=minbase",
+            f"--include={','.join(GUEST_PACKAGES)}",
+            SUITE,
+            str(rootfs),
+            mirror,
+        ],
+        stdout=subprocess.DEVNULL,
+    )
     src = kernel_tree / "lib" / "modules" / kver
     dst = rootfs / "lib" / "modules" / kver
     for rel in MODULE_TREES:
@@ -244,8 +284,15 @@ def _build_base_rootfs(kernel_tree: Path, kver: str, wheel: Path, rootfs: Path) 
     (rootfs / "job").mkdir(exist_ok=True)
     (rootfs / "var" / "lib" / "iptables").mkdir(parents=True, exist_ok=True)
     # The image is shipped packed; drop what a test never reads.
-    for junk in ("var/cache/apt", "var/lib/apt/lists", "usr/share/doc", "usr/share/man",
-                 "usr/share/info", "usr/share/locale", "var/cache/debconf/templates.dat-old"):
+    for junk in (
+        "var/cache/apt",
+        "var/lib/apt/lists",
+        "usr/share/doc",
+        "usr/share/man",
+        "usr/share/info",
+        "usr/share/locale",
+        "var/cache/debconf/templates.dat-old",
+    ):
         path = rootfs / junk
         if path.is_dir():
             shutil.rmtree(path)
@@ -257,8 +304,9 @@ def _build_base_rootfs(kernel_tree: Path, kver: str, wheel: Path, rootfs: Path) 
 def _pack(rootfs: Path, target: Path) -> None:
     tmp = target.with_suffix(".partial")
     with open(tmp, "wb") as out:
-        tar = subprocess.Popen(["tar", "-C", str(rootfs), "--numeric-owner", "-cf", "-", "."],
-                               stdout=subprocess.PIPE)
+        tar = subprocess.Popen(
+            ["tar", "-C", str(rootfs), "--numeric-owner", "-cf", "-", "."], stdout=subprocess.PIPE
+        )
         _run(["zstd", "-3", "-T0", "-q", "-c"], stdin=tar.stdout, stdout=out)
         if tar.wait() != 0:
             raise RuntimeError(f"tar of {rootfs} failed")
@@ -270,8 +318,11 @@ def _unpack(archive: Path, target: Path) -> None:
     zstd = subprocess.Popen(["zstd", "-d", "-q", "-c", str(archive)], stdout=subprocess.PIPE)
     root = os.geteuid() == 0
     flags = ["--numeric-owner", "--same-owner"] if root else ["--no-same-owner"]
-    _run(["tar", "-C", str(target), *flags, "-xf", "-"], stdin=zstd.stdout,
-         stderr=None if root else subprocess.DEVNULL)
+    _run(
+        ["tar", "-C", str(target), *flags, "-xf", "-"],
+        stdin=zstd.stdout,
+        stderr=None if root else subprocess.DEVNULL,
+    )
     zstd.wait()
 
 
@@ -286,10 +337,14 @@ def _add_project(rootfs: Path) -> None:
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(src, dst)
     for pkg in ("workers", "workers/battery"):
-        (base / pkg / "__init__.py").write_text('"""Guest copy: only the probe and node parsers."""\n')
+        (base / pkg / "__init__.py").write_text(
+            '"""Guest copy: only the probe and node parsers."""\n'
+        )
     # The guest's root is read-only: compile now, with the guest's own python3.
-    _run(["chroot", str(rootfs), "python3", "-m", "compileall", "-q", f"/{GUEST_PROJECT_DIR}"],
-         stdout=subprocess.DEVNULL)
+    _run(
+        ["chroot", str(rootfs), "python3", "-m", "compileall", "-q", f"/{GUEST_PROJECT_DIR}"],
+        stdout=subprocess.DEVNULL,
+    )
 
 
 def _initramfs(kernel_tree: Path, kver: str, work: Path, target: Path) -> None:
@@ -315,8 +370,12 @@ def _initramfs(kernel_tree: Path, kver: str, work: Path, target: Path) -> None:
     (initrd / "modules" / "order").write_text("\n".join(order) + "\n")
     with open(target, "wb") as out:
         find = subprocess.Popen(["find", ".", "-print0"], cwd=initrd, stdout=subprocess.PIPE)
-        cpio = subprocess.Popen(["cpio", "--null", "-o", "-H", "newc", "--quiet"], cwd=initrd,
-                                stdin=find.stdout, stdout=subprocess.PIPE)
+        cpio = subprocess.Popen(
+            ["cpio", "--null", "-o", "-H", "newc", "--quiet"],
+            cwd=initrd,
+            stdin=find.stdout,
+            stdout=subprocess.PIPE,
+        )
         _run(["gzip", "-6", "-c"], stdin=cpio.stdout, stdout=out)
         if find.wait() != 0 or cpio.wait() != 0:
             raise RuntimeError("packing the initramfs failed")
@@ -325,8 +384,11 @@ def _initramfs(kernel_tree: Path, kver: str, work: Path, target: Path) -> None:
 def _prune(keep: set[str]) -> None:
     """Keep the two newest images and bases (plus the ones just made); drop the rest."""
     root = cache_root()
-    images = sorted((p for p in root.iterdir() if p.is_dir() and (p / "manifest.json").exists()),
-                    key=lambda p: p.stat().st_mtime, reverse=True)
+    images = sorted(
+        (p for p in root.iterdir() if p.is_dir() and (p / "manifest.json").exists()),
+        key=lambda p: p.stat().st_mtime,
+        reverse=True,
+    )
     for old in images[2:]:
         if old.name not in keep:
             shutil.rmtree(old, ignore_errors=True)
@@ -391,9 +453,12 @@ def build(force: bool = False, log: bool = True) -> Path:
         out.rename(target)
     _prune({key, f"base-{base_key}.tar.zst"})
     if log:
-        print(f"build: image {target} in {manifest['build_seconds']} s, "
-              f"packed {packed_bytes / 1e6:.1f} MB "
-              f"(root filesystem {rootfs_bytes / 1e6:.0f} MB)", flush=True)
+        print(
+            f"build: image {target} in {manifest['build_seconds']} s, "
+            f"packed {packed_bytes / 1e6:.1f} MB "
+            f"(root filesystem {rootfs_bytes / 1e6:.0f} MB)",
+            flush=True,
+        )
     return target
 
 
@@ -413,7 +478,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     missing = missing_build_tools()
     if missing:
-        print(f"build: missing tools {missing}; run lab/guest/install-host-deps.sh", file=sys.stderr)
+        print(
+            f"build: missing tools {missing}; run lab/guest/install-host-deps.sh", file=sys.stderr
+        )
         return 2
     print(build(force=args.force))
     return 0

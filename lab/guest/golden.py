@@ -50,7 +50,9 @@ def comparable(text: str) -> str:
         if real:  # ipvsadm "  -> %-28s %-7s %-6d %-10u %-10u" with the counters zeroed
             line = f"  -> {real[1]:<28} {real[2]:<7} {int(real[3]):<6} {0:<10} {0:<10}"
         elif conn:  # ipvsadm -Lnc "%-3s %02d:%02d  %-11s %-18s %-18s %-18s"
-            conns.append(f"{conn[1]} 00:00  {conn[3]:<11} {conn[4] + ':*':<18} {conn[6]:<18} {conn[7]}")
+            conns.append(
+                f"{conn[1]} 00:00  {conn[3]:<11} {conn[4] + ':*':<18} {conn[6]:<18} {conn[7]}"
+            )
             continue
         lines.append(line)
     return _sort_elements("\n".join(lines + sorted(conns)) + "\n")
@@ -62,9 +64,10 @@ def _sort_elements(text: str) -> str:
         items = sorted(item for row in rows for item in row)
         out, i = [], 0
         for row in rows:
-            out.append(", ".join(items[i:i + len(row)]))
+            out.append(", ".join(items[i : i + len(row)]))
             i += len(row)
         return block[1] + ",\n\t\t\t     ".join(out) + block[3]
+
     return re.sub(r"(elements = \{ )(.*?)( \})", fix, text, flags=re.DOTALL)
 
 

@@ -25,15 +25,35 @@ FIXED_CLOCK = 1_800_000_000.0
 NAMESPACE = "sctp-guest"
 # Fixed addresses and ports, so the scenario does not depend on the lab's allocators.
 SERVICES: list[dict[str, Any]] = [
-    {"name": "sctp-svc", "type": "ClusterIP", "clusterIP": "10.96.0.10", "selector": {"app": "sctp-guest"},
-     "ports": [{"name": "sctp", "port": 95, "targetPort": 8082, "protocol": "SCTP"}]},
-    {"name": "sctp-np", "type": "NodePort", "clusterIP": "10.96.0.20", "selector": {"app": "nobody"},
-     "ports": [{"port": 96, "targetPort": 8082, "protocol": "SCTP", "nodePort": 30096}]},
-    {"name": "web", "type": "NodePort", "clusterIP": "10.96.0.30", "selector": {"app": "web"},
-     "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP", "nodePort": 30080}]},
+    {
+        "name": "sctp-svc",
+        "type": "ClusterIP",
+        "clusterIP": "10.96.0.10",
+        "selector": {"app": "sctp-guest"},
+        "ports": [{"name": "sctp", "port": 95, "targetPort": 8082, "protocol": "SCTP"}],
+    },
+    {
+        "name": "sctp-np",
+        "type": "NodePort",
+        "clusterIP": "10.96.0.20",
+        "selector": {"app": "nobody"},
+        "ports": [{"port": 96, "targetPort": 8082, "protocol": "SCTP", "nodePort": 30096}],
+    },
+    {
+        "name": "web",
+        "type": "NodePort",
+        "clusterIP": "10.96.0.30",
+        "selector": {"app": "web"},
+        "ports": [
+            {"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP", "nodePort": 30080}
+        ],
+    },
 ]
-FILES = {"iptables": "lab-iptables-save.txt", "nftables": "lab-nft-list-ruleset.txt",
-         "ipvs": "lab-ipvsadm-Ln.txt"}
+FILES = {
+    "iptables": "lab-iptables-save.txt",
+    "nftables": "lab-nft-list-ruleset.txt",
+    "ipvs": "lab-ipvsadm-Ln.txt",
+}
 
 
 def scenario(proxier: str) -> tuple[Any, Any]:
@@ -41,29 +61,64 @@ def scenario(proxier: str) -> tuple[Any, Any]:
     from lab.cluster import Cluster
     from lab.profiles import validate_profile
 
-    profile = validate_profile({
-        "name": "golden", "plugin": "calico", "plugin_version": "3.28.0",
-        "kubernetes_version": "1.31.2", "proxier": proxier, "nodes": 2, "seed": 614,
-        "kubenet": proxier == "iptables", "faults": {"pod_start_delay_s": 0},
-    })
+    profile = validate_profile(
+        {
+            "name": "golden",
+            "plugin": "calico",
+            "plugin_version": "3.28.0",
+            "kubernetes_version": "1.31.2",
+            "proxier": proxier,
+            "nodes": 2,
+            "seed": 614,
+            "kubenet": proxier == "iptables",
+            "faults": {"pod_start_delay_s": 0},
+        }
+    )
     cluster = Cluster(profile, clock=lambda: FIXED_CLOCK)
     cluster.create_namespace({"metadata": {"name": NAMESPACE}})
 
-    def pod(name: str, labels: dict[str, str], args: list[str], env: dict[str, str],
-            ports: list[dict[str, Any]]) -> None:
-        cluster.create("pods", NAMESPACE, {
-            "metadata": {"name": name, "labels": labels},
-            "spec": {"containers": [{
-                "name": "agnhost", "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
-                "args": args, "env": [{"name": k, "value": v} for k, v in env.items()],
-                "ports": ports}]}})
+    def pod(
+        name: str,
+        labels: dict[str, str],
+        args: list[str],
+        env: dict[str, str],
+        ports: list[dict[str, Any]],
+    ) -> None:
+        cluster.create(
+            "pods",
+            NAMESPACE,
+            {
+                "metadata": {"name": name, "labels": labels},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "agnhost",
+                            "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
+                            "args": args,
+                            "env": [{"name": k, "value": v} for k, v in env.items()],
+                            "ports": ports,
+                        }
+                    ]
+                },
+            },
+        )
 
     for name in ("srv1", "srv2", "srv3"):
-        pod(name, {"app": "sctp-guest"}, ["porter"], {"SERVE_SCTP_PORT_8082": "foo"},
-            [{"containerPort": 8082, "protocol": "SCTP"}])
+        pod(
+            name,
+            {"app": "sctp-guest"},
+            ["porter"],
+            {"SERVE_SCTP_PORT_8082": "foo"},
+            [{"containerPort": 8082, "protocol": "SCTP"}],
+        )
     pod("web", {"app": "web"}, ["netexec", "--http-port=8080"], {}, [{"containerPort": 8080}])
-    pod("hostport", {"app": "hostport"}, ["porter"], {"SERVE_SCTP_PORT_5060": "foo"},
-        [{"containerPort": 5060, "hostPort": 5060, "protocol": "SCTP"}])
+    pod(
+        "hostport",
+        {"app": "hostport"},
+        ["porter"],
+        {"SERVE_SCTP_PORT_5060": "foo"},
+        [{"containerPort": 5060, "hostPort": 5060, "protocol": "SCTP"}],
+    )
     for svc in SERVICES:
         spec = {k: v for k, v in svc.items() if k != "name"}
         cluster.create("services", NAMESPACE, {"metadata": {"name": svc["name"]}, "spec": spec})
@@ -104,19 +159,35 @@ def guest_script() -> str:
 
     ipvs_cluster, _node = scenario("ipvs")
     ruleset = lab_text("nftables")
-    lines = ["set -u", "mkdir -p out/lab",
-             "cat > /tmp/lab-iptables.rules <<'LAB_EOF'", lab_text("iptables").rstrip("\n"), "LAB_EOF",
-             "cat > /tmp/lab-decl.nft <<'LAB_EOF'", nft_declarations(ruleset), "LAB_EOF",
-             "cat > /tmp/lab.nft <<'LAB_EOF'", ruleset.rstrip("\n"), "LAB_EOF",
-             ("iptables-restore < /tmp/lab-iptables.rules 2> out/lab/iptables-restore.err"
-             " || { echo 'FAIL iptables-restore'; cat out/lab/iptables-restore.err; exit 1; }"),
-             f"iptables-save > out/lab/{FILES['iptables']}",
-             "nft flush ruleset",
-             ("nft -f /tmp/lab-decl.nft 2> out/lab/nft.err && nft -f /tmp/lab.nft 2>> out/lab/nft.err"
-             " || { echo 'FAIL nft -f'; cat out/lab/nft.err; exit 1; }"),
-             f"nft list ruleset > out/lab/{FILES['nftables']}",
-             "nft flush ruleset"]
-    lines += [f"{cmd} || {{ echo 'FAIL {cmd}'; exit 1; }}" for cmd in nodetools.ipvsadm_commands(ipvs_cluster)]
+    lines = [
+        "set -u",
+        "mkdir -p out/lab",
+        "cat > /tmp/lab-iptables.rules <<'LAB_EOF'",
+        lab_text("iptables").rstrip("\n"),
+        "LAB_EOF",
+        "cat > /tmp/lab-decl.nft <<'LAB_EOF'",
+        nft_declarations(ruleset),
+        "LAB_EOF",
+        "cat > /tmp/lab.nft <<'LAB_EOF'",
+        ruleset.rstrip("\n"),
+        "LAB_EOF",
+        (
+            "iptables-restore < /tmp/lab-iptables.rules 2> out/lab/iptables-restore.err"
+            " || { echo 'FAIL iptables-restore'; cat out/lab/iptables-restore.err; exit 1; }"
+        ),
+        f"iptables-save > out/lab/{FILES['iptables']}",
+        "nft flush ruleset",
+        (
+            "nft -f /tmp/lab-decl.nft 2> out/lab/nft.err && nft -f /tmp/lab.nft 2>> out/lab/nft.err"
+            " || { echo 'FAIL nft -f'; cat out/lab/nft.err; exit 1; }"
+        ),
+        f"nft list ruleset > out/lab/{FILES['nftables']}",
+        "nft flush ruleset",
+    ]
+    lines += [
+        f"{cmd} || {{ echo 'FAIL {cmd}'; exit 1; }}"
+        for cmd in nodetools.ipvsadm_commands(ipvs_cluster)
+    ]
     lines += [f"ipvsadm -Ln > out/lab/{FILES['ipvs']}", "ipvsadm -C", "echo PASS lab-goldens"]
     return "\n".join(lines) + "\n"
 
@@ -127,7 +198,9 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dest", type=Path, default=DEFAULT_DEST)
-    parser.add_argument("--print-script", action="store_true", help="print the guest script and exit")
+    parser.add_argument(
+        "--print-script", action="store_true", help="print the guest script and exit"
+    )
     args = parser.parse_args(argv)
     script = guest_script()
     if args.print_script:
@@ -140,7 +213,10 @@ def main(argv: list[str] | None = None) -> int:
     result = run_in_guest(script, timeout=600)
     sys.stdout.write(result.stdout)
     if result.exit_code != 0:
-        print(f"lab_golden: guest failed (exit {result.exit_code}); fixtures not written", file=sys.stderr)
+        print(
+            f"lab_golden: guest failed (exit {result.exit_code}); fixtures not written",
+            file=sys.stderr,
+        )
         sys.stderr.write(result.stderr[-4000:] + result.console[-4000:])
         return 1
     args.dest.mkdir(parents=True, exist_ok=True)

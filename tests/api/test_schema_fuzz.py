@@ -26,7 +26,12 @@ from tests import apischema, factories
 
 schema = schemathesis.openapi.from_dict(apischema.openapi())
 schema.app = get_wsgi_application()
-CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+]
 ROLES = ["anonymous", "vendor", "maintainer"]
 
 
@@ -58,8 +63,14 @@ def in_test_transaction(settings):
 
 @pytest.mark.parametrize("role", ROLES)
 @schema.parametrize()
-@settings(max_examples=6, deadline=None, derandomize=True, phases=[Phase.explicit, Phase.generate],
-          suppress_health_check=list(HealthCheck), database=None)
+@settings(
+    max_examples=6,
+    deadline=None,
+    derandomize=True,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=list(HealthCheck),
+    database=None,
+)
 def test_the_api_keeps_its_schema_for_every_role(case, role, world, in_test_transaction) -> None:
     headers = {"Authorization": f"Token {world[role]}"} if world[role] else {}
     case.call_and_validate(headers=headers, checks=CHECKS)

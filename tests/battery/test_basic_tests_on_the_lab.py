@@ -44,11 +44,19 @@ def test_the_hostport_rule_and_the_clusterip_rule_are_the_evidence(start_lab):
 def test_a_disabled_feature_gate_skips_the_sctp_tests_with_the_api_error(start_lab):
     # Contract: an environment that cannot is `skipped` with that reason, never `failed`.
     report = start_lab(sctp_feature_gate=False).run("all")
-    for key in ("declare-sctp-ports", "hostport-kubenet", "service-iptables-rules",
-                "pod-to-pod", "pod-to-service", "netpol-allow-deny"):
+    for key in (
+        "declare-sctp-ports",
+        "hostport-kubenet",
+        "service-iptables-rules",
+        "pod-to-pod",
+        "pod-to-service",
+        "netpol-allow-deny",
+    ):
         result = report.results[key]
         assert result.outcome == "skipped", (key, result.reason)
-        assert result.reason.startswith("feature gate off: the API refuses protocol SCTP (422 Invalid:")
+        assert result.reason.startswith(
+            "feature gate off: the API refuses protocol SCTP (422 Invalid:"
+        )
         assert 'Unsupported value: "SCTP"' in result.reason
     assert report.fingerprint["feature_gate"] == "off"
     # TCP and UDP need no gate: the conformance extras still ran.
@@ -68,17 +76,32 @@ def _api_exception(status, body):
 def test_only_a_422_whose_cause_is_the_protocol_field_means_the_gate_is_off():
     from workers.battery.runner import sctp_refused
 
-    gate = {"message": 'Service "s" is invalid: spec.ports[0].protocol: Unsupported value: '
-                       '"SCTP": supported values: "TCP", "UDP"',
-            "details": {"causes": [{"reason": "FieldValueNotSupported",
-                                    "message": 'Unsupported value: "SCTP": supported values: '
-                                               '"TCP", "UDP"',
-                                    "field": "spec.ports[0].protocol"}]}}
-    other = {"message": 'Service "s" is invalid: spec.ports[0].port: Invalid value: 0: must be '
-                        "between 1 and 65535, inclusive (port 5060/SCTP)",
-             "details": {"causes": [{"reason": "FieldValueInvalid",
-                                     "message": "Invalid value: 0: must be between 1 and 65535, "
-                                                "inclusive", "field": "spec.ports[0].port"}]}}
+    gate = {
+        "message": 'Service "s" is invalid: spec.ports[0].protocol: Unsupported value: '
+        '"SCTP": supported values: "TCP", "UDP"',
+        "details": {
+            "causes": [
+                {
+                    "reason": "FieldValueNotSupported",
+                    "message": 'Unsupported value: "SCTP": supported values: "TCP", "UDP"',
+                    "field": "spec.ports[0].protocol",
+                }
+            ]
+        },
+    }
+    other = {
+        "message": 'Service "s" is invalid: spec.ports[0].port: Invalid value: 0: must be '
+        "between 1 and 65535, inclusive (port 5060/SCTP)",
+        "details": {
+            "causes": [
+                {
+                    "reason": "FieldValueInvalid",
+                    "message": "Invalid value: 0: must be between 1 and 65535, inclusive",
+                    "field": "spec.ports[0].port",
+                }
+            ]
+        },
+    }
     both = {"details": {"causes": gate["details"]["causes"] + other["details"]["causes"]}}
     assert sctp_refused(_api_exception(422, gate)) is True
     assert sctp_refused(_api_exception(422, other)) is False
@@ -124,13 +147,21 @@ def test_an_sctp_hostport_that_loads_sctp_ko_fails_on_a_non_kubenet_cluster(star
     assert hostport.outcome == "failed"
     assert hostport.reason.startswith(
         "The state of the sctp module has changed due to the test case (sctp.ko got loaded on "
-        "lab-worker)")
+        "lab-worker)"
+    )
 
 
-@pytest.mark.parametrize(("mode", "code", "words"), [
-    ("forbid", "403 Forbidden", 'violates PodSecurity "baseline:latest"'),
-    ("webhook-deny", "400 BadRequest", 'admission webhook "pod-policy.example.com" denied the request'),
-])
+@pytest.mark.parametrize(
+    ("mode", "code", "words"),
+    [
+        ("forbid", "403 Forbidden", 'violates PodSecurity "baseline:latest"'),
+        (
+            "webhook-deny",
+            "400 BadRequest",
+            'admission webhook "pod-policy.example.com" denied the request',
+        ),
+    ],
+)
 def test_admission_refusing_privileged_pods_skips_node_checks_and_the_run_goes_on(
     start_lab, mode, code, words
 ):
@@ -158,7 +189,8 @@ def test_endpoints_that_are_never_removed_fail_declare_sctp_ports(start_lab):
     assert declare.outcome == "failed"
     assert declare.reason.startswith(
         "the Endpoints of service sctp-endpoint-test after the pod was deleted list "
-        "{'sctp-declare': ['5060/SCTP']}, expected nothing (within 0.5s)")
+        "{'sctp-declare': ['5060/SCTP']}, expected nothing (within 0.5s)"
+    )
 
 
 def test_declare_sctp_ports_reads_the_endpoint_lifecycle_from_both_apis(start_lab):
@@ -166,8 +198,9 @@ def test_declare_sctp_ports_reads_the_endpoint_lifecycle_from_both_apis(start_la
     assert declare.outcome == "passed"
     for api in ("Endpoints", "EndpointSlice"):
         assert f"{api} of sctp-endpoint-test before the pod exists: none" in declare.evidence
-        assert (f"{api} of sctp-endpoint-test while the pod runs: "
-                "{'sctp-declare': ['5060/SCTP']}") in declare.evidence
+        assert (
+            f"{api} of sctp-endpoint-test while the pod runs: {{'sctp-declare': ['5060/SCTP']}}"
+        ) in declare.evidence
         assert f"{api} of sctp-endpoint-test after the pod was deleted: none" in declare.evidence
 
 
@@ -277,7 +310,8 @@ def test_a_plugin_that_blocks_everything_fails_the_positive_control(start_lab):
     assert result.reason.startswith("positive control failed: TCP to the unselected pod 10.244.")
     assert result.reason.endswith(
         ":8081 timed out (TIMEOUT) after the policy, so the denials above cannot be read as "
-        "the policy's doing")
+        "the policy's doing"
+    )
 
 
 def test_endpoints_are_read_from_the_core_api_before_endpoint_slices_existed(start_lab):
@@ -306,6 +340,5 @@ def test_the_filter_tables_reject_rule_does_not_pass_service_iptables_rules(star
     spec = spec_for(lab.profile, timeouts=dataclasses.replace(FAST, rules_poll=0.2))
     result = lab.run("basic", spec=spec).results["service-iptables-rules"]
     assert result.outcome == "failed"
-    assert result.reason.startswith(
-        "no nat-table KUBE-SERVICES rule with -p sctp for 10.96.")
+    assert result.reason.startswith("no nat-table KUBE-SERVICES rule with -p sctp for 10.96.")
     assert "jumping to a service chain that DNATs to 10.244." in result.reason

@@ -13,7 +13,9 @@ from workers.battery import CONNECTIVITY_KEYS
 
 def test_a_healthy_cluster_passes_every_connectivity_test(start_lab):
     report = start_lab().run("connectivity")
-    assert {k: r.outcome for k, r in report.results.items()} == dict.fromkeys(CONNECTIVITY_KEYS, "passed")
+    assert {k: r.outcome for k, r in report.results.items()} == dict.fromkeys(
+        CONNECTIVITY_KEYS, "passed"
+    )
     assert report.fingerprint["load_balancer"] is True
 
 
@@ -23,7 +25,8 @@ def test_pod_to_pod_fails_with_netexecs_words_when_sctp_between_pods_is_dropped(
     assert result.outcome == "failed"
     assert result.reason.startswith(
         "SCTP from the test container did not reach 2 of 2 endpoint pod(s): pod netserver-0 "
-        "(10.244.1.2:8082 on lab-worker): no answer: reading from sctp connection failed.")
+        "(10.244.1.2:8082 on lab-worker): no answer: reading from sctp connection failed."
+    )
     assert "i/o timeout" in result.reason
 
 
@@ -33,7 +36,8 @@ def test_pod_to_pod_reaches_every_endpoint_pod_on_distinct_nodes(start_lab):
     assert result.reason == (
         "SCTP from the test container reached every endpoint pod with its hostname "
         "(netserver-0 on lab-worker, netserver-1 on lab-worker2, netserver-2 on "
-        "lab-control-plane; 3 distinct node(s))")
+        "lab-control-plane; 3 distinct node(s))"
+    )
     # The exchange carries data: each pod answered netexec's "hostname" with its name.
     assert "hostnames ['netserver-2']" in result.evidence
 
@@ -59,25 +63,31 @@ def test_pod_to_service_fails_when_the_clusterip_path_drops_sctp(start_lab):
     result = report.results["pod-to-service"]
     assert result.outcome == "failed"
     assert result.reason.startswith(
-        "SCTP from the test container to node-port-service: through the ClusterIP 10.96.")
+        "SCTP from the test container to node-port-service: through the ClusterIP 10.96."
+    )
     assert ":95 endpoint(s) netserver-0, netserver-1 never answered" in result.reason
     assert "NodePort" not in result.reason
     assert report.results["pod-to-pod"].outcome == "passed"
 
 
 def test_pod_to_service_fails_when_only_the_node_port_is_broken(start_lab):
-    result = start_lab(dataplane={"via_node_port": False}).run("connectivity").results[
-        "pod-to-service"]
+    result = (
+        start_lab(dataplane={"via_node_port": False}).run("connectivity").results["pod-to-service"]
+    )
     assert result.outcome == "failed"
     assert result.reason.startswith(
-        "SCTP from the test container to node-port-service: through the NodePort 172.18.0.3:")
+        "SCTP from the test container to node-port-service: through the NodePort 172.18.0.3:"
+    )
     assert "ClusterIP" not in result.reason
 
 
 def test_pod_to_service_fails_when_one_endpoint_is_unreachable(start_lab):
     # One connect that works is no pass: upstream expects every endpoint's hostname.
-    result = start_lab(dataplane={"endpoints_reachable": "one"}).run("connectivity").results[
-        "pod-to-service"]
+    result = (
+        start_lab(dataplane={"endpoints_reachable": "one"})
+        .run("connectivity")
+        .results["pod-to-service"]
+    )
     assert result.outcome == "failed"
     assert result.reason.count("endpoint(s) netserver-1 never answered") == 2
     assert "netserver-0" not in result.reason
@@ -88,7 +98,8 @@ def test_pod_to_service_passes_with_every_hostname_through_both_paths(start_lab)
     assert result.outcome == "passed"
     assert result.reason.startswith(
         "SCTP reached all 2 endpoint(s), each answering with its hostname, through the "
-        "ClusterIP 10.96.")
+        "ClusterIP 10.96."
+    )
     assert "and the NodePort 172.18.0.3:3" in result.reason
     assert "ClusterIP: SCTP dial to 10.96." in result.evidence
 
@@ -99,7 +110,8 @@ def test_cilium_without_kube_proxy_fails_95_to_8082_and_the_reason_names_the_lim
     assert result.outcome == "failed"
     assert result.reason.endswith(
         "known Cilium limit: its SCTP service translation requires a Service's targetPort to "
-        "equal its port, so upstream's 95 -> 8082 fails there too")
+        "equal its port, so upstream's 95 -> 8082 fails there too"
+    )
     # Same port on both sides: the load balancer test still gets through.
     assert report.results["pod-to-loadbalancer"].outcome == "passed"
     assert report.fingerprint["proxier_detected"] is None
@@ -186,7 +198,8 @@ def test_netpol_allow_deny_passes_when_policies_are_enforced_for_sctp(start_lab)
     assert result.reason == (
         "SCTP NetworkPolicy cases across namespaces x, y, z (default-deny-ingress, "
         "allow-ingress-on-port-81, allow-ns-y-pod-b): all 10 allowed and denied probes as "
-        "expected")
+        "expected"
+    )
     assert "default-deny-ingress, z/c -> x/a:80: SCTP to 10.244." in result.evidence
     assert "allow-ns-y-pod-b, y/b -> x/a:80: SCTP" in result.evidence
     assert lab.battery_namespaces() == []  # x, y and z are gone with the test
@@ -199,26 +212,33 @@ def test_netpol_allow_deny_fails_when_sctp_rules_are_ignored(start_lab):
     assert result.reason == (
         "2 SCTP probe(s) wrong: allow-ingress-on-port-81: z/c -> x/a:81 should be allowed but "
         "timed out (TIMEOUT); allow-ns-y-pod-b: y/b -> x/a:80 should be allowed but timed out "
-        "(TIMEOUT)")
+        "(TIMEOUT)"
+    )
 
 
 def test_netpol_allow_deny_fails_when_sctp_rules_are_read_as_tcp(start_lab):
     report = start_lab(dataplane={"network_policy": "sctp-as-tcp"}).run("connectivity")
     assert report.results["netpol-allow-deny"].reason == (
         "1 SCTP probe(s) wrong: allow-ingress-on-port-81: z/c -> x/a:81 should be allowed but "
-        "timed out (TIMEOUT)")
+        "timed out (TIMEOUT)"
+    )
 
 
 def test_netpol_allow_deny_fails_when_the_namespace_selector_is_ignored(start_lab):
     report = start_lab(dataplane={"namespace_selector": False}).run("connectivity")
     assert report.results["netpol-allow-deny"].reason == (
         "1 SCTP probe(s) wrong: allow-ns-y-pod-b: y/b -> x/a:80 should be allowed but timed "
-        "out (TIMEOUT)")
+        "out (TIMEOUT)"
+    )
 
 
 def test_netpol_allow_deny_fails_when_a_plugin_blocks_more_than_the_policy_says(start_lab):
-    reason = start_lab(dataplane={"network_policy": "deny-all"}).run("connectivity").results[
-        "netpol-allow-deny"].reason
+    reason = (
+        start_lab(dataplane={"network_policy": "deny-all"})
+        .run("connectivity")
+        .results["netpol-allow-deny"]
+        .reason
+    )
     assert "allow-ingress-on-port-81: z/c -> x/b:80 should be allowed but timed out" in reason
 
 
@@ -229,7 +249,8 @@ def test_netpol_allow_deny_fails_when_default_deny_is_not_enforced(start_lab):
     assert result.outcome == "failed"
     assert result.reason.startswith(
         "6 SCTP probe(s) wrong: default-deny-ingress: z/c -> x/a:80 should be denied but got "
-        "through")
+        "through"
+    )
 
 
 def test_netpol_allow_deny_is_skipped_for_plugins_without_network_policy(start_lab):

@@ -73,8 +73,9 @@ def test_without_proxy_mode_the_probe_services_rules_tell_the_mode(start_lab, mo
 
     plain = dataplane.curl
     # kube-proxy's metrics port closed (bound elsewhere): /proxyMode says nothing.
-    monkeypatch.setattr(dataplane, "curl", lambda c, k, url: (7, "") if "10249" in url
-                        else plain(c, k, url))
+    monkeypatch.setattr(
+        dataplane, "curl", lambda c, k, url: (7, "") if "10249" in url else plain(c, k, url)
+    )
     report = start_lab(proxier="nftables").run("basic")
     assert report.fingerprint["proxier_detected"] == "nftables"
     assert report.fingerprint["proxier_source"] == "rules"
@@ -88,27 +89,34 @@ def test_without_kube_proxy_the_proxier_is_undetermined_not_the_registered_one(s
     result = report.results["service-iptables-rules"]
     assert (result.outcome, result.reason) == (
         "skipped",
-        ("The test doesn't work if kube-proxy is not in iptables mode (proxier not detected; "
-        "registered as iptables)"))
+        (
+            "The test doesn't work if kube-proxy is not in iptables mode (proxier not detected; "
+            "registered as iptables)"
+        ),
+    )
 
 
 def test_a_cni_other_than_the_registered_plugin_is_shown(start_lab):
     report = start_lab(plugin="calico", cni="cilium").run("basic")
     assert report.fingerprint["cni_detected"] == "cilium"
     assert report.fingerprint["cni_mismatch"] == (
-        "the cluster runs cilium (DaemonSet kube-system/cilium), registered as calico")
+        "the cluster runs cilium (DaemonSet kube-system/cilium), registered as calico"
+    )
 
 
 def test_kubenet_has_no_cni_daemonset(start_lab):
     report = start_lab(plugin="kubenet", kubenet=True, dataplane={"network_policy": "none"}).run(
-        "basic")
+        "basic"
+    )
     assert report.fingerprint["cni_detected"] is None
     assert report.fingerprint["cni_mismatch"] is None
 
 
-RBAC_403 = ('networkpolicies.networking.k8s.io is forbidden: User "system:serviceaccount:sctp:'
-            'battery" cannot create resource "networkpolicies" in API group '
-            '"networking.k8s.io" in the namespace "{ns}"')
+RBAC_403 = (
+    'networkpolicies.networking.k8s.io is forbidden: User "system:serviceaccount:sctp:'
+    'battery" cannot create resource "networkpolicies" in API group '
+    '"networking.k8s.io" in the namespace "{ns}"'
+)
 
 
 def test_an_rbac_403_is_an_error_naming_the_missing_permission(start_lab, monkeypatch):
@@ -126,7 +134,8 @@ def test_an_rbac_403_is_an_error_naming_the_missing_permission(start_lab, monkey
         assert result.outcome == "error", key
         assert result.reason.startswith(
             "the battery's credentials lack the RBAC permission to create networkpolicies in "
-            'API group "networking.k8s.io" (403 Forbidden: ')
+            'API group "networking.k8s.io" (403 Forbidden: '
+        )
     # Not an admission refusal: the rest of the run is unaffected.
     assert report.results["pod-to-service"].outcome == "passed"
 
@@ -137,32 +146,56 @@ def _exc(status: int, message: str) -> ApiException:
     return exc
 
 
-@pytest.mark.parametrize(("status", "message", "kind"), [
-    (403, 'pods "h" is forbidden: violates PodSecurity "restricted:latest": privileged', "admission"),
-    (400, 'admission webhook "validation.gatekeeper.sh" denied the request: [psp] no', "admission"),
-    (403, RBAC_403.format(ns="a"), "rbac"),
-    (400, "the request body must be a JSON object", None),
-    (422, 'Pod "h" is invalid: spec.containers[0].image: Required value', None),
-])
+@pytest.mark.parametrize(
+    ("status", "message", "kind"),
+    [
+        (
+            403,
+            'pods "h" is forbidden: violates PodSecurity "restricted:latest": privileged',
+            "admission",
+        ),
+        (
+            400,
+            'admission webhook "validation.gatekeeper.sh" denied the request: [psp] no',
+            "admission",
+        ),
+        (403, RBAC_403.format(ns="a"), "rbac"),
+        (400, "the request body must be a JSON object", None),
+        (422, 'Pod "h" is invalid: spec.containers[0].image: Required value', None),
+    ],
+)
 def test_refusals_are_told_apart(status, message, kind):
     assert refusal_kind(_exc(status, message)) == kind
 
 
 def test_the_rbac_reason_names_verb_resource_and_group():
-    reason = rbac_reason(_exc(403, 'pods is forbidden: User "u" cannot list resource "pods" '
-                                   'in API group "" at the cluster scope'))
+    reason = rbac_reason(
+        _exc(
+            403,
+            'pods is forbidden: User "u" cannot list resource "pods" '
+            'in API group "" at the cluster scope',
+        )
+    )
     assert reason.startswith("the battery's credentials lack the RBAC permission to list pods (")
 
 
-@pytest.mark.parametrize(("log", "parsed"), [
-    ("TIMEOUT\n", ("TIMEOUT", "")),
-    ("OTHER: connection refused\n", ("OTHER", "connection refused")),
-    ("DNS: lookup nope: no such host\n", ("DNS", "lookup nope: no such host")),
-    ("TIMEOUT: read udp 1.2.3.4:5->6.7.8.9:10: i/o timeout\n",
-     ("TIMEOUT", "read udp 1.2.3.4:5->6.7.8.9:10: i/o timeout")),
-    ("I1201 log noise\nUNKNOWN: missing port in address\n", ("UNKNOWN", "missing port in address")),
-    ("segfault\n", ("", "")),
-])
+@pytest.mark.parametrize(
+    ("log", "parsed"),
+    [
+        ("TIMEOUT\n", ("TIMEOUT", "")),
+        ("OTHER: connection refused\n", ("OTHER", "connection refused")),
+        ("DNS: lookup nope: no such host\n", ("DNS", "lookup nope: no such host")),
+        (
+            "TIMEOUT: read udp 1.2.3.4:5->6.7.8.9:10: i/o timeout\n",
+            ("TIMEOUT", "read udp 1.2.3.4:5->6.7.8.9:10: i/o timeout"),
+        ),
+        (
+            "I1201 log noise\nUNKNOWN: missing port in address\n",
+            ("UNKNOWN", "missing port in address"),
+        ),
+        ("segfault\n", ("", "")),
+    ],
+)
 def test_agnhost_connect_failure_lines_are_read_with_their_detail(log, parsed):
     assert parse_connect_log(log) == parsed
 
@@ -182,20 +215,25 @@ def test_registered_without_node_access_needs_no_refusal_to_skip(start_lab):
     lab = start_lab()
     report = lab.run("basic", spec=spec_for(lab.profile, node_access=False))
     assert report.results["hostport-kubenet"].reason == (
-        "no node access: the cluster is registered without node access")
+        "no node access: the cluster is registered without node access"
+    )
 
 
 def test_daemonsets_the_battery_may_not_list_leave_the_cni_undetermined(start_lab, monkeypatch):
     import lab.server
 
     def forbidden(cluster, namespace=None):
-        raise ApiError(403, 'daemonsets.apps is forbidden: User "u" cannot list resource '
-                            '"daemonsets" in API group "apps" at the cluster scope')
+        raise ApiError(
+            403,
+            'daemonsets.apps is forbidden: User "u" cannot list resource '
+            '"daemonsets" in API group "apps" at the cluster scope',
+        )
 
     monkeypatch.setattr(lab.server, "daemonsets", forbidden)
     report = start_lab().run("basic")
     assert report.fingerprint["cni_detected"] is None
     assert report.fingerprint["cni_mismatch"] is None
     assert report.fingerprint["cni_detection_error"].startswith(
-        "DaemonSets not listed: 403 Forbidden: daemonsets.apps is forbidden")
+        "DaemonSets not listed: 403 Forbidden: daemonsets.apps is forbidden"
+    )
     assert {r.outcome for r in report.results.values()} == {"passed"}

@@ -195,7 +195,10 @@ def test_a_wrong_token_is_reported_with_the_http_status(version_server):
 def test_an_unreachable_server_is_reported_with_one_fixed_phrase():
     # Refused, reset or a banner: one phrase, so the answer never tells open ports from closed.
     server = f"http://127.0.0.1:{closed_port()}"
-    with pytest.raises(KubeconfigError, match=r"is not reachable, or did not answer GET /version as a Kubernetes API server$"):
+    with pytest.raises(
+        KubeconfigError,
+        match=r"is not reachable, or did not answer GET /version as a Kubernetes API server$",
+    ):
         validate_kubeconfig(text(kubeconfig(server=server)))
 
 

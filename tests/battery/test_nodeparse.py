@@ -204,15 +204,18 @@ def test_the_service_path_is_the_nat_jump_its_chain_and_the_endpoint_dnat():
     assert path.jump.startswith("-A KUBE-SERVICES -d 10.96.20.8/32 -p sctp")
     assert path.destinations == ["10.244.1.4:5060"]
     assert path.dnat == [
-        ("-A KUBE-SEP-QRSTUVWXYZ234567 -p sctp -m comment --comment a/sctp-clusterip:sctp-5060 "
-        "-m sctp -j DNAT --to-destination 10.244.1.4:5060")
+        (
+            "-A KUBE-SEP-QRSTUVWXYZ234567 -p sctp -m comment --comment a/sctp-clusterip:sctp-5060 "
+            "-m sctp -j DNAT --to-destination 10.244.1.4:5060"
+        )
     ]
 
 
 def test_the_filter_tables_no_endpoints_reject_is_no_service_path():
     # It names the VIP, the port and -p sctp in KUBE-SERVICES, and carries no traffic.
-    assert iptables_sctp_rules(SAVE_WITH_PATH, dest_ip="10.96.20.7", dport=5060,
-                               chain_prefix="KUBE-SERVICES")
+    assert iptables_sctp_rules(
+        SAVE_WITH_PATH, dest_ip="10.96.20.7", dport=5060, chain_prefix="KUBE-SERVICES"
+    )
     assert iptables_service_path(SAVE_WITH_PATH, "10.96.20.7", 5060) is None
     assert iptables_service_path(SAVE_WITH_PATH, "10.96.20.8", 95) is None
 
@@ -224,20 +227,31 @@ def test_only_the_named_table_is_returned():
 
 
 def test_the_modes_holding_a_service_are_found_in_each_tools_own_text():
-    ipvs = ("IP Virtual Server version 1.2.1 (size=4096)\nProt LocalAddress:Port Scheduler Flags\n"
-            "  -> RemoteAddress:Port           Forward Weight ActiveConn InActConn\n"
-            "TCP  10.96.0.9:80 rr\n  -> 10.244.1.4:8080               Masq    1      0          0\n")
+    ipvs = (
+        "IP Virtual Server version 1.2.1 (size=4096)\nProt LocalAddress:Port Scheduler Flags\n"
+        "  -> RemoteAddress:Port           Forward Weight ActiveConn InActConn\n"
+        "TCP  10.96.0.9:80 rr\n  -> 10.244.1.4:8080               Masq    1      0          0\n"
+    )
     nft = "\t\telements = { 10.96.0.9 . tcp . 80 : goto service-ABCDEFGH-a/p/tcp/ }\n"
-    tcp_nat = SAVE_WITH_PATH.replace("-p sctp", "-p tcp").replace("5060", "80").replace(
-        "10.96.20.8", "10.96.0.9")
+    tcp_nat = (
+        SAVE_WITH_PATH.replace("-p sctp", "-p tcp")
+        .replace("5060", "80")
+        .replace("10.96.20.8", "10.96.0.9")
+    )
     assert proxier_modes_with("10.96.0.9", 80, "tcp", iptables=tcp_nat, ipvs="", nftables="") == [
-        "iptables"]
+        "iptables"
+    ]
     assert proxier_modes_with("10.96.0.9", 80, "tcp", iptables="", ipvs=ipvs, nftables="") == [
-        "ipvs"]
+        "ipvs"
+    ]
     assert proxier_modes_with("10.96.0.9", 80, "tcp", iptables="", ipvs="", nftables=nft) == [
-        "nftables"]
+        "nftables"
+    ]
     # A node that switched modes keeps both: ambiguous, and the caller takes neither.
-    assert proxier_modes_with("10.96.0.9", 80, "tcp", iptables=tcp_nat, ipvs=ipvs,
-                              nftables="") == ["iptables", "ipvs"]
-    assert proxier_modes_with("10.96.0.99", 80, "tcp", iptables=tcp_nat, ipvs=ipvs,
-                              nftables=nft) == []
+    assert proxier_modes_with("10.96.0.9", 80, "tcp", iptables=tcp_nat, ipvs=ipvs, nftables="") == [
+        "iptables",
+        "ipvs",
+    ]
+    assert (
+        proxier_modes_with("10.96.0.99", 80, "tcp", iptables=tcp_nat, ipvs=ipvs, nftables=nft) == []
+    )

@@ -15,15 +15,24 @@ from tests.need import unavailable
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run", "--disable-quic"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 SCREENSHOTS = Path(__file__).resolve().parent.parent.parent / "var" / "screenshots"
 
 
 @pytest.fixture(scope="session")
 def browser() -> Iterator[object]:
     if not CHROMIUM.exists():
-        unavailable(f"no Chromium at {CHROMIUM}: apt-get install -y --no-install-recommends chromium")
+        unavailable(
+            f"no Chromium at {CHROMIUM}: apt-get install -y --no-install-recommends chromium"
+        )
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
@@ -58,7 +67,6 @@ def shot() -> Callable[[object, str], Path]:
         return path
 
     return take
-
 
 
 def log_in(page, username: str, password: str) -> None:

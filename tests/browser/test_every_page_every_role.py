@@ -18,23 +18,49 @@ from dashboard.models import AuditEvent, NotificationChannel, Run, SignOff, Subm
 from dashboard.roles import maintainers_group
 from tests import factories
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+]
 
 WIDTHS = (1366, 390)
 # What the battery really records (a lab `all` run), so the page renders the real shapes.
 FINGERPRINT = {
-    "proxier_declared": "iptables", "proxier_detected": "iptables", "node_access": True, "load_balancer": None,
-    "feature_gate": "on", "emulated": True, "cni_detected": "calico",
-    "sctp_module_before": {"calico-iptables-worker": False, "calico-iptables-worker2": False,
-                           "calico-iptables-control-plane": False},
-    "sctp_module_after": {"calico-iptables-worker": True, "calico-iptables-worker2": True,
-                          "calico-iptables-control-plane": False},
-    "worker_sctp": {"available": False, "pysctp_version": "0.7.3",
-                    "reason": "kernel has no SCTP: socket(AF_INET, SOCK_STREAM, IPPROTO_SCTP) failed: "
-                              "[Errno 93] Protocol not supported"},
-    "kubernetes_version": "1.31.2", "node_count": 3,
-    "node_names": ["calico-iptables-control-plane", "calico-iptables-worker", "calico-iptables-worker2"],
-    "battery_nodes": ["calico-iptables-worker", "calico-iptables-worker2", "calico-iptables-control-plane"],
+    "proxier_declared": "iptables",
+    "proxier_detected": "iptables",
+    "node_access": True,
+    "load_balancer": None,
+    "feature_gate": "on",
+    "emulated": True,
+    "cni_detected": "calico",
+    "sctp_module_before": {
+        "calico-iptables-worker": False,
+        "calico-iptables-worker2": False,
+        "calico-iptables-control-plane": False,
+    },
+    "sctp_module_after": {
+        "calico-iptables-worker": True,
+        "calico-iptables-worker2": True,
+        "calico-iptables-control-plane": False,
+    },
+    "worker_sctp": {
+        "available": False,
+        "pysctp_version": "0.7.3",
+        "reason": "kernel has no SCTP: socket(AF_INET, SOCK_STREAM, IPPROTO_SCTP) failed: "
+        "[Errno 93] Protocol not supported",
+    },
+    "kubernetes_version": "1.31.2",
+    "node_count": 3,
+    "node_names": [
+        "calico-iptables-control-plane",
+        "calico-iptables-worker",
+        "calico-iptables-worker2",
+    ],
+    "battery_nodes": [
+        "calico-iptables-worker",
+        "calico-iptables-worker2",
+        "calico-iptables-control-plane",
+    ],
 }
 
 # Found in rendered text, each is a Python value leaking into a page.
@@ -81,42 +107,92 @@ def _seed() -> dict[str, object]:
         outcomes = dict(factories.PASSING, **{"hostport-kubenet": Outcome.SKIPPED})
         if i == 3:
             outcomes["pod-to-pod"] = Outcome.FAILED
-        r = factories.run(ipt, outcomes, days_ago=2 - i * 0.2, battery=("all", "basic")[i % 2],
-                          trigger=Run.Trigger.PERIODIC if i % 2 else Run.Trigger.MANUAL,
-                          schedule=schedule if i % 2 else None)
+        r = factories.run(
+            ipt,
+            outcomes,
+            days_ago=2 - i * 0.2,
+            battery=("all", "basic")[i % 2],
+            trigger=Run.Trigger.PERIODIC if i % 2 else Run.Trigger.MANUAL,
+            schedule=schedule if i % 2 else None,
+        )
         factories.run(ipvs, outcomes, days_ago=2 - i * 0.2)
-    Run.objects.filter(pk=r.pk).update(fingerprint=FINGERPRINT, emulated=True, proxier_detected="iptables")
+    Run.objects.filter(pk=r.pk).update(
+        fingerprint=FINGERPRINT, emulated=True, proxier_detected="iptables"
+    )
     factories.run(old, battery="basic", days_ago=40)
     factories.run(lonely, days_ago=0.1)  # one run: no trend line
     factories.run(ipt, state=Run.State.QUEUED, days_ago=0)
     verified = factories.submission("antrea", days_ago=2, proxier="nftables")
     pending = factories.submission("calico", status=Submission.Status.PENDING, proxier="ipvs")
     Submission.objects.filter(pk=pending.pk).update(vendor=calico)
-    rejected = factories.submission("kube-router", status=Submission.Status.REJECTED, proxier="ipvs",
-                                    outcomes=factories.with_outcome("pod-to-pod", Outcome.FAILED))
-    Submission.objects.filter(pk=rejected.pk).update(review_reason="the file is from another plugin",
-                                                     reviewed_by=maintainer, reviewed_at=now())
-    AuditEvent.record("maria", "submission.verify", f"submission {verified.id}", reason="matches the PR",
-                      counts={"passed": 7})
-    AuditEvent.record("victor", "cluster.register", "cluster calico-iptables", plugin="calico", approved=False)
-    NotificationChannel.objects.create(kind="webhook", target="https://hooks.example.invalid/sctp/a/very/long/path")
-    signoff = SignOff.objects.create(from_stage="alpha", to_stage="beta", maintainer=maintainer, comment="periodic green",
-                                     kubernetes_release="1.19", snapshot={"transitions": [], "stage": "alpha"},
-                                     created=now() - timedelta(days=1))
+    rejected = factories.submission(
+        "kube-router",
+        status=Submission.Status.REJECTED,
+        proxier="ipvs",
+        outcomes=factories.with_outcome("pod-to-pod", Outcome.FAILED),
+    )
+    Submission.objects.filter(pk=rejected.pk).update(
+        review_reason="the file is from another plugin", reviewed_by=maintainer, reviewed_at=now()
+    )
+    AuditEvent.record(
+        "maria",
+        "submission.verify",
+        f"submission {verified.id}",
+        reason="matches the PR",
+        counts={"passed": 7},
+    )
+    AuditEvent.record(
+        "victor", "cluster.register", "cluster calico-iptables", plugin="calico", approved=False
+    )
+    NotificationChannel.objects.create(
+        kind="webhook", target="https://hooks.example.invalid/sctp/a/very/long/path"
+    )
+    signoff = SignOff.objects.create(
+        from_stage="alpha",
+        to_stage="beta",
+        maintainer=maintainer,
+        comment="periodic green",
+        kubernetes_release="1.19",
+        snapshot={"transitions": [], "stage": "alpha"},
+        created=now() - timedelta(days=1),
+    )
     return {"run": r.id, "sub": pending.id, "rejected": rejected.id, "signoff": signoff.uuid}
 
 
 def _pages(ids: dict[str, object]) -> dict[str, list[tuple[str, str, int]]]:
     """role -> [(name, url, expected status)]"""
-    public = [("readiness", "/", 200), ("matrix", "/matrix/", 200), ("clusters", "/clusters/", 200),
-              ("cluster", "/clusters/calico-iptables/", 200), ("cluster-one-run", "/clusters/flannel-once/", 200),
-              ("run", f"/runs/{ids['run']}/", 200), ("plugin", "/plugins/calico/", 200),
-              ("submissions", "/submissions/", 200), ("submission", f"/submissions/{ids['sub']}/", 200),
-              ("submission-rejected", f"/submissions/{ids['rejected']}/", 200), ("not-found", "/no/such/page/", 404)]
+    public = [
+        ("readiness", "/", 200),
+        ("matrix", "/matrix/", 200),
+        ("clusters", "/clusters/", 200),
+        ("cluster", "/clusters/calico-iptables/", 200),
+        ("cluster-one-run", "/clusters/flannel-once/", 200),
+        ("run", f"/runs/{ids['run']}/", 200),
+        ("plugin", "/plugins/calico/", 200),
+        ("submissions", "/submissions/", 200),
+        ("submission", f"/submissions/{ids['sub']}/", 200),
+        ("submission-rejected", f"/submissions/{ids['rejected']}/", 200),
+        ("not-found", "/no/such/page/", 404),
+    ]
     return {
         "anonymous": [*public, ("login", "/login/", 200)],
-        "vendor": [*public, ("upload", "/submissions/new/", 200), ("register", "/clusters/new/", 200), ("schedules-refused", "/schedules/", 403), ("review-refused", "/review/", 403), ("audit-refused", "/audit/", 403)],
-        "maintainer": [*public, ("review", "/review/", 200), ("schedules", "/schedules/", 200), ("channels", "/schedules/channels/", 200), ("audit", "/audit/", 200), ("signoff", f"/review/signoffs/{ids['signoff']}/", 200), ("schedule-new", "/schedules/new/", 200)],
+        "vendor": [
+            *public,
+            ("upload", "/submissions/new/", 200),
+            ("register", "/clusters/new/", 200),
+            ("schedules-refused", "/schedules/", 403),
+            ("review-refused", "/review/", 403),
+            ("audit-refused", "/audit/", 403),
+        ],
+        "maintainer": [
+            *public,
+            ("review", "/review/", 200),
+            ("schedules", "/schedules/", 200),
+            ("channels", "/schedules/channels/", 200),
+            ("audit", "/audit/", 200),
+            ("signoff", f"/review/signoffs/{ids['signoff']}/", 200),
+            ("schedule-new", "/schedules/new/", 200),
+        ],
     }
 
 
@@ -125,7 +201,9 @@ def test_every_page_fits_the_screen_for_every_role(browser, live_server, shot) -
     logins = {"vendor": ("victor", "victor-password"), "maintainer": ("maria", "maria-password")}
     problems: list[str] = []
     for role, pages in _pages(ids).items():
-        context = browser.new_context(viewport={"width": WIDTHS[0], "height": 900}, base_url=live_server.url)
+        context = browser.new_context(
+            viewport={"width": WIDTHS[0], "height": 900}, base_url=live_server.url
+        )
         context.set_default_timeout(10_000)
         page = context.new_page()
         if role in logins:
@@ -143,14 +221,21 @@ def test_every_page_fits_the_screen_for_every_role(browser, live_server, shot) -
                 if response.status != status:
                     problems.append(f"{where}: status {response.status}, expected {status}")
                 if got["scrollWidth"] > got["innerWidth"]:
-                    problems.append(f"{where}: {got['scrollWidth']} px wide in {got['innerWidth']} px ({got['wide']})")
+                    problems.append(
+                        f"{where}: {got['scrollWidth']} px wide in {got['innerWidth']} px ({got['wide']})"
+                    )
                 if got["tooSmall"]:
                     problems.append(f"{where}: text under 12 px: {got['tooSmall']}")
                 if m := REPRS.search(got["text"]):
-                    problems.append(f"{where}: a Python repr: …{got['text'][max(0, m.start() - 40):m.end() + 40]}…")
+                    problems.append(
+                        f"{where}: a Python repr: …{got['text'][max(0, m.start() - 40) : m.end() + 40]}…"
+                    )
                 if not got["styled"] or "Traceback" in got["text"] or "URLconf" in got["text"]:
                     problems.append(f"{where}: not the styled page")
-                if status >= 400 and not page.locator(f'.error-page[data-status="{status}"]').count():
+                if (
+                    status >= 400
+                    and not page.locator(f'.error-page[data-status="{status}"]').count()
+                ):
                     problems.append(f"{where}: the {status} is not the styled error page")
                 shot(page, f"{role}-{name}-{width}")
         context.close()

@@ -15,7 +15,11 @@ from tests.pages.junit import sctp_junit
 from .conftest import log_in
 
 # serialized_rollback keeps the seeded catalog and plugins that a transactional flush would drop.
-pytestmark = [pytest.mark.browser, pytest.mark.redis, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.redis,
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+]
 
 
 def _some_history() -> None:
@@ -28,8 +32,11 @@ def _some_history() -> None:
         if i % 4 == 1:
             outcomes["pod-to-pod"] = Outcome.FAILED
         factories.run(ipt, outcomes, days_ago=6 - i * 0.5, battery=("all", "basic")[i % 2])
-        factories.run(ipvs, dict(outcomes, **{"netpol-allow-deny": Outcome.FAILED}) if i == 11 else outcomes,
-                      days_ago=6 - i * 0.5)
+        factories.run(
+            ipvs,
+            dict(outcomes, **{"netpol-allow-deny": Outcome.FAILED}) if i == 11 else outcomes,
+            days_ago=6 - i * 0.5,
+        )
     factories.submission("antrea", days_ago=2, proxier="nftables")
     factories.submission("kube-router", status=Submission.Status.PENDING, proxier="ipvs")
 
@@ -39,17 +46,22 @@ def test_the_readiness_page_renders_its_cards_and_the_other_pages_render(page, s
     page.goto("/")
     cards = page.locator("article.card")
     assert cards.count() == 4
-    assert page.locator('[data-criterion="two-out-of-tree-plugins"] .status-pill').inner_text().strip() == "⚠ at risk"
+    assert (
+        page.locator('[data-criterion="two-out-of-tree-plugins"] .status-pill').inner_text().strip()
+        == "⚠ at risk"
+    )
     assert page.locator("ol.stage-track .stage").count() == 3
     assert page.locator('.stage[data-state="current"]').get_attribute("data-stage") == "alpha"
     assert "Next decision: alpha → beta" in page.locator(".glance").inner_text()
     shot(page, "readiness")
-    for url, name, marker in [("/matrix/", "matrix", "table.matrix td.cell"),
-                              ("/clusters/", "clusters", "table.clusters"),
-                              ("/clusters/calico-iptables/", "cluster", "table.grid svg.spark"),
-                              ("/clusters/cilium-ipvs/", "cluster-ipvs", "table.grid"),
-                              ("/plugins/calico/", "plugin", "img.badge-img"),
-                              ("/submissions/", "submissions", "table.submissions")]:
+    for url, name, marker in [
+        ("/matrix/", "matrix", "table.matrix td.cell"),
+        ("/clusters/", "clusters", "table.clusters"),
+        ("/clusters/calico-iptables/", "cluster", "table.grid svg.spark"),
+        ("/clusters/cilium-ipvs/", "cluster-ipvs", "table.grid"),
+        ("/plugins/calico/", "plugin", "img.badge-img"),
+        ("/submissions/", "submissions", "table.submissions"),
+    ]:
         page.goto(url)
         assert page.locator(marker).first.is_visible(), url
         shot(page, name)
@@ -66,8 +78,10 @@ def test_a_vendor_uploads_a_file_through_the_form(page, shot, vendor_user) -> No
     page.fill("#plugin_version", "3.28.0")
     page.fill("#kubernetes_version", "1.30.1")
     page.select_option("#proxier", "iptables")
-    page.set_input_files("#file", files=[{"name": "junit_01.xml", "mimeType": "application/xml",
-                                          "buffer": sctp_junit()}])
+    page.set_input_files(
+        "#file",
+        files=[{"name": "junit_01.xml", "mimeType": "application/xml", "buffer": sctp_junit()}],
+    )
     shot(page, "submission-new")
     page.click("button:has-text('Upload')")
     page.wait_for_url("**/submissions/*/")
@@ -75,7 +89,9 @@ def test_a_vendor_uploads_a_file_through_the_form(page, shot, vendor_user) -> No
     assert page.url.endswith(f"/submissions/{sub.id}/")
     assert "pending review" in page.locator("h1").inner_text()
     assert page.locator('tr[data-key="pod-to-pod"]').get_attribute("data-outcome") == "passed"
-    assert page.locator('tr[data-key="hostport-kubenet"]').get_attribute("data-outcome") == "skipped"
+    assert (
+        page.locator('tr[data-key="hostport-kubenet"]').get_attribute("data-outcome") == "skipped"
+    )
     assert page.locator("text=Download the original file").count() == 1  # its own upload
     shot(page, "submission")
 
@@ -96,7 +112,11 @@ def test_a_maintainer_verifies_a_submission_and_signs_off(page, shot, maintainer
     page.click("button:has-text('Sign off alpha')")
     page.wait_for_url("**/review/signoffs/*/")
     signoff = SignOff.objects.get()
-    assert (signoff.from_stage, signoff.to_stage, signoff.kubernetes_release) == ("alpha", "beta", "1.19")
+    assert (signoff.from_stage, signoff.to_stage, signoff.kubernetes_release) == (
+        "alpha",
+        "beta",
+        "1.19",
+    )
     assert page.locator("li[data-criterion]").count() == 4
     shot(page, "signoff")
     page.goto("/review/")
@@ -107,13 +127,20 @@ def test_a_maintainer_verifies_a_submission_and_signs_off(page, shot, maintainer
     assert "SCTP is beta since Kubernetes 1.19" in page.locator(".glance").inner_text()
 
 
-def test_a_runs_page_updates_live_while_a_real_worker_runs_a_lab_battery(page, shot, maintainer) -> None:
+def test_a_runs_page_updates_live_while_a_real_worker_runs_a_lab_battery(
+    page, shot, maintainer
+) -> None:
     from tests.labtools import lab_clusters, profile
     from tests.worker import celery_worker
 
     # A short pod start delay makes the battery take a few seconds, so results arrive one by one.
-    with lab_clusters(profile(name="live-calico", faults={"pod_start_delay_s": 0.4})) as (_, clusters), \
-            celery_worker() as worker:
+    with (
+        lab_clusters(profile(name="live-calico", faults={"pod_start_delay_s": 0.4})) as (
+            _,
+            clusters,
+        ),
+        celery_worker() as worker,
+    ):
         run = request_run(clusters["live-calico"], "all", user=maintainer)
         page.goto(f"/runs/{run.id}/")
         page.evaluate("window.__notReloaded = true")
@@ -126,16 +153,27 @@ def test_a_runs_page_updates_live_while_a_real_worker_runs_a_lab_battery(page, s
             seen.add((state, done))
             if state in ("finished", "error", "cancelled"):
                 break
-            if state == "running" and 0 < done < 8 and not any(s == "running" and 0 < d < 8 for s, d in seen - {(state, done)}):
+            if (
+                state == "running"
+                and 0 < done < 8
+                and not any(s == "running" and 0 < d < 8 for s, d in seen - {(state, done)})
+            ):
                 shot(page, "run-live")
-            assert time.monotonic() < deadline, f"the run did not end: {seen}\n{worker['log'].read_text()[-2000:]}"
+            assert time.monotonic() < deadline, (
+                f"the run did not end: {seen}\n{worker['log'].read_text()[-2000:]}"
+            )
             time.sleep(0.2)
     assert page.evaluate("window.__notReloaded") is True  # updated in place, not by reloading
-    assert any(s == "running" and 0 < d < 8 for s, d in seen), seen  # some results showed before the end
+    assert any(s == "running" and 0 < d < 8 for s, d in seen), (
+        seen
+    )  # some results showed before the end
     assert Run.objects.get(pk=run.id).state == "finished"
     assert page.locator('tr[data-key="pod-to-service"]').get_attribute("data-outcome") == "passed"
     # Upstream's SCTP hostPort test runs on every cluster (the iptables rule only on kubenet).
     assert page.locator('tr[data-key="hostport-kubenet"]').get_attribute("data-outcome") == "passed"
-    assert page.locator('dl.fingerprint dt[data-key="proxier_detected"]').inner_text() == "kube-proxy mode, detected"
+    assert (
+        page.locator('dl.fingerprint dt[data-key="proxier_detected"]').inner_text()
+        == "kube-proxy mode, detected"
+    )
     assert page.locator("[data-poll]").count() == 0
     shot(page, "run")

@@ -45,8 +45,13 @@ def fire_at_once(schedule_id: int, beats: int = BEATS) -> list[int | None]:
 
 
 def test_a_schedule_fired_by_several_beats_at_once_starts_one_run_and_runs_never_overlap():
-    with lab_clusters(profile(name="drill-beat", faults={"pod_start_delay_s": 0.2})) as (_, clusters):
-        schedule = create_schedule(clusters["drill-beat"], battery="basic", interval_minutes=60, grace_minutes=10)
+    with lab_clusters(profile(name="drill-beat", faults={"pod_start_delay_s": 0.2})) as (
+        _,
+        clusters,
+    ):
+        schedule = create_schedule(
+            clusters["drill-beat"], battery="basic", interval_minutes=60, grace_minutes=10
+        )
         with celery_worker(concurrency=2) as worker:
             answers = fire_at_once(schedule.pk)
             started = [a for a in answers if a is not None]
@@ -56,6 +61,11 @@ def test_a_schedule_fired_by_several_beats_at_once_starts_one_run_and_runs_never
 
             # While it runs, and again after it ended (within half the interval), beats start nothing.
             assert [a for a in fire_at_once(schedule.pk) if a is not None] == []
-            wait_for(lambda: Run.objects.get(pk=started[0]).state == "finished", 60, "the periodic run", worker["log"])
+            wait_for(
+                lambda: Run.objects.get(pk=started[0]).state == "finished",
+                60,
+                "the periodic run",
+                worker["log"],
+            )
             assert [a for a in fire_at_once(schedule.pk) if a is not None] == []
     assert Run.objects.filter(schedule=schedule).count() == 1

@@ -39,7 +39,9 @@ def assert_ended_broken_with(run: Run, *causes: str) -> None:
         text = run.error
     else:
         assert run.state == "finished", run.state
-        assert {r.outcome for r in results} <= {"error", "not_run"}, {r.test_key: r.outcome for r in results}
+        assert {r.outcome for r in results} <= {"error", "not_run"}, {
+            r.test_key: r.outcome for r in results
+        }
         text = " ".join(r.reason for r in results)
     assert any(c in text for c in causes), f"none of {causes} in {text[:500]!r}"
 
@@ -65,7 +67,9 @@ def test_an_api_that_always_answers_5xx_ends_the_run_with_the_status_after_bound
 
 
 def test_an_api_that_hangs_ends_the_run_as_unreachable_within_its_request_timeouts():
-    with lab_clusters(profile(name="drill-hang", faults={"api_timeout": True, "api_timeout_s": 10})) as (_, clusters):
+    with lab_clusters(
+        profile(name="drill-hang", faults={"api_timeout": True, "api_timeout_s": 10})
+    ) as (_, clusters):
         run, took = run_now(clusters["drill-hang"], request=0.3, api_tries=3, api_backoff=0.05)
     assert_ended_broken_with(run, "unreachable", "Timeout", "timed out")
     # 3 tries of 0.3 s, then every later call tries once: far below the lab's 10 s hang per call

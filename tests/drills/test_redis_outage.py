@@ -38,7 +38,9 @@ def web_still_serves(client: Client) -> None:
         assert took < QUICK, f"{path} took {took:.1f} s with Redis down"
 
 
-def requests_during_the_outage(client: Client, token: str, cluster: str, batteries: tuple[str, ...]) -> list[int]:
+def requests_during_the_outage(
+    client: Client, token: str, cluster: str, batteries: tuple[str, ...]
+) -> list[int]:
     ids = []
     for battery in batteries:  # one per battery: a second request of a queued battery is that run
         run_id, took = timed(lambda b=battery: request_run(client, token, cluster, b))
@@ -55,11 +57,21 @@ def dispatched_once_redis_is_back(ids: list[int], log) -> None:
     # dispatch_pending leaves runs younger than 5 s to the request's own dispatch: wait for it.
     # (A publish that timed out against a hung Redis may still land when it wakes: that run is
     # then delivered twice, and the second delivery finds it claimed and does nothing.)
-    wait_for(lambda: dispatch_pending() >= 0
-             and not Run.objects.filter(pk__in=ids, state="queued", dispatched=None).exists(),
-             20, "the dispatcher to send the runs requested during the outage", log)
-    wait_for(lambda: not Run.objects.filter(pk__in=ids, state__in=["queued", "running"]).exists(), 60,
-             "the worker to finish them", log)
+    wait_for(
+        lambda: (
+            dispatch_pending() >= 0
+            and not Run.objects.filter(pk__in=ids, state="queued", dispatched=None).exists()
+        ),
+        20,
+        "the dispatcher to send the runs requested during the outage",
+        log,
+    )
+    wait_for(
+        lambda: not Run.objects.filter(pk__in=ids, state__in=["queued", "running"]).exists(),
+        60,
+        "the worker to finish them",
+        log,
+    )
     states = dict(Run.objects.filter(pk__in=ids).values_list("id", "state"))
     assert set(states.values()) == {"finished"}, states
 
@@ -72,12 +84,18 @@ def test_while_redis_is_stopped_the_web_serves_and_run_requests_wait_in_the_data
         with lab_clusters(profile(name="drill-redis")) as (_, clusters):
             with celery_worker() as worker:
                 before = request_run(client, token, "drill-redis", "basic")
-                wait_for(lambda: Run.objects.get(pk=before).state == "finished", 30, "a run before the outage",
-                         worker["log"])
+                wait_for(
+                    lambda: Run.objects.get(pk=before).state == "finished",
+                    30,
+                    "a run before the outage",
+                    worker["log"],
+                )
 
                 redis_server.stop()
                 web_still_serves(client)
-                ids = requests_during_the_outage(client, token, "drill-redis", ("basic", "connectivity"))
+                ids = requests_during_the_outage(
+                    client, token, "drill-redis", ("basic", "connectivity")
+                )
 
                 # A task delivered just before Redis went: the lease cannot be taken, the attempt
                 # ends cleanly and the run goes back to the dispatcher (no crash loop, no claim).
@@ -100,8 +118,12 @@ def test_while_redis_hangs_the_api_still_answers_quickly_and_nothing_is_lost(set
         with lab_clusters(profile(name="drill-redis-hang")):
             with celery_worker() as worker:
                 before = request_run(client, token, "drill-redis-hang", "basic")
-                wait_for(lambda: Run.objects.get(pk=before).state == "finished", 30, "a run before the outage",
-                         worker["log"])
+                wait_for(
+                    lambda: Run.objects.get(pk=before).state == "finished",
+                    30,
+                    "a run before the outage",
+                    worker["log"],
+                )
                 redis_server.freeze()
                 try:
                     web_still_serves(client)
@@ -109,7 +131,6 @@ def test_while_redis_hangs_the_api_still_answers_quickly_and_nothing_is_lost(set
                 finally:
                     redis_server.thaw()
                 dispatched_once_redis_is_back(ids, worker["log"])
-
 
 
 @pytest.mark.parametrize("transport", ["redis", "kombu.transport.redis:Transport"])
@@ -128,14 +149,18 @@ def test_an_acknowledgement_lost_in_a_redis_hang_frees_its_prefetch_slot(transpo
         with Connection(redis_server.url, transport_options=options) as producer_conn:
             producer = producer_conn.Producer()
             for n in (1, 2):
-                producer.publish({"n": n}, exchange=queue.exchange, routing_key="ack-drill", declare=[queue])
+                producer.publish(
+                    {"n": n}, exchange=queue.exchange, routing_key="ack-drill", declare=[queue]
+                )
         # "redis" is workers.broker's transport once workers is imported; the other is kombu's own.
         connection = Connection(redis_server.url, transport=transport, transport_options=options)
         with connection:
             channel = connection.channel()
             channel.basic_qos(0, 1, False)  # CELERY_WORKER_PREFETCH_MULTIPLIER = 1, concurrency 1
             got = []
-            consumer = connection.Consumer(queue, channel=channel, callbacks=[lambda body, msg: got.append(msg)])
+            consumer = connection.Consumer(
+                queue, channel=channel, callbacks=[lambda body, msg: got.append(msg)]
+            )
             with consumer:
                 connection.drain_events(timeout=5)
                 assert [m.payload["n"] for m in got] == [1]

@@ -25,19 +25,33 @@ def battery_namespaces(server, name: str) -> list[str]:
         return [ns for ns in cluster.namespaces if ns.startswith(NAMESPACE_PREFIX)]
 
 
-def test_a_killed_worker_s_run_ends_in_error_its_lease_frees_its_namespaces_go_and_a_retry_succeeds(settings):
+def test_a_killed_worker_s_run_ends_in_error_its_lease_frees_its_namespaces_go_and_a_retry_succeeds(
+    settings,
+):
     from workers.tasks import reap_stale_runs, sweep_cluster
 
     settings.RUN_HEARTBEAT_SECONDS = 1
     settings.RUN_HEARTBEAT_TIMEOUT = 3
-    settings.RUN_LEASE_SECONDS = 60  # far longer than the drill: only the reaper can free it in time
+    settings.RUN_LEASE_SECONDS = (
+        60  # far longer than the drill: only the reaper can free it in time
+    )
     token, client = maintainer_token(), Client()
-    with lab_clusters(profile(name="drill-killed", faults={"pod_start_delay_s": 1.0})) as (server, clusters):
+    with lab_clusters(profile(name="drill-killed", faults={"pod_start_delay_s": 1.0})) as (
+        server,
+        clusters,
+    ):
         cluster = clusters["drill-killed"]
         with celery_worker() as worker:
             run_id = request_run(client, token, "drill-killed", "all")
-            wait_for(lambda: Run.objects.get(pk=run_id).state == "running" and battery_namespaces(server, "drill-killed"),
-                     30, "the run to start and create its namespaces", worker["log"])
+            wait_for(
+                lambda: (
+                    Run.objects.get(pk=run_id).state == "running"
+                    and battery_namespaces(server, "drill-killed")
+                ),
+                30,
+                "the run to start and create its namespaces",
+                worker["log"],
+            )
             assert Lease.holder_of(cluster.id) == f"run-{run_id}"
             os.killpg(worker["proc"].pid, signal.SIGKILL)
             worker["proc"].wait()
@@ -45,10 +59,16 @@ def test_a_killed_worker_s_run_ends_in_error_its_lease_frees_its_namespaces_go_a
         left_behind = battery_namespaces(server, "drill-killed")
         assert left_behind, "a killed worker cannot have cleaned up"
 
-        with celery_worker() as worker:  # the replacement worker: it runs the sweep the reaper schedules
+        with (
+            celery_worker() as worker
+        ):  # the replacement worker: it runs the sweep the reaper schedules
             # The reaper, as beat calls it every 30 s; the first call finds the run still fresh.
             assert run_id not in reap_stale_runs()
-            wait_for(lambda: run_id in reap_stale_runs(), settings.RUN_HEARTBEAT_TIMEOUT + 5, "the reaper")
+            wait_for(
+                lambda: run_id in reap_stale_runs(),
+                settings.RUN_HEARTBEAT_TIMEOUT + 5,
+                "the reaper",
+            )
             assert time.monotonic() - killed_at <= settings.RUN_HEARTBEAT_TIMEOUT + 5
             run = Run.objects.get(pk=run_id)
             assert run.state == "error" and run.error.startswith("worker lost"), run.error
@@ -57,13 +77,21 @@ def test_a_killed_worker_s_run_ends_in_error_its_lease_frees_its_namespaces_go_a
             keys = list(run.results.values_list("test_key", flat=True))
             assert len(keys) == len(set(keys)) and run.results.filter(outcome="not_run").exists()
 
-            wait_for(lambda: not battery_namespaces(server, "drill-killed"), 15,
-                     f"the sweep to delete {left_behind}", worker["log"])
+            wait_for(
+                lambda: not battery_namespaces(server, "drill-killed"),
+                15,
+                f"the sweep to delete {left_behind}",
+                worker["log"],
+            )
             assert sweep_cluster(cluster.id) == []  # nothing left for a second sweep
 
             retry_id = request_run(client, token, "drill-killed", "basic")
-            wait_for(lambda: Run.objects.get(pk=retry_id).state not in ("queued", "running"), 60, "the retry",
-                     worker["log"])
+            wait_for(
+                lambda: Run.objects.get(pk=retry_id).state not in ("queued", "running"),
+                60,
+                "the retry",
+                worker["log"],
+            )
         retry = Run.objects.get(pk=retry_id)
         assert retry.state == "finished", retry.error
         assert battery_namespaces(server, "drill-killed") == []

@@ -22,9 +22,17 @@ def test_the_catalog_lists_the_eight_tests_in_the_contract_shape(client):
 def test_readiness_answers_the_contract_shape(client):
     data = client.get("/api/v1/readiness/").json()
     assert data["feature"] == "sctp" and data["stage"] == "alpha"
-    assert [(t["from"], t["to"]) for t in data["transitions"]] == [("alpha", "beta"), ("beta", "stable")]
+    assert [(t["from"], t["to"]) for t in data["transitions"]] == [
+        ("alpha", "beta"),
+        ("beta", "stable"),
+    ]
     keys = [c["key"] for t in data["transitions"] for c in t["criteria"]]
-    assert keys == ["tests-written", "periodic-basic-passing", "two-out-of-tree-plugins", "iptables-and-ipvs"]
+    assert keys == [
+        "tests-written",
+        "periodic-basic-passing",
+        "two-out-of-tree-plugins",
+        "iptables-and-ipvs",
+    ]
     for t in data["transitions"]:
         assert t["ready"] is False
         for c in t["criteria"]:
@@ -36,46 +44,78 @@ def test_readiness_evidence_links_point_at_runs_and_submissions(client):
     r1 = f.run(f.cluster(plugin_slug="calico"))
     s = f.submission("cilium")
     data = client.get("/api/v1/readiness/").json()
-    crit = next(c for t in data["transitions"] for c in t["criteria"] if c["key"] == "two-out-of-tree-plugins")
+    crit = next(
+        c
+        for t in data["transitions"]
+        for c in t["criteria"]
+        if c["key"] == "two-out-of-tree-plugins"
+    )
     assert crit["status"] == "met"
     assert {(e["kind"], e["id"], e["url"]) for e in crit["evidence"]} == {
-        ("run", r1.id, f"/runs/{r1.id}/"), ("submission", s.id, f"/submissions/{s.id}/")}
+        ("run", r1.id, f"/runs/{r1.id}/"),
+        ("submission", s.id, f"/submissions/{s.id}/"),
+    }
 
 
 def test_the_schema_is_openapi_3_and_names_every_contract_path(client):
     schema = client.get("/api/v1/schema/").json()
     assert schema["openapi"].startswith("3.")
-    for path in ("/api/v1/catalog/", "/api/v1/readiness/", "/api/v1/submissions/", "/api/v1/submissions/{id}/",
-                 "/api/v1/submissions/{id}/verify", "/api/v1/submissions/{id}/reject", "/api/v1/clusters/",
-                 "/api/v1/clusters/{name}/runs/", "/api/v1/runs/{id}/"):
+    for path in (
+        "/api/v1/catalog/",
+        "/api/v1/readiness/",
+        "/api/v1/submissions/",
+        "/api/v1/submissions/{id}/",
+        "/api/v1/submissions/{id}/verify",
+        "/api/v1/submissions/{id}/reject",
+        "/api/v1/clusters/",
+        "/api/v1/clusters/{name}/runs/",
+        "/api/v1/runs/{id}/",
+    ):
         assert path in schema["paths"], path
 
 
-def test_requesting_a_run_needs_the_owner_or_a_maintainer(client, vendor_token, other_vendor_token,
-                                                          maintainer_token, django_capture_on_commit_callbacks):
+def test_requesting_a_run_needs_the_owner_or_a_maintainer(
+    client, vendor_token, other_vendor_token, maintainer_token, django_capture_on_commit_callbacks
+):
     owner = f.vendor("Calico vendor", ("calico",))
     c = f.cluster("calico-a", owner=owner)
     assert client.post(f"/api/v1/clusters/{c.name}/runs/", {"battery": "basic"}).status_code == 401
-    resp = client.post(f"/api/v1/clusters/{c.name}/runs/", {"battery": "basic"}, **auth(other_vendor_token))
+    resp = client.post(
+        f"/api/v1/clusters/{c.name}/runs/", {"battery": "basic"}, **auth(other_vendor_token)
+    )
     assert resp.status_code == 403
     assert not Run.objects.exists()
     with django_capture_on_commit_callbacks() as callbacks:
-        resp = client.post(f"/api/v1/clusters/{c.name}/runs/", {"battery": "basic"}, content_type="application/json",
-                           **auth(vendor_token))
+        resp = client.post(
+            f"/api/v1/clusters/{c.name}/runs/",
+            {"battery": "basic"},
+            content_type="application/json",
+            **auth(vendor_token),
+        )
     assert resp.status_code == 202
     run = Run.objects.get(pk=resp.json()["run"])
     assert (run.battery, run.trigger, run.state) == ("basic", "api", "queued")
     assert len(callbacks) == 1  # dispatched only after the commit
-    resp = client.post(f"/api/v1/clusters/{c.name}/runs/", {"battery": "all"}, content_type="application/json",
-                       **auth(maintainer_token))
+    resp = client.post(
+        f"/api/v1/clusters/{c.name}/runs/",
+        {"battery": "all"},
+        content_type="application/json",
+        **auth(maintainer_token),
+    )
     assert resp.status_code == 202
 
 
 def test_requesting_a_run_refuses_unknown_clusters_and_batteries(client, maintainer_token):
     f.cluster("c1")
-    assert client.post("/api/v1/clusters/nope/runs/", {}, **auth(maintainer_token)).status_code == 404
-    resp = client.post("/api/v1/clusters/c1/runs/", {"battery": "everything"}, content_type="application/json",
-                       **auth(maintainer_token))
+    assert (
+        client.post("/api/v1/clusters/nope/runs/", {}, **auth(maintainer_token)).status_code == 404
+    )
+    resp = client.post(
+        "/api/v1/clusters/c1/runs/",
+        {"battery": "everything"},
+        content_type="application/json",
+        **auth(maintainer_token),
+    )
     assert resp.status_code == 400 and "unknown battery" in resp.json()["error"]
     assert not Run.objects.exists()
 

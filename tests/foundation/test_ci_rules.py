@@ -26,7 +26,9 @@ def test_every_test_module_that_starts_a_redis_worker_is_marked_redis() -> None:
     unmarked = []
     for path in sorted((ROOT / "tests").rglob("test_*.py")):
         text = path.read_text()
-        starts_worker = re.search(r"celery_worker\((?![^)]*embedded_dir)", text) or "private_redis()" in text
+        starts_worker = (
+            re.search(r"celery_worker\((?![^)]*embedded_dir)", text) or "private_redis()" in text
+        )
         if starts_worker and "pytest.mark.redis" not in text:
             unmarked.append(str(path.relative_to(ROOT)))
     assert unmarked == []

@@ -23,8 +23,14 @@ def lab():
 
 
 def form(lab, **overrides):
-    data = {"name": "calico-prod", "plugin": "calico", "plugin_version": "3.28.0", "proxier": "iptables",
-            "node_access": "true", "kubeconfig": yaml.safe_dump(lab.kubeconfig("vendor-lab"))}
+    data = {
+        "name": "calico-prod",
+        "plugin": "calico",
+        "plugin_version": "3.28.0",
+        "proxier": "iptables",
+        "node_access": "true",
+        "kubeconfig": yaml.safe_dump(lab.kubeconfig("vendor-lab")),
+    }
     data.update(overrides)
     return data
 
@@ -42,14 +48,22 @@ def test_a_vendor_registers_a_cluster_through_the_api(client, vendor_token, lab)
     assert "token" not in str(event.detail)
 
 
-@pytest.mark.parametrize("change, words", [
-    ({"kubeconfig": "not: [valid"}, "kubeconfig"),
-    ({"kubeconfig": "apiVersion: v1\nkind: Config\ncurrent-context: nope\ncontexts: []\n"}, "context"),
-    ({"name": "Bad Name"}, "DNS label"),
-    ({"proxier": "userspace"}, "proxier"),
-    ({"plugin": "cilium"}, "may not register"),
-])
-def test_bad_registrations_are_refused_with_a_clear_error_and_store_nothing(client, vendor_token, lab, change, words):
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        ({"kubeconfig": "not: [valid"}, "kubeconfig"),
+        (
+            {"kubeconfig": "apiVersion: v1\nkind: Config\ncurrent-context: nope\ncontexts: []\n"},
+            "context",
+        ),
+        ({"name": "Bad Name"}, "DNS label"),
+        ({"proxier": "userspace"}, "proxier"),
+        ({"plugin": "cilium"}, "may not register"),
+    ],
+)
+def test_bad_registrations_are_refused_with_a_clear_error_and_store_nothing(
+    client, vendor_token, lab, change, words
+):
     resp = client.post("/api/v1/clusters/", form(lab, **change), **auth(vendor_token))
     assert resp.status_code in (400, 403)
     assert words in resp.json()["error"]
@@ -59,21 +73,32 @@ def test_bad_registrations_are_refused_with_a_clear_error_and_store_nothing(clie
 def test_an_unreachable_server_is_refused(client, vendor_token, lab):
     config = lab.kubeconfig("vendor-lab")
     config["clusters"][0]["cluster"]["server"] = "http://127.0.0.1:9/clusters/x"
-    resp = client.post("/api/v1/clusters/", form(lab, kubeconfig=yaml.safe_dump(config)), **auth(vendor_token))
+    resp = client.post(
+        "/api/v1/clusters/", form(lab, kubeconfig=yaml.safe_dump(config)), **auth(vendor_token)
+    )
     assert resp.status_code == 400 and "not reachable" in resp.json()["error"]
     assert not Cluster.objects.exists()
 
 
 def test_an_exec_plugin_kubeconfig_is_refused(client, vendor_token, lab):
     config = lab.kubeconfig("vendor-lab")
-    config["users"][0]["user"] = {"exec": {"command": "/bin/sh", "args": ["-c", "touch /tmp/pwned"],
-                                           "apiVersion": "client.authentication.k8s.io/v1"}}
-    resp = client.post("/api/v1/clusters/", form(lab, kubeconfig=yaml.safe_dump(config)), **auth(vendor_token))
+    config["users"][0]["user"] = {
+        "exec": {
+            "command": "/bin/sh",
+            "args": ["-c", "touch /tmp/pwned"],
+            "apiVersion": "client.authentication.k8s.io/v1",
+        }
+    }
+    resp = client.post(
+        "/api/v1/clusters/", form(lab, kubeconfig=yaml.safe_dump(config)), **auth(vendor_token)
+    )
     assert resp.status_code == 400 and "exec" in resp.json()["error"]
     assert not Cluster.objects.exists()
 
 
-def test_another_vendor_cannot_take_over_a_registered_name(client, vendor_token, other_vendor_token, lab):
+def test_another_vendor_cannot_take_over_a_registered_name(
+    client, vendor_token, other_vendor_token, lab
+):
     assert client.post("/api/v1/clusters/", form(lab), **auth(vendor_token)).status_code == 201
     resp = client.post("/api/v1/clusters/", form(lab, plugin="cilium"), **auth(other_vendor_token))
     assert resp.status_code == 409

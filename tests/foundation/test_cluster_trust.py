@@ -28,8 +28,14 @@ def labs():
 
 
 def form(lab, **overrides):
-    data = {"name": "calico-prod", "plugin": "calico", "plugin_version": "3.28.0", "proxier": "iptables",
-            "node_access": "true", "kubeconfig": yaml.safe_dump(lab.kubeconfig("vendor-lab"))}
+    data = {
+        "name": "calico-prod",
+        "plugin": "calico",
+        "plugin_version": "3.28.0",
+        "proxier": "iptables",
+        "node_access": "true",
+        "kubeconfig": yaml.safe_dump(lab.kubeconfig("vendor-lab")),
+    }
     data.update(overrides)
     return data
 
@@ -45,7 +51,9 @@ def real(cluster: Cluster) -> Cluster:
     return cluster
 
 
-def test_a_vendor_cluster_counts_only_after_a_maintainer_approves_it(client, vendor_token, maintainer_token, labs):
+def test_a_vendor_cluster_counts_only_after_a_maintainer_approves_it(
+    client, vendor_token, maintainer_token, labs
+):
     resp = client.post("/api/v1/clusters/", form(labs[0]), **auth(vendor_token))
     assert resp.status_code == 201 and resp.json()["approved"] is False
     cluster = real(Cluster.objects.get(name="calico-prod"))
@@ -61,7 +69,10 @@ def test_a_vendor_cluster_counts_only_after_a_maintainer_approves_it(client, ven
     assert not Cluster.objects.get(pk=cluster.pk).approved
 
     approved = client.post("/api/v1/clusters/calico-prod/approve", **auth(maintainer_token))
-    assert approved.status_code == 200 and approved.json() == {"name": "calico-prod", "approved": True}
+    assert approved.status_code == 200 and approved.json() == {
+        "name": "calico-prod",
+        "approved": True,
+    }
     event = AuditEvent.objects.get(action="cluster.approve")
     assert event.actor == "maria" and event.target == "cluster calico-prod"
     assert criterion("two-out-of-tree-plugins")["status"] == "met"
@@ -76,10 +87,14 @@ def test_approving_an_unknown_or_disabled_cluster_is_refused(client, maintainer_
     assert not Cluster.objects.get(name="off").approved
 
 
-def test_re_registering_never_re_enables_and_a_new_server_clears_the_approval(client, vendor_token, labs):
+def test_re_registering_never_re_enables_and_a_new_server_clears_the_approval(
+    client, vendor_token, labs
+):
     assert client.post("/api/v1/clusters/", form(labs[0]), **auth(vendor_token)).status_code == 201
     Cluster.objects.filter(name="calico-prod").update(approved=True, enabled=False)
-    again = client.post("/api/v1/clusters/", form(labs[0], plugin_version="3.29.0"), **auth(vendor_token))
+    again = client.post(
+        "/api/v1/clusters/", form(labs[0], plugin_version="3.29.0"), **auth(vendor_token)
+    )
     assert again.status_code == 201
     cluster = Cluster.objects.get(name="calico-prod")
     assert (cluster.enabled, cluster.approved, cluster.plugin_version) == (False, True, "3.29.0")
@@ -89,11 +104,15 @@ def test_re_registering_never_re_enables_and_a_new_server_clears_the_approval(cl
 
 
 def test_a_maintainers_registration_is_approved(client, maintainer_token, labs):
-    resp = client.post("/api/v1/clusters/", form(labs[0], plugin="cilium"), **auth(maintainer_token))
+    resp = client.post(
+        "/api/v1/clusters/", form(labs[0], plugin="cilium"), **auth(maintainer_token)
+    )
     assert resp.status_code == 201 and resp.json()["approved"] is True
 
 
-def test_the_lab_mark_on_version_flags_a_cluster_registered_through_the_api_as_emulated(client, vendor_token, labs):
+def test_the_lab_mark_on_version_flags_a_cluster_registered_through_the_api_as_emulated(
+    client, vendor_token, labs
+):
     resp = client.post("/api/v1/clusters/", form(labs[0]), **auth(vendor_token))
     assert resp.status_code == 201 and resp.json()["emulated"] is True
 
@@ -101,12 +120,20 @@ def test_the_lab_mark_on_version_flags_a_cluster_registered_through_the_api_as_e
 def test_a_vendor_who_loses_the_plugin_cannot_run_its_cluster(client, vendor_token):
     vendor = Vendor.objects.get(name="Calico vendor")
     c = f.cluster("calico-prod", owner=vendor)
-    ok = client.post("/api/v1/clusters/calico-prod/runs/", {"battery": "basic"}, content_type="application/json",
-                     **auth(vendor_token))
+    ok = client.post(
+        "/api/v1/clusters/calico-prod/runs/",
+        {"battery": "basic"},
+        content_type="application/json",
+        **auth(vendor_token),
+    )
     assert ok.status_code == 202
     vendor.plugins.remove(Plugin.objects.get(slug="calico"))
-    refused = client.post(f"/api/v1/clusters/{c.name}/runs/", {"battery": "basic"}, content_type="application/json",
-                          **auth(vendor_token))
+    refused = client.post(
+        f"/api/v1/clusters/{c.name}/runs/",
+        {"battery": "basic"},
+        content_type="application/json",
+        **auth(vendor_token),
+    )
     assert refused.status_code == 403
     assert c.runs.count() == 1
 
@@ -117,11 +144,26 @@ def test_a_basic_only_cluster_refuses_connectivity_runs_with_the_reason(client, 
     c = f.cluster("periodic-home")
     set_basic_only(c, True, "maria")
     for battery in ("connectivity", "all"):
-        resp = client.post("/api/v1/clusters/periodic-home/runs/", {"battery": battery},
-                           content_type="application/json", **auth(maintainer_token))
-        assert resp.status_code == 409 and "basic-only" in resp.json()["error"] and "sctp.ko" in resp.json()["error"]
-    assert client.post("/api/v1/clusters/periodic-home/runs/", {"battery": "basic"}, content_type="application/json",
-                       **auth(maintainer_token)).status_code == 202
+        resp = client.post(
+            "/api/v1/clusters/periodic-home/runs/",
+            {"battery": battery},
+            content_type="application/json",
+            **auth(maintainer_token),
+        )
+        assert (
+            resp.status_code == 409
+            and "basic-only" in resp.json()["error"]
+            and "sctp.ko" in resp.json()["error"]
+        )
+    assert (
+        client.post(
+            "/api/v1/clusters/periodic-home/runs/",
+            {"battery": "basic"},
+            content_type="application/json",
+            **auth(maintainer_token),
+        ).status_code
+        == 202
+    )
     assert c.runs.count() == 1
     assert AuditEvent.objects.filter(action="cluster.basic_only").exists()
 
@@ -134,7 +176,9 @@ def test_the_schedule_warning_names_connectivity_runs_on_a_periodic_cluster():
     assert periodic_conflict(c) is None
     run = f.run(c, battery="connectivity")
     warning = periodic_conflict(c)
-    assert warning and f"run {run.id}" in warning and "sctp.ko" in warning and "basic-only" in warning
+    assert (
+        warning and f"run {run.id}" in warning and "sctp.ko" in warning and "basic-only" in warning
+    )
     set_basic_only(c, True, "maria")
     assert periodic_conflict(c) is None
 

@@ -15,26 +15,49 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def manage(*args: str, **env: str) -> subprocess.CompletedProcess:
-    full = {k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"}  # a test-only escape
+    full = {
+        k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"
+    }  # a test-only escape
     full.update(env)
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=full, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_production_mode_passes_check_deploy_without_warnings():
-    result = manage("check", "--deploy", "--fail-level", "WARNING", DEBUG="false",
-                    SECRET_KEY="k" * 20 + "-production-secret-key-with-enough-entropy-3f9a1c7e",
-                    ALLOWED_HOSTS="sctp.example.org", FIELD_ENCRYPTION_KEY=Fernet.generate_key().decode())
+    result = manage(
+        "check",
+        "--deploy",
+        "--fail-level",
+        "WARNING",
+        DEBUG="false",
+        SECRET_KEY="k" * 20 + "-production-secret-key-with-enough-entropy-3f9a1c7e",
+        ALLOWED_HOSTS="sctp.example.org",
+        FIELD_ENCRYPTION_KEY=Fernet.generate_key().decode(),
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
 
 
 def test_production_mode_without_a_field_encryption_key_fails_check_deploy():
-    result = manage("check", "--deploy", DEBUG="false",
-                    SECRET_KEY="k" * 20 + "-production-secret-key-with-enough-entropy-3f9a1c7e",
-                    ALLOWED_HOSTS="sctp.example.org", FIELD_ENCRYPTION_KEY="")
+    result = manage(
+        "check",
+        "--deploy",
+        DEBUG="false",
+        SECRET_KEY="k" * 20 + "-production-secret-key-with-enough-entropy-3f9a1c7e",
+        ALLOWED_HOSTS="sctp.example.org",
+        FIELD_ENCRYPTION_KEY="",
+    )
     assert result.returncode != 0
-    assert "dashboard.E001" in result.stderr + result.stdout and "FIELD_ENCRYPTION_KEY" in result.stderr
+    assert (
+        "dashboard.E001" in result.stderr + result.stdout
+        and "FIELD_ENCRYPTION_KEY" in result.stderr
+    )
 
 
 def test_development_defaults_do_fail_check_deploy():
@@ -78,12 +101,17 @@ def test_compose_environment_names_only_settings_that_exist():
     for name in ("web", "worker", "beat"):
         env = services[name]["environment"]
         assert set(env) <= known, set(env) - known
-        assert env["DATABASE_URL"].startswith("postgres://") and "@postgres:5432/" in env["DATABASE_URL"]
+        assert (
+            env["DATABASE_URL"].startswith("postgres://")
+            and "@postgres:5432/" in env["DATABASE_URL"]
+        )
         assert env["CELERY_BROKER_URL"] == env["REDIS_URL"] == "redis://redis:6379/0"
         assert env["DEBUG"] == "false"
     pg = services["postgres"]["environment"]
     url = services["web"]["environment"]["DATABASE_URL"]
-    assert url.endswith(f"/{pg['POSTGRES_DB']}") and url.startswith(f"postgres://{pg['POSTGRES_USER']}:")
+    assert url.endswith(f"/{pg['POSTGRES_DB']}") and url.startswith(
+        f"postgres://{pg['POSTGRES_USER']}:"
+    )
 
 
 def test_compose_services_wait_for_healthy_dependencies():

@@ -65,9 +65,22 @@ def test_saving_the_admin_form_with_an_empty_kubeconfig_keeps_the_stored_one(adm
     c = f.cluster(kubeconfig=KUBECONFIG)
     page = admin_client.get(f"/admin/dashboard/cluster/{c.pk}/change/")
     form = page.context["adminform"].form
-    data = {k: v for k, v in form.initial.items() if v is not None and not isinstance(v, (list, dict))}
-    data.update({"name": c.name, "plugin": c.plugin_id, "proxier": "iptables", "kubeconfig": "", "timeouts": "{}",
-                 "created_0": "2026-01-01", "created_1": "00:00:00", "enabled": "on", "node_access": "on"})
+    data = {
+        k: v for k, v in form.initial.items() if v is not None and not isinstance(v, (list, dict))
+    }
+    data.update(
+        {
+            "name": c.name,
+            "plugin": c.plugin_id,
+            "proxier": "iptables",
+            "kubeconfig": "",
+            "timeouts": "{}",
+            "created_0": "2026-01-01",
+            "created_1": "00:00:00",
+            "enabled": "on",
+            "node_access": "on",
+        }
+    )
     resp = admin_client.post(f"/admin/dashboard/cluster/{c.pk}/change/", data)
     assert resp.status_code == 302, resp.content.decode()[:2000]
     assert Cluster.objects.get(pk=c.pk).kubeconfig == KUBECONFIG

@@ -29,6 +29,7 @@ def verdict(module):
 
 # -- two-out-of-tree-plugins -------------------------------------------------------------------
 
+
 def test_two_plugins_is_unmet_without_evidence():
     v = verdict(two_out_of_tree_plugins)
     assert v.status == "unmet"
@@ -119,10 +120,14 @@ def test_a_plugin_without_network_policy_qualifies_with_a_maintainers_exemption(
     flannel = f.plugin("flannel", netpol=False)
     f.run(f.cluster(plugin_slug="calico"))
     f.run(f.cluster(plugin_slug="flannel"), f.with_outcome("netpol-allow-deny", Outcome.SKIPPED))
-    set_netpol_exemption(flannel, "SIG Network accepts flannel without NetworkPolicy for KEP-614", "danwinship")
+    set_netpol_exemption(
+        flannel, "SIG Network accepts flannel without NetworkPolicy for KEP-614", "danwinship"
+    )
     v = verdict(two_out_of_tree_plugins)
     assert v.status == "met"
-    assert AuditEvent.objects.filter(action="plugin.netpol_exemption", target="plugin flannel").exists()
+    assert AuditEvent.objects.filter(
+        action="plugin.netpol_exemption", target="plugin flannel"
+    ).exists()
 
 
 def test_a_plugin_with_network_policy_needs_the_netpol_test_passed():
@@ -161,14 +166,18 @@ def test_a_basic_only_run_is_not_connectivity_evidence():
 
 def test_the_detail_names_what_failed_and_when():
     f.run(f.cluster(plugin_slug="calico"))
-    f.run(f.cluster(plugin_slug="cilium"), f.with_outcome("pod-to-service", Outcome.FAILED),
-          finished=now().replace(year=2026, month=11, day=25) if now().year == 2026 else None)
+    f.run(
+        f.cluster(plugin_slug="cilium"),
+        f.with_outcome("pod-to-service", Outcome.FAILED),
+        finished=now().replace(year=2026, month=11, day=25) if now().year == 2026 else None,
+    )
     v = verdict(two_out_of_tree_plugins)
     assert v.detail.startswith("needs 1 more out-of-tree plugin")
     assert "cilium: pod-to-service failed on" in v.detail
 
 
 # -- iptables-and-ipvs -------------------------------------------------------------------------
+
 
 def test_iptables_and_ipvs_needs_both_modes():
     f.run(f.cluster(proxier="iptables"))
@@ -211,17 +220,26 @@ def test_iptables_and_ipvs_counts_an_in_tree_plugin_and_pending_submissions_do_n
     f.submission("calico", proxier="ipvs", status=Submission.Status.PENDING)
     v = verdict(iptables_and_ipvs)
     assert v.status == "unmet"
-    assert "ipvs" in v.detail and "iptables" not in v.detail.split("nftables")[0].replace("iptables and ipvs", "")
+    assert "ipvs" in v.detail and "iptables" not in v.detail.split("nftables")[0].replace(
+        "iptables and ipvs", ""
+    )
 
 
 # -- periodic-basic-passing --------------------------------------------------------------------
+
 
 def periodic_history(outcomes_list, *, interval=60, spacing_minutes=60, newest_minutes_ago=10):
     c = f.cluster()
     s = f.schedule(c, interval_minutes=interval)
     for i, outcomes in enumerate(outcomes_list):
-        f.run(c, outcomes, battery="basic", trigger=Run.Trigger.PERIODIC, schedule=s,
-              finished=now() - timedelta(minutes=newest_minutes_ago + i * spacing_minutes))
+        f.run(
+            c,
+            outcomes,
+            battery="basic",
+            trigger=Run.Trigger.PERIODIC,
+            schedule=s,
+            finished=now() - timedelta(minutes=newest_minutes_ago + i * spacing_minutes),
+        )
     return s
 
 
@@ -288,8 +306,14 @@ def test_periodic_a_run_that_ended_in_error_breaks_it():
     c = f.cluster()
     s = f.schedule(c, interval_minutes=60)
     for i, state in enumerate([Run.State.FINISHED, Run.State.ERROR, Run.State.FINISHED]):
-        f.run(c, battery="basic", trigger=Run.Trigger.PERIODIC, schedule=s, state=state,
-              finished=now() - timedelta(minutes=10 + 60 * i))
+        f.run(
+            c,
+            battery="basic",
+            trigger=Run.Trigger.PERIODIC,
+            schedule=s,
+            state=state,
+            finished=now() - timedelta(minutes=10 + 60 * i),
+        )
     assert verdict(periodic_basic_passing).status == "unmet"
 
 
@@ -300,6 +324,7 @@ def test_periodic_one_good_schedule_is_enough_among_failing_ones():
 
 
 # -- tests-written -----------------------------------------------------------------------------
+
 
 def test_tests_written_needs_a_recorded_outcome_for_every_test():
     c = f.cluster()
@@ -328,7 +353,9 @@ def test_tests_written_a_skip_never_stands_in_for_a_verdict():
 def test_tests_written_accepts_a_load_balancer_skip_for_want_of_a_load_balancer():
     c = f.cluster()
     r = f.run(c, f.with_outcome("pod-to-loadbalancer", Outcome.SKIPPED))
-    r.results.filter(test_key="pod-to-loadbalancer").update(reason="no load balancer was provisioned (bare metal)")
+    r.results.filter(test_key="pod-to-loadbalancer").update(
+        reason="no load balancer was provisioned (bare metal)"
+    )
     assert verdict(tests_written).status == "met"
 
 
@@ -341,7 +368,9 @@ def test_tests_written_does_not_count_errors_or_not_run():
 
 def test_tests_written_needs_the_battery_to_implement_every_key(monkeypatch):
     f.run(f.cluster())
-    monkeypatch.setattr(tests_written, "implemented_keys", lambda: set(ALL_KEYS) - {"pod-to-loadbalancer"})
+    monkeypatch.setattr(
+        tests_written, "implemented_keys", lambda: set(ALL_KEYS) - {"pod-to-loadbalancer"}
+    )
     v = verdict(tests_written)
     assert v.status == "unmet" and "not implemented: pod-to-loadbalancer" in v.detail
 
@@ -352,12 +381,19 @@ def test_the_battery_implements_every_catalog_test():
 
 # -- the whole evaluation ----------------------------------------------------------------------
 
+
 def build_history(size: int) -> None:
     for i in range(size):
         for slug, proxier in (("calico", "iptables"), ("cilium", "ipvs"), ("antrea", "nftables")):
             c = f.cluster(plugin_slug=slug, proxier=proxier)
             s = f.schedule(c, interval_minutes=60)
-            f.run(c, battery="basic", trigger=Run.Trigger.PERIODIC, schedule=s, finished=now() - timedelta(minutes=5 + i))
+            f.run(
+                c,
+                battery="basic",
+                trigger=Run.Trigger.PERIODIC,
+                schedule=s,
+                finished=now() - timedelta(minutes=5 + i),
+            )
             f.run(c, days_ago=i + 1)
         f.submission("cilium", days_ago=i, status=Submission.Status.VERIFIED)
         f.submission("calico", days_ago=i, status=Submission.Status.PENDING)
@@ -378,12 +414,20 @@ def test_the_evaluation_takes_a_fixed_number_of_queries_whatever_the_history():
 
 
 def test_the_readiness_evaluation_says_ready_when_all_criteria_are_met():
-    c1, c2 = f.cluster(plugin_slug="calico", proxier="iptables"), f.cluster(plugin_slug="cilium", proxier="ipvs")
+    c1, c2 = (
+        f.cluster(plugin_slug="calico", proxier="iptables"),
+        f.cluster(plugin_slug="cilium", proxier="ipvs"),
+    )
     f.run(c1), f.run(c2)
     s = f.schedule(c1, interval_minutes=60)
     for i in range(3):
-        f.run(c1, battery="basic", trigger=Run.Trigger.PERIODIC, schedule=s,
-              finished=now() - timedelta(minutes=5 + 60 * i))
+        f.run(
+            c1,
+            battery="basic",
+            trigger=Run.Trigger.PERIODIC,
+            schedule=s,
+            finished=now() - timedelta(minutes=5 + 60 * i),
+        )
     result = evaluate()
     assert [t["ready"] for t in result["transitions"]] == [True, True]
     assert result["stage"] == "alpha"

@@ -25,22 +25,36 @@ def imports_of(path: Path) -> set[str]:
 
 @pytest.mark.parametrize("room", ["workers/battery", "lab"])
 def test_the_battery_and_the_lab_import_nothing_from_the_dashboard(room):
-    offenders = {str(p.relative_to(ROOT)): sorted(n for n in imports_of(p) if n.split(".")[0] == "dashboard")
-                 for p in (ROOT / room).rglob("*.py")}
+    offenders = {
+        str(p.relative_to(ROOT)): sorted(n for n in imports_of(p) if n.split(".")[0] == "dashboard")
+        for p in (ROOT / room).rglob("*.py")
+    }
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
 def run(code: str) -> str:
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                         env={"DJANGO_SETTINGS_MODULE": "dashboard.settings", "PATH": "/usr/bin:/bin",
-                              "DATABASE_URL": "sqlite:///:memory:", "HOME": "/tmp"})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={
+            "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+            "PATH": "/usr/bin:/bin",
+            "DATABASE_URL": "sqlite:///:memory:",
+            "HOME": "/tmp",
+        },
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     return out.stdout.strip()
 
 
 def test_the_vocabulary_the_probe_and_the_battery_catalog_load_without_django_or_celery():
-    loaded = run("import sys, workers.vocabulary, workers.battery.implemented, workers.probe; "
-                 "print(sorted(m for m in ('django', 'celery', 'kubernetes') if m in sys.modules))")
+    loaded = run(
+        "import sys, workers.vocabulary, workers.battery.implemented, workers.probe; "
+        "print(sorted(m for m in ('django', 'celery', 'kubernetes') if m in sys.modules))"
+    )
     assert loaded == "[]"
 
 

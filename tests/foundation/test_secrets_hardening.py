@@ -24,8 +24,15 @@ users: [{{name: u, user: {{token: {SECRET}}}}}]
 contexts: [{{name: ctx, context: {{cluster: c, user: u}}}}]
 current-context: ctx
 """
-PUBLIC_PAGES = ["/", "/matrix/", "/clusters/", "/api/v1/clusters/", "/api/v1/readiness/", "/submissions/",
-                "/api/v1/submissions/"]
+PUBLIC_PAGES = [
+    "/",
+    "/matrix/",
+    "/clusters/",
+    "/api/v1/clusters/",
+    "/api/v1/readiness/",
+    "/submissions/",
+    "/api/v1/submissions/",
+]
 
 
 @pytest.fixture
@@ -44,7 +51,14 @@ def test_public_pages_never_decrypt_credentials(monkeypatch):
     calls: list[str] = []
     monkeypatch.setattr(crypto, "decrypt", lambda token: calls.append(token) or "")
     client = Client()
-    for path in [*PUBLIC_PAGES, f"/clusters/{c.name}/", f"/runs/{run.id}/", f"/api/v1/runs/{run.id}/", "/plugins/calico/", "/badge/calico.svg"]:
+    for path in [
+        *PUBLIC_PAGES,
+        f"/clusters/{c.name}/",
+        f"/runs/{run.id}/",
+        f"/api/v1/runs/{run.id}/",
+        "/plugins/calico/",
+        "/badge/calico.svg",
+    ]:
         resp = client.get(path)
         assert resp.status_code == 200, (path, resp.status_code)
         assert SECRET not in resp.content.decode()
@@ -52,7 +66,9 @@ def test_public_pages_never_decrypt_credentials(monkeypatch):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_an_undecryptable_row_breaks_no_page_and_is_marked_on_its_cluster(lost_key_cluster, maintainer_token):
+def test_an_undecryptable_row_breaks_no_page_and_is_marked_on_its_cluster(
+    lost_key_cluster, maintainer_token
+):
     other = factories.cluster("fine", kubeconfig=KUBECONFIG)
     client = Client()
     for path in [*PUBLIC_PAGES, "/clusters/lost-key/", "/clusters/fine/"]:
@@ -70,7 +86,9 @@ def test_an_undecryptable_row_breaks_no_page_and_is_marked_on_its_cluster(lost_k
     run = Run.objects.get(pk=run_id)
     assert run.state == Run.State.ERROR and "cannot be decrypted" in run.error
     listed = {c["name"]: c for c in client.get("/api/v1/clusters/").json()}
-    assert listed["lost-key"]["credentials_ok"] is False and listed["fine"]["credentials_ok"] is True
+    assert (
+        listed["lost-key"]["credentials_ok"] is False and listed["fine"]["credentials_ok"] is True
+    )
     page = client.get("/clusters/lost-key/").content.decode()
     assert "Credentials unusable" in page and "register the cluster again" in page
     assert "Credentials unusable" not in client.get(f"/clusters/{other.name}/").content.decode()
@@ -98,8 +116,14 @@ def raw(table: str, column: str, pk: int) -> str:
 def test_webhook_secrets_are_encrypted_at_rest_and_never_shown(maintainer):
     client = Client()
     client.force_login(maintainer)
-    resp = client.post("/schedules/channels/", {"kind": "webhook", "target": "https://hooks.example.org/sctp",
-                                                "secret": "hmac-key-never-shown-42"})
+    resp = client.post(
+        "/schedules/channels/",
+        {
+            "kind": "webhook",
+            "target": "https://hooks.example.org/sctp",
+            "secret": "hmac-key-never-shown-42",
+        },
+    )
     assert resp.status_code == 302
     channel = NotificationChannel.objects.get()
     stored = raw("dashboard_notificationchannel", "secret", channel.pk)
@@ -112,7 +136,10 @@ def test_webhook_secrets_are_encrypted_at_rest_and_never_shown(maintainer):
 def test_a_channel_url_with_credentials_never_reaches_the_audit_log(maintainer):
     client = Client()
     client.force_login(maintainer)
-    client.post("/schedules/channels/", {"kind": "webhook", "target": "https://bot:hunter2-pass@hooks.example.org/x"})
+    client.post(
+        "/schedules/channels/",
+        {"kind": "webhook", "target": "https://bot:hunter2-pass@hooks.example.org/x"},
+    )
     event = AuditEvent.objects.get(action="notify.channel.create")
     assert "hunter2-pass" not in event.target + str(event.detail)
     assert "https://hooks.example.org/x" in event.target
@@ -126,16 +153,24 @@ def test_a_submission_shows_only_the_tokens_public_id(client, vendor_token):
     public_id, secret_part = vendor_token[:11], vendor_token[12:]
     uploaded_by = Submission.objects.get().uploaded_by
     assert public_id in uploaded_by
-    for text in (uploaded_by, client.get(f"/api/v1/submissions/{resp.json()['id']}/").content.decode(),
-                 client.get(f"/submissions/{resp.json()['id']}/").content.decode()):
+    for text in (
+        uploaded_by,
+        client.get(f"/api/v1/submissions/{resp.json()['id']}/").content.decode(),
+        client.get(f"/submissions/{resp.json()['id']}/").content.decode(),
+    ):
         # not even the first characters of the secret part
         assert secret_part[:3] not in text.replace(public_id, "")
 
 
 def test_kubeconfig_yaml_errors_name_the_line_never_its_text(client, vendor_token):
-    bad = KUBECONFIG.replace("current-context: ctx", "current-context: [ctx\n  token: leaked-secret-text-99")
-    resp = client.post("/api/v1/clusters/", {"name": "calico-x", "plugin": "calico", "proxier": "iptables",
-                                             "kubeconfig": bad}, **auth(vendor_token))
+    bad = KUBECONFIG.replace(
+        "current-context: ctx", "current-context: [ctx\n  token: leaked-secret-text-99"
+    )
+    resp = client.post(
+        "/api/v1/clusters/",
+        {"name": "calico-x", "plugin": "calico", "proxier": "iptables", "kubeconfig": bad},
+        **auth(vendor_token),
+    )
     assert resp.status_code == 400
     message = resp.json()["error"]
     assert "line 7" in message or "line 8" in message, message
@@ -151,11 +186,16 @@ def test_migration_0010_encrypts_existing_webhook_secrets_and_hides_old_token_hi
     executor.migrate([("dashboard", "0009_evidence_policy")])
     with connection.cursor() as cursor:
         # Booleans as parameters: PostgreSQL refuses an integer literal for a boolean column.
-        cursor.execute("INSERT INTO dashboard_notificationchannel (kind, target, secret, enabled, created) "
-                       "VALUES ('webhook', 'https://h.example.org', 'plain-old-secret', %s, CURRENT_TIMESTAMP)",
-                       [True])
-        cursor.execute("INSERT INTO dashboard_apitoken (role, digest, hint, created, revoked) "
-                       "VALUES ('vendor', 'd1', 'sctp_Ab3xY', CURRENT_TIMESTAMP, %s)", [False])
+        cursor.execute(
+            "INSERT INTO dashboard_notificationchannel (kind, target, secret, enabled, created) "
+            "VALUES ('webhook', 'https://h.example.org', 'plain-old-secret', %s, CURRENT_TIMESTAMP)",
+            [True],
+        )
+        cursor.execute(
+            "INSERT INTO dashboard_apitoken (role, digest, hint, created, revoked) "
+            "VALUES ('vendor', 'd1', 'sctp_Ab3xY', CURRENT_TIMESTAMP, %s)",
+            [False],
+        )
     executor = MigrationExecutor(connection)
     executor.migrate(executor.loader.graph.leaf_nodes())
     channel = NotificationChannel.objects.get()

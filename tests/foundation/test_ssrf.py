@@ -32,7 +32,9 @@ def inside_one_window():
 
     import time_machine
 
-    with time_machine.travel(datetime.datetime(2026, 12, 1, 12, 1, 40, tzinfo=datetime.UTC), tick=True):
+    with time_machine.travel(
+        datetime.datetime(2026, 12, 1, 12, 1, 40, tzinfo=datetime.UTC), tick=True
+    ):
         yield
 
 
@@ -83,8 +85,10 @@ def scripted(script) -> Iterator[Scripted]:
 
 
 def http_answer(status: str, body: bytes, extra: str = "") -> bytes:
-    return (f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
-            f"{extra}Connection: close\r\n\r\n").encode() + body
+    return (
+        f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+        f"{extra}Connection: close\r\n\r\n"
+    ).encode() + body
 
 
 def version_ok(conn: socket.socket, request: bytes) -> None:
@@ -92,18 +96,29 @@ def version_ok(conn: socket.socket, request: bytes) -> None:
 
 
 def kubeconfig(server: str) -> str:
-    return yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-        "clusters": [{"name": "c", "cluster": {"server": server}}],
-        "users": [{"name": "u", "user": {"token": TOKEN}}],
-    })
+    return yaml.safe_dump(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "current-context": "c",
+            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+            "clusters": [{"name": "c", "cluster": {"server": server}}],
+            "users": [{"name": "u", "user": {"token": TOKEN}}],
+        }
+    )
 
 
 def register(client, token: str, server: str, name: str = "calico-prod"):
-    return client.post("/api/v1/clusters/", {
-        "name": name, "plugin": "calico", "proxier": "iptables", "kubeconfig": kubeconfig(server),
-    }, **auth(token))
+    return client.post(
+        "/api/v1/clusters/",
+        {
+            "name": name,
+            "plugin": "calico",
+            "proxier": "iptables",
+            "kubeconfig": kubeconfig(server),
+        },
+        **auth(token),
+    )
 
 
 def refused_and_nothing_stored(resp, status: int = 400) -> str:
@@ -113,25 +128,53 @@ def refused_and_nothing_stored(resp, status: int = 400) -> str:
     return resp.json()["error"]
 
 
-@pytest.mark.parametrize("host", [
-    "127.0.0.1", "localhost", "127.1", "2130706433", "0x7f.1", "0177.0.0.1", "[::1]",
-    "[::ffff:127.0.0.1]", "[::ffff:7f00:1]", "0.0.0.0", "0",
-])
-def test_loopback_in_any_spelling_is_refused_and_never_contacted(client, vendor_token, settings, host):
+@pytest.mark.parametrize(
+    "host",
+    [
+        "127.0.0.1",
+        "localhost",
+        "127.1",
+        "2130706433",
+        "0x7f.1",
+        "0177.0.0.1",
+        "[::1]",
+        "[::ffff:127.0.0.1]",
+        "[::ffff:7f00:1]",
+        "0.0.0.0",
+        "0",
+    ],
+)
+def test_loopback_in_any_spelling_is_refused_and_never_contacted(
+    client, vendor_token, settings, host
+):
     settings.CLUSTER_ALLOWED_NETWORKS = ""
     with scripted(version_ok) as server:
-        message = refused_and_nothing_stored(register(client, vendor_token, f"http://{host}:{server.port}"))
+        message = refused_and_nothing_stored(
+            register(client, vendor_token, f"http://{host}:{server.port}")
+        )
         time.sleep(0.1)
         assert server.hits == []
     assert "not allowed" in message and ("loopback" in message or "unspecified" in message)
 
 
-@pytest.mark.parametrize("server", [
-    "http://169.254.169.254/latest/meta-data", "http://[fe80::1]:6443", "https://10.0.0.1:6443",
-    "https://172.16.5.4", "https://192.168.1.1:6443", "http://224.0.0.1", "http://[ff02::1]",
-    "http://100.64.0.1", "http://[fd00::1]", "http://[::ffff:169.254.169.254]",
-])
-def test_link_local_private_multicast_and_shared_addresses_are_refused(client, vendor_token, settings, server):
+@pytest.mark.parametrize(
+    "server",
+    [
+        "http://169.254.169.254/latest/meta-data",
+        "http://[fe80::1]:6443",
+        "https://10.0.0.1:6443",
+        "https://172.16.5.4",
+        "https://192.168.1.1:6443",
+        "http://224.0.0.1",
+        "http://[ff02::1]",
+        "http://100.64.0.1",
+        "http://[fd00::1]",
+        "http://[::ffff:169.254.169.254]",
+    ],
+)
+def test_link_local_private_multicast_and_shared_addresses_are_refused(
+    client, vendor_token, settings, server
+):
     settings.CLUSTER_ALLOWED_NETWORKS = ""
     started = time.monotonic()
     message = refused_and_nothing_stored(register(client, vendor_token, server))
@@ -147,17 +190,23 @@ def test_a_network_listed_in_cluster_allowed_networks_is_allowed(client, vendor_
     assert resp.json()["kubernetes_version"] == "1.31.2"
 
 
-@pytest.mark.parametrize("suffix", ["#", "/#/healthz", "?x=", "/api?", "/%2e%2e/admin", "/../admin"])
+@pytest.mark.parametrize(
+    "suffix", ["#", "/#/healthz", "?x=", "/api?", "/%2e%2e/admin", "/../admin"]
+)
 def test_path_query_and_fragment_games_are_refused(client, vendor_token, suffix):
     with scripted(version_ok) as server:
-        message = refused_and_nothing_stored(register(client, vendor_token, f"http://127.0.0.1:{server.port}{suffix}"))
+        message = refused_and_nothing_stored(
+            register(client, vendor_token, f"http://127.0.0.1:{server.port}{suffix}")
+        )
         assert server.hits == []
     assert "server" in message
 
 
 def test_user_info_in_the_server_is_refused_and_never_stored_or_logged(client, vendor_token):
     with scripted(version_ok) as server:
-        resp = register(client, vendor_token, f"http://admin:hunter2-secret@127.0.0.1:{server.port}")
+        resp = register(
+            client, vendor_token, f"http://admin:hunter2-secret@127.0.0.1:{server.port}"
+        )
         assert server.hits == []
     message = refused_and_nothing_stored(resp)
     assert "hunter2-secret" not in message and "password" in message
@@ -165,7 +214,11 @@ def test_user_info_in_the_server_is_refused_and_never_stored_or_logged(client, v
 
 def test_an_error_answer_gives_its_status_and_never_its_body(client, vendor_token):
     def leak(conn: socket.socket, request: bytes) -> None:
-        conn.sendall(http_answer("500 INTERNAL-SECRET-REASON", b'{"message":"INTERNAL-SECRET-BODY db=10.1.2.3"}'))
+        conn.sendall(
+            http_answer(
+                "500 INTERNAL-SECRET-REASON", b'{"message":"INTERNAL-SECRET-BODY db=10.1.2.3"}'
+            )
+        )
 
     with scripted(leak) as server:
         resp = register(client, vendor_token, f"http://127.0.0.1:{server.port}")
@@ -177,35 +230,50 @@ def test_an_error_answer_gives_its_status_and_never_its_body(client, vendor_toke
 
 def test_a_banner_and_a_closed_port_give_the_same_answer(client, vendor_token):
     """An SSH or Redis banner is never quoted, and its port cannot be told from a closed one."""
+
     def banner(conn: socket.socket, request: bytes) -> None:
         conn.sendall(b"SSH-2.0-OpenSSH_SECRET-BANNER\r\n-ERR redis SECRET\r\n")
 
     with scripted(banner) as server:
-        open_message = refused_and_nothing_stored(register(client, vendor_token, f"http://127.0.0.1:{server.port}"))
+        open_message = refused_and_nothing_stored(
+            register(client, vendor_token, f"http://127.0.0.1:{server.port}")
+        )
         open_port = server.port
     closed = socket.socket()
     closed.bind(("127.0.0.1", 0))
     closed_port = closed.getsockname()[1]
     closed.close()
-    closed_message = refused_and_nothing_stored(register(client, vendor_token, f"http://127.0.0.1:{closed_port}"))
+    closed_message = refused_and_nothing_stored(
+        register(client, vendor_token, f"http://127.0.0.1:{closed_port}")
+    )
     assert "SECRET" not in open_message
-    assert open_message.replace(str(open_port), "PORT") == closed_message.replace(str(closed_port), "PORT")
+    assert open_message.replace(str(open_port), "PORT") == closed_message.replace(
+        str(closed_port), "PORT"
+    )
 
 
 def test_a_truncated_answer_is_a_clean_400(client, vendor_token):
     def cut(conn: socket.socket, request: bytes) -> None:
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n"
-                     b'{"gitVersion": "v1.')
+        conn.sendall(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n"
+            b'{"gitVersion": "v1.'
+        )
 
     with scripted(cut) as server:
-        message = refused_and_nothing_stored(register(client, vendor_token, f"http://127.0.0.1:{server.port}"))
+        message = refused_and_nothing_stored(
+            register(client, vendor_token, f"http://127.0.0.1:{server.port}")
+        )
     assert "did not answer GET /version as a Kubernetes API server" in message
 
 
-def test_the_check_has_an_overall_deadline_however_slowly_the_server_drips(client, vendor_token, monkeypatch):
+def test_the_check_has_an_overall_deadline_however_slowly_the_server_drips(
+    client, vendor_token, monkeypatch
+):
     from workers import kubeconfig as kc
 
-    assert kc.REACHABILITY_DEADLINE == 10.0  # the product's deadline; shortened below to keep the test fast
+    assert (
+        kc.REACHABILITY_DEADLINE == 10.0
+    )  # the product's deadline; shortened below to keep the test fast
     monkeypatch.setattr(kc, "REACHABILITY_DEADLINE", 2.0)
 
     def drip(conn: socket.socket, request: bytes) -> None:
@@ -216,14 +284,17 @@ def test_the_check_has_an_overall_deadline_however_slowly_the_server_drips(clien
 
     with scripted(drip) as server:
         started = time.monotonic()
-        message = refused_and_nothing_stored(register(client, vendor_token, f"http://127.0.0.1:{server.port}"))
+        message = refused_and_nothing_stored(
+            register(client, vendor_token, f"http://127.0.0.1:{server.port}")
+        )
         took = time.monotonic() - started
     assert took < 3.5, f"the check took {took:.1f} s"
     assert "within 2 s" in message
 
 
-def test_a_host_name_is_resolved_once_and_the_connection_pinned_to_the_checked_address(client, vendor_token,
-                                                                                      monkeypatch):
+def test_a_host_name_is_resolved_once_and_the_connection_pinned_to_the_checked_address(
+    client, vendor_token, monkeypatch
+):
     """DNS rebinding: the name answers an allowed address to the check, then the metadata address."""
     from workers import netguard
 
@@ -256,19 +327,32 @@ def test_a_proxy_url_in_the_kubeconfig_is_refused(client, vendor_token):
     with scripted(version_ok) as proxy:
         config = yaml.safe_load(kubeconfig("https://93.184.215.14:6443"))
         config["clusters"][0]["cluster"]["proxy-url"] = f"http://127.0.0.1:{proxy.port}"
-        resp = client.post("/api/v1/clusters/", {"name": "calico-prod", "plugin": "calico", "proxier": "iptables",
-                                                 "kubeconfig": yaml.safe_dump(config)}, **auth(vendor_token))
+        resp = client.post(
+            "/api/v1/clusters/",
+            {
+                "name": "calico-prod",
+                "plugin": "calico",
+                "proxier": "iptables",
+                "kubeconfig": yaml.safe_dump(config),
+            },
+            **auth(vendor_token),
+        )
         assert proxy.hits == []
     assert "proxy-url" in refused_and_nothing_stored(resp)
 
 
 def test_a_redirect_is_not_followed(client, vendor_token):
     with scripted(version_ok) as target:
+
         def redirect(conn: socket.socket, request: bytes, port: int = target.port) -> None:
-            conn.sendall(http_answer("302 Found", b"", f"Location: http://127.0.0.2:{port}/version\r\n"))
+            conn.sendall(
+                http_answer("302 Found", b"", f"Location: http://127.0.0.2:{port}/version\r\n")
+            )
 
         with scripted(redirect) as server:
-            message = refused_and_nothing_stored(register(client, vendor_token, f"http://127.0.0.1:{server.port}"))
+            message = refused_and_nothing_stored(
+                register(client, vendor_token, f"http://127.0.0.1:{server.port}")
+            )
         assert target.hits == []
     assert "HTTP 302" in message
 
@@ -282,8 +366,12 @@ def test_at_run_time_the_server_is_checked_again_and_refused(vendor_token, setti
 
     with scripted(version_ok) as server:
         plugin = factories.vendor("Calico vendor", ("calico",)).plugins.get()
-        cluster = Cluster.objects.create(name="was-allowed", plugin=plugin, proxier="iptables",
-                                         kubeconfig=kubeconfig(f"http://127.0.0.1:{server.port}"))
+        cluster = Cluster.objects.create(
+            name="was-allowed",
+            plugin=plugin,
+            proxier="iptables",
+            kubeconfig=kubeconfig(f"http://127.0.0.1:{server.port}"),
+        )
         settings.CLUSTER_ALLOWED_NETWORKS = ""
         run = request_run(cluster, "basic", dispatch_on_commit=False)
         runner.execute(run.pk)
@@ -293,7 +381,9 @@ def test_at_run_time_the_server_is_checked_again_and_refused(vendor_token, setti
     assert str(server.port) not in run.error  # the run page is public: the server is not named
 
 
-def test_registration_is_rate_limited_on_the_api_and_the_page(client, vendor_token, vendor_user, settings):
+def test_registration_is_rate_limited_on_the_api_and_the_page(
+    client, vendor_token, vendor_user, settings
+):
     settings.CLUSTER_REGISTER_RATE_LIMIT = "2/3600"
     settings.CLUSTER_ALLOWED_NETWORKS = ""
     with scripted(version_ok) as server:
@@ -305,10 +395,16 @@ def test_registration_is_rate_limited_on_the_api_and_the_page(client, vendor_tok
 
         page = client.__class__()
         page.force_login(vendor_user)
-        data = {"name": "calico-page", "plugin": "calico", "proxier": "iptables",
-                "kubeconfig_text": kubeconfig(f"http://127.0.0.1:{server.port}")}
+        data = {
+            "name": "calico-page",
+            "plugin": "calico",
+            "proxier": "iptables",
+            "kubeconfig_text": kubeconfig(f"http://127.0.0.1:{server.port}"),
+        }
         other_address = {"REMOTE_ADDR": "192.0.2.7"}  # the API's attempts counted 127.0.0.1 already
-        assert page.post("/clusters/new/", data, **other_address).status_code == 400  # refused: loopback
+        assert (
+            page.post("/clusters/new/", data, **other_address).status_code == 400
+        )  # refused: loopback
         assert page.post("/clusters/new/", data, **other_address).status_code == 400
         resp = page.post("/clusters/new/", data, **other_address)
         assert resp.status_code == 429 and b"Too many cluster registrations" in resp.content
@@ -333,12 +429,18 @@ def tls_version_server(hostname: str) -> Iterator[tuple[int, str]]:
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hostname)])
     today = datetime.datetime.now(datetime.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(today - datetime.timedelta(days=1))
-            .not_valid_after(today + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName(hostname)]), critical=False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(today - datetime.timedelta(days=1))
+        .not_valid_after(today + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(hostname)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
     pem = cert.public_bytes(serialization.Encoding.PEM)
     seen: list[str] = []
 
@@ -354,8 +456,14 @@ def tls_version_server(hostname: str) -> Iterator[tuple[int, str]]:
             pass
 
     with tempfile.NamedTemporaryFile("wb", suffix=".pem") as bundle:
-        bundle.write(pem + key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                             serialization.NoEncryption()))
+        bundle.write(
+            pem
+            + key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
         bundle.flush()
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(bundle.name)
@@ -374,18 +482,34 @@ def test_pinning_keeps_tls_sni_and_hostname_verification(client, vendor_token, m
 
     monkeypatch.setattr(netguard, "_getaddrinfo", lambda host, port: ["127.0.0.1"])
     with tls_version_server("api.example.test") as (port, ca):
+
         def tls_kubeconfig(host: str) -> str:
             config = yaml.safe_load(kubeconfig(f"https://{host}:{port}"))
             config["clusters"][0]["cluster"]["certificate-authority-data"] = ca
             return yaml.safe_dump(config)
 
-        ok = client.post("/api/v1/clusters/", {"name": "calico-tls", "plugin": "calico", "proxier": "iptables",
-                                               "kubeconfig": tls_kubeconfig("api.example.test")}, **auth(vendor_token))
+        ok = client.post(
+            "/api/v1/clusters/",
+            {
+                "name": "calico-tls",
+                "plugin": "calico",
+                "proxier": "iptables",
+                "kubeconfig": tls_kubeconfig("api.example.test"),
+            },
+            **auth(vendor_token),
+        )
         assert ok.status_code == 201, ok.content
         # Same address, another name: the certificate does not match it, so the check fails.
-        wrong = client.post("/api/v1/clusters/", {"name": "calico-tls2", "plugin": "calico", "proxier": "iptables",
-                                                  "kubeconfig": tls_kubeconfig("other.example.test")},
-                            **auth(vendor_token))
+        wrong = client.post(
+            "/api/v1/clusters/",
+            {
+                "name": "calico-tls2",
+                "plugin": "calico",
+                "proxier": "iptables",
+                "kubeconfig": tls_kubeconfig("other.example.test"),
+            },
+            **auth(vendor_token),
+        )
         assert wrong.status_code == 400
         assert "did not answer GET /version as a Kubernetes API server" in wrong.json()["error"]
     assert list(Cluster.objects.values_list("name", flat=True)) == ["calico-tls"]

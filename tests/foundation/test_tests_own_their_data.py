@@ -11,10 +11,14 @@ OUTSIDE = re.compile(r"""["'](?:\.\./+shared|/work/|/home/|/root/|/tmp/)""")
 
 
 def test_no_test_or_benchmark_reads_a_path_outside_the_repository() -> None:
-    offenders = [f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
-                 for folder in ("tests", "bench") for path in sorted((ROOT / folder).rglob("*.py"))
-                 if path != Path(__file__).resolve()
-                 for n, line in enumerate(path.read_text().splitlines(), 1) if OUTSIDE.search(line)]
+    offenders = [
+        f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+        for folder in ("tests", "bench")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        if path != Path(__file__).resolve()
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if OUTSIDE.search(line)
+    ]
     assert offenders == []
 
 

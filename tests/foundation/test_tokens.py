@@ -32,7 +32,10 @@ def test_issue_token_creates_unknown_plugins_out_of_tree_with_network_policy():
     issue("--vendor", "Acme", "--plugins", "acme-cni,calico")
     acme = Plugin.objects.get(slug="acme-cni")
     assert not acme.in_tree and acme.implements_network_policy
-    assert set(Vendor.objects.get(name="Acme").plugins.values_list("slug", flat=True)) == {"acme-cni", "calico"}
+    assert set(Vendor.objects.get(name="Acme").plugins.values_list("slug", flat=True)) == {
+        "acme-cni",
+        "calico",
+    }
 
 
 def test_issue_token_for_a_maintainer_creates_a_user_in_the_maintainers_group():
@@ -49,7 +52,9 @@ def test_issued_tokens_are_accepted_by_the_api(client):
 
 def test_a_wrong_token_is_refused(client):
     issue("--vendor", "Tigera", "--plugins", "calico")
-    resp = client.post("/api/v1/submissions/", {"plugin": "calico"}, **auth("sctp_not-a-real-token"))
+    resp = client.post(
+        "/api/v1/submissions/", {"plugin": "calico"}, **auth("sctp_not-a-real-token")
+    )
     assert resp.status_code == 401
     assert resp.json()["error"] == "invalid or revoked token"
 
@@ -68,8 +73,16 @@ def test_a_revoked_token_is_refused(client):
 
 def test_a_vendor_token_names_only_its_plugins(client):
     token = issue("--vendor", "Tigera", "--plugins", "calico")
-    resp = client.post("/api/v1/submissions/", {"plugin": "cilium", "plugin_version": "1", "kubernetes_version": "1.31",
-                                                "proxier": "iptables"}, **auth(token))
+    resp = client.post(
+        "/api/v1/submissions/",
+        {
+            "plugin": "cilium",
+            "plugin_version": "1",
+            "kubernetes_version": "1.31",
+            "proxier": "iptables",
+        },
+        **auth(token),
+    )
     assert resp.status_code == 403
     assert "cilium" in resp.json()["error"]
 

@@ -41,7 +41,10 @@ def with_sctp_status(document: bytes, status: str, only: str | None = None) -> b
         if status == "passed":
             return head + b"</testcase>"
         if status == "skipped":
-            return head + b'<skipped message="skipped - Only supported for node OS distro [linux]"></skipped></testcase>'
+            return (
+                head
+                + b'<skipped message="skipped - Only supported for node OS distro [linux]"></skipped></testcase>'
+            )
         return head + (
             b'<failure message="" type="%s">[FAILED] dial sctp 10.0.0.7:9090: connection refused'
             b"</failure></testcase>" % status.encode()
@@ -53,7 +56,10 @@ def with_sctp_status(document: bytes, status: str, only: str | None = None) -> b
 
 
 def junit_v2(
-    cases: list[tuple[str, str]], *, with_it: bool = True, timestamp: str | None = TIMESTAMP,
+    cases: list[tuple[str, str]],
+    *,
+    with_it: bool = True,
+    timestamp: str | None = TIMESTAMP,
     properties: dict[str, str] | None = None,
 ) -> bytes:
     """A ginkgo v2 JUnit with (name, status) testcases."""
@@ -68,12 +74,13 @@ def junit_v2(
         elif status not in ("passed",):
             body = f'<failure message="boom" type="{status}">boom</failure>'
         rows.append(
-            f"<testcase name={quoteattr(full)} classname=\"Kubernetes e2e suite\" "
+            f'<testcase name={quoteattr(full)} classname="Kubernetes e2e suite" '
             f'status="{status}" time="1">{body}</testcase>'
         )
     stamp = f" timestamp={quoteattr(timestamp)}" if timestamp else ""
     props = "".join(
-        f"<property name={quoteattr(k)} value={quoteattr(v)}></property>" for k, v in (properties or {}).items()
+        f"<property name={quoteattr(k)} value={quoteattr(v)}></property>"
+        for k, v in (properties or {}).items()
     )
     props = f"<properties>{props}</properties>" if props else ""
     testcases = "".join(rows)
@@ -94,10 +101,11 @@ def junit_v1(cases: list[tuple[str, str]]) -> bytes:
             'test/e2e/network/networking.go:204"></skipped>',
             "not_selected": "<skipped></skipped>",
         }.get(
-            status, '<failure type="Failure">/go/src/k8s.io/kubernetes/test/e2e/network/service.go:123\nFailed to connect</failure>'
+            status,
+            '<failure type="Failure">/go/src/k8s.io/kubernetes/test/e2e/network/service.go:123\nFailed to connect</failure>',
         )
         rows.append(
-            f"<testcase name={quoteattr(name)} classname=\"Kubernetes e2e suite\" "
+            f'<testcase name={quoteattr(name)} classname="Kubernetes e2e suite" '
             f'time="2.5">{body}</testcase>'
         )
     testcases = "".join(rows)

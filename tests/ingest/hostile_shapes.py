@@ -16,10 +16,14 @@ import zipfile
 from xml.sax.saxutils import quoteattr
 
 MiB = 1 << 20
-PASSING = ("[It] [sig-network] Networking Granular Checks: Services should function for pod-Service: sctp "
-           "[Feature:SCTPConnectivity]")
-_PASS_CASE = (f'<testcase name={quoteattr(PASSING)} classname="Kubernetes e2e suite" status="passed" time="3">'
-              "</testcase>").encode()
+PASSING = (
+    "[It] [sig-network] Networking Granular Checks: Services should function for pod-Service: sctp "
+    "[Feature:SCTPConnectivity]"
+)
+_PASS_CASE = (
+    f'<testcase name={quoteattr(PASSING)} classname="Kubernetes e2e suite" status="passed" time="3">'
+    "</testcase>"
+).encode()
 _HEAD = b'<?xml version="1.0" encoding="UTF-8"?>\n<testsuites><testsuite name="Kubernetes e2e suite" timestamp="2026-11-20T10:00:00">'
 _TAIL = b"</testsuite></testsuites>\n"
 
@@ -28,7 +32,9 @@ def label_list_names(size: int, *, with_real_test: bool = False, names: int = 3)
     """Finding 1: testcase names "sctp [" + ", " * n with no closing bracket (~size bytes)."""
     each = max(size // names, 16)
     cases = [
-        b'<testcase name="[It] sctp [' + b", " * (each // 2) + b'" classname="x" status="passed" time="0"></testcase>'
+        b'<testcase name="[It] sctp ['
+        + b", " * (each // 2)
+        + b'" classname="x" status="passed" time="0"></testcase>'
         for _ in range(names)
     ]
     return _HEAD + (_PASS_CASE if with_real_test else b"") + b"".join(cases) + _TAIL
@@ -61,15 +67,24 @@ def tar_huge_members(member_mb: int = 250, *, wanted: bool = True, count: int = 
     a real JUnit with one passing SCTP test.
     """
     size = member_mb * MiB
-    names = (["plugins/e2e/results/global/junit_01.xml", "plugins/e2e/results/global/e2e.log"] if wanted
-             else [f"resources/cluster/dump-{i}.json" for i in range(count)])
+    names = (
+        ["plugins/e2e/results/global/junit_01.xml", "plugins/e2e/results/global/e2e.log"]
+        if wanted
+        else [f"resources/cluster/dump-{i}.json" for i in range(count)]
+    )
     parts = []
     for name in names[:count]:
         parts.append(gzip.compress(_tar_header(name, size)) + _zeros_gzip(size))
     junit = _HEAD + _PASS_CASE + _TAIL
     pad = b"\0" * (-len(junit) % 512)
-    parts.append(gzip.compress(_tar_header("plugins/e2e/results/global/junit_01.xml", len(junit)) + junit + pad
-                               + b"\0" * 1024))
+    parts.append(
+        gzip.compress(
+            _tar_header("plugins/e2e/results/global/junit_01.xml", len(junit))
+            + junit
+            + pad
+            + b"\0" * 1024
+        )
+    )
     return b"".join(parts)
 
 
@@ -98,7 +113,9 @@ def zip_many_entries(entries: int = 20_000, name_len: int = 120) -> bytes:
 def zip_claiming_a_huge_directory(directory_mb: int = 400, entries: int = 9_000) -> bytes:
     """A zip whose end-of-central-directory record announces a directory of directory_mb MB."""
     local = b"PK\x03\x04" + b"\0" * 26
-    eocd = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, entries, entries, directory_mb * MiB, len(local), 0)
+    eocd = struct.pack(
+        "<4s4H2LH", b"PK\x05\x06", 0, 0, entries, entries, directory_mb * MiB, len(local), 0
+    )
     return local + eocd
 
 
@@ -107,7 +124,9 @@ def unknown_sctp_names(count: int = 5_000, length: int = 1_000) -> bytes:
     cases = []
     for i in range(count):
         name = f"[It] [sig-network] SCTP vendor extension {i} " + "z" * length
-        cases.append(f'<testcase name="{name}" classname="x" status="passed" time="0"></testcase>'.encode())
+        cases.append(
+            f'<testcase name="{name}" classname="x" status="passed" time="0"></testcase>'.encode()
+        )
     return _HEAD + _PASS_CASE + b"".join(cases) + _TAIL
 
 
@@ -121,7 +140,9 @@ def zip_lying_end_record(entries: int = 40_000, claimed: int = 5) -> bytes:
     data = bytearray(buffer.getvalue())
     pos = data.rfind(b"PK\x05\x06")
     sig, d1, d2, _n1, _n2, size, offset, comment = struct.unpack("<4s4H2LH", data[pos : pos + 22])
-    data[pos : pos + 22] = struct.pack("<4s4H2LH", sig, d1, d2, claimed, claimed, size, offset, comment)
+    data[pos : pos + 22] = struct.pack(
+        "<4s4H2LH", sig, d1, d2, claimed, claimed, size, offset, comment
+    )
     return bytes(data)
 
 

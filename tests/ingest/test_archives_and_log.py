@@ -53,7 +53,9 @@ def test_several_junit_files_of_parallel_nodes_are_merged():
     ]
     data = tar_gz(
         {
-            "plugins/e2e/results/global/junit_01.xml": junit_v2([(names[0], "passed"), (names[1], "skipped")]),
+            "plugins/e2e/results/global/junit_01.xml": junit_v2(
+                [(names[0], "passed"), (names[1], "skipped")]
+            ),
             "plugins/e2e/results/global/junit_02.xml": junit_v2([(names[1], "passed")]),
             "plugins/e2e/results/global/junit_03.xml": junit_v2([(names[0], "failed")]),
         }
@@ -80,8 +82,15 @@ def test_a_hydrophone_zip_is_read(top):
     assert report.kind == "hydrophone-zip"
     assert report.results["pod-to-service"].outcome == "passed"
     assert report.e2e_summary == {
-        "ran": 415, "total": 7197, "seconds": 6096.539, "success": True,
-        "passed": 415, "failed": 0, "flaked": 0, "pending": 0, "skipped": 6782,
+        "ran": 415,
+        "total": 7197,
+        "seconds": 6096.539,
+        "success": True,
+        "passed": 415,
+        "failed": 0,
+        "flaked": 0,
+        "pending": 0,
+        "skipped": 6782,
     }
 
 
@@ -110,7 +119,9 @@ def test_junit_files_in_two_directories_are_refused():
 def test_a_declared_version_of_another_minor_is_a_warning():
     data = tar_gz({"junit_01.xml": PASSED, "e2e.log": e2e_log(server="v1.29.4", passed=415)})
     report = ingest(data, declared_kubernetes_version="1.30.1")
-    assert report.warnings == ["declared Kubernetes 1.30.1 but the results come from a v1.29.4 server"]
+    assert report.warnings == [
+        "declared Kubernetes 1.30.1 but the results come from a v1.29.4 server"
+    ]
     assert report.release == "v1.29"
 
 
@@ -127,9 +138,15 @@ def test_a_summary_that_disagrees_with_the_junit_is_a_warning():
     ("line", "version"),
     [
         ("May  1 14:20:30.124: INFO: kube-apiserver version: v1.30.2", "v1.30.2"),
-        ("I0501 14:20:30.124  20 util.go:1] Kube-apiserver version: v1.21.14+k3s1", "v1.21.14+k3s1"),
+        (
+            "I0501 14:20:30.124  20 util.go:1] Kube-apiserver version: v1.21.14+k3s1",
+            "v1.21.14+k3s1",
+        ),
         ("Kubernetes server version: v1.27.3-eks-a5565ad", "v1.27.3-eks-a5565ad"),
-        ('Server Version: version.Info{Major:"1", Minor:"19", GitVersion:"v1.19.16", GitCommit:"e3"}', "v1.19.16"),
+        (
+            'Server Version: version.Info{Major:"1", Minor:"19", GitVersion:"v1.19.16", GitCommit:"e3"}',
+            "v1.19.16",
+        ),
         ("Server Version: v1.33.1", "v1.33.1"),
     ],
 )
@@ -144,8 +161,15 @@ def test_the_last_ginkgo_summary_wins_and_flakes_are_read():
         b"FAIL! - Interrupted by Other Ginkgo Process -- 17 Passed | 2 Failed | 1 Flaked | 0 Pending | 6980 Skipped\n"
     )
     assert log.summary == {
-        "ran": 20, "total": 7000, "seconds": 99.5, "success": False,
-        "passed": 17, "failed": 2, "flaked": 1, "pending": 0, "skipped": 6980,
+        "ran": 20,
+        "total": 7000,
+        "seconds": 99.5,
+        "success": False,
+        "passed": 17,
+        "failed": 2,
+        "flaked": 1,
+        "pending": 0,
+        "skipped": 6980,
     }
     assert log.server_version is None
 

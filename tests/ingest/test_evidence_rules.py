@@ -53,7 +53,9 @@ def test_near_upstream_names_match_tolerantly(name, key):
 
 def test_an_openshift_run_maps_every_sctp_test_it_ran():
     report = ingest(junit_v2([(name, "passed") for name in OPENSHIFT]))
-    assert {k for k, r in report.results.items() if r.outcome == "passed"} == set(OPENSHIFT.values())
+    assert {k for k, r in report.results.items() if r.outcome == "passed"} == set(
+        OPENSHIFT.values()
+    )
 
 
 def test_an_sctp_name_that_still_matches_nothing_is_a_warning_naming_it():
@@ -66,11 +68,21 @@ def test_an_sctp_name_that_still_matches_nothing_is_a_warning_naming_it():
 
 
 def test_ginkgo_v2_unselected_specs_are_not_run_and_in_spec_skips_are_skipped():
-    report = ingest(junit_v2([
-        (POD_SERVICE, "passed"),
-        ("[sig-network] Networking Granular Checks: Pods should function for intra-pod communication: sctp [LinuxOnly] [Feature:SCTPConnectivity]", "not_selected"),
-        ("[sig-network] Networking should allow creating a Pod with an SCTP HostPort [LinuxOnly] [Serial]", "skipped"),
-    ]))
+    report = ingest(
+        junit_v2(
+            [
+                (POD_SERVICE, "passed"),
+                (
+                    "[sig-network] Networking Granular Checks: Pods should function for intra-pod communication: sctp [LinuxOnly] [Feature:SCTPConnectivity]",
+                    "not_selected",
+                ),
+                (
+                    "[sig-network] Networking should allow creating a Pod with an SCTP HostPort [LinuxOnly] [Serial]",
+                    "skipped",
+                ),
+            ]
+        )
+    )
     assert report.results["pod-to-pod"].outcome == "not_run"
     assert "not selected" in report.results["pod-to-pod"].reasons[0]
     assert report.results["hostport-kubenet"].outcome == "skipped"
@@ -92,10 +104,19 @@ def test_a_skip_recorded_only_in_the_text_is_an_in_spec_skip():
 
 
 def test_a_pending_spec_is_not_run():
-    document = junit_v2([(POD_SERVICE, "passed"), (
-        "[sig-network] Networking should allow creating a Pod with an SCTP HostPort [LinuxOnly] [Serial]", "passed")])
-    document = document.replace(b'SCTP HostPort [LinuxOnly] [Serial]" classname="Kubernetes e2e suite" status="passed"',
-                                b'SCTP HostPort [LinuxOnly] [Serial]" classname="Kubernetes e2e suite" status="pending"')
+    document = junit_v2(
+        [
+            (POD_SERVICE, "passed"),
+            (
+                "[sig-network] Networking should allow creating a Pod with an SCTP HostPort [LinuxOnly] [Serial]",
+                "passed",
+            ),
+        ]
+    )
+    document = document.replace(
+        b'SCTP HostPort [LinuxOnly] [Serial]" classname="Kubernetes e2e suite" status="passed"',
+        b'SCTP HostPort [LinuxOnly] [Serial]" classname="Kubernetes e2e suite" status="pending"',
+    )
     assert ingest(document).results["hostport-kubenet"].outcome == "not_run"
 
 
@@ -121,9 +142,14 @@ def test_a_file_with_no_sctp_test_at_all_is_refused_422():
 
 
 def test_the_run_time_is_the_junit_testsuite_timestamp():
-    report = ingest(junit_v2([(POD_SERVICE, "passed")], timestamp="2026-10-02T03:04:05"), received_at=UPLOAD)
+    report = ingest(
+        junit_v2([(POD_SERVICE, "passed")], timestamp="2026-10-02T03:04:05"), received_at=UPLOAD
+    )
     assert (report.run_at, report.run_at_source, report.run_at_from) == (
-        datetime(2026, 10, 2, 3, 4, 5, tzinfo=UTC), "file", "JUnit testsuite timestamp")
+        datetime(2026, 10, 2, 3, 4, 5, tzinfo=UTC),
+        "file",
+        "JUnit testsuite timestamp",
+    )
 
 
 def test_the_run_time_with_an_offset_is_converted():
@@ -140,18 +166,28 @@ def _log_with_ginkgo_times() -> bytes:
 
 def test_the_run_time_comes_from_e2e_log_when_the_junit_has_none():
     junit = junit_v2([(POD_SERVICE, "passed")], timestamp=None)
-    report = ingest(tar_gz({"junit_01.xml": junit, "e2e.log": _log_with_ginkgo_times()}), received_at=UPLOAD)
+    report = ingest(
+        tar_gz({"junit_01.xml": junit, "e2e.log": _log_with_ginkgo_times()}), received_at=UPLOAD
+    )
     assert (report.run_at, report.run_at_source, report.run_at_from) == (
-        datetime(2026, 9, 14, 11, 22, 33, tzinfo=UTC), "file", "e2e.log")
+        datetime(2026, 9, 14, 11, 22, 33, tzinfo=UTC),
+        "file",
+        "e2e.log",
+    )
 
 
 def test_the_run_time_comes_from_sonobuoy_metadata_when_nothing_else_says():
     junit = junit_v2([(POD_SERVICE, "passed")], timestamp=None)
-    run_log = (b'time="2026-08-30T06:07:08Z" level=info msg="Scanning plugins in ./plugins.d (pwd: /)"\n'
-               b'time="2026-08-30T06:07:09Z" level=info msg="Starting server"\n')
+    run_log = (
+        b'time="2026-08-30T06:07:08Z" level=info msg="Scanning plugins in ./plugins.d (pwd: /)"\n'
+        b'time="2026-08-30T06:07:09Z" level=info msg="Starting server"\n'
+    )
     tarball = tar_gz({"plugins/e2e/results/global/junit_01.xml": junit, "meta/run.log": run_log})
     report = ingest(tarball, received_at=UPLOAD)
-    assert (report.run_at, report.run_at_from) == (datetime(2026, 8, 30, 6, 7, 8, tzinfo=UTC), "Sonobuoy metadata")
+    assert (report.run_at, report.run_at_from) == (
+        datetime(2026, 8, 30, 6, 7, 8, tzinfo=UTC),
+        "Sonobuoy metadata",
+    )
 
 
 def test_a_sonobuoy_tarball_without_run_log_uses_its_junit_members_time():
@@ -172,7 +208,9 @@ def test_without_a_run_time_the_upload_time_counts_with_a_warning():
 
 
 def test_a_run_time_in_the_future_is_not_believed():
-    report = ingest(junit_v2([(POD_SERVICE, "passed")], timestamp="2031-01-01T00:00:00"), received_at=UPLOAD)
+    report = ingest(
+        junit_v2([(POD_SERVICE, "passed")], timestamp="2031-01-01T00:00:00"), received_at=UPLOAD
+    )
     assert report.run_at_source == "upload"
     assert any("in the future" in w for w in report.warnings)
 
@@ -180,7 +218,9 @@ def test_a_run_time_in_the_future_is_not_believed():
 # --- the emulated mark ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("value, emulated", [("true", True), ("True", True), ("false", False), ("yes", False)])
+@pytest.mark.parametrize(
+    "value, emulated", [("true", True), ("True", True), ("false", False), ("yes", False)]
+)
 def test_the_emulated_property_marks_the_submission(value, emulated):
     report = ingest(junit_v2([(POD_SERVICE, "passed")], properties={"emulated": value}))
     assert report.emulated is emulated
@@ -200,8 +240,13 @@ PROXY_LOG = (
 
 
 def sonobuoy(extra: dict[str, bytes]) -> bytes:
-    return tar_gz({"plugins/e2e/results/global/junit_01.xml": junit_v2([(POD_SERVICE, "passed")]),
-                   "plugins/e2e/results/global/e2e.log": e2e_log(passed=1), **extra})
+    return tar_gz(
+        {
+            "plugins/e2e/results/global/junit_01.xml": junit_v2([(POD_SERVICE, "passed")]),
+            "plugins/e2e/results/global/e2e.log": e2e_log(passed=1),
+            **extra,
+        }
+    )
 
 
 @pytest.mark.parametrize("mode", ["ipvs", "nftables"])
@@ -210,7 +255,10 @@ def test_kube_proxy_logs_showing_another_proxier_refuse_the_tarball(mode):
     with pytest.raises(IngestError) as caught:
         ingest(tarball, declared_proxier="iptables", declared_plugin="calico")
     assert caught.value.status == 422
-    assert f"the {mode} proxier" in caught.value.message and "declares iptables" in caught.value.message
+    assert (
+        f"the {mode} proxier" in caught.value.message
+        and "declares iptables" in caught.value.message
+    )
 
 
 def test_kube_proxy_logs_showing_the_declared_proxier_are_recorded():
@@ -222,10 +270,16 @@ def test_kube_proxy_logs_showing_the_declared_proxier_are_recorded():
 DAEMONSETS = b'{"apiVersion": "v1", "items": [{"kind": "DaemonSet", "metadata": {"name": "%s", "namespace": "kube-system"}}]}'
 
 
-@pytest.mark.parametrize("members", [
-    {"resources/ns/kube-system/daemonsets.json": DAEMONSETS % b"cilium"},
-    {"podlogs/kube-system/cilium-9fj2x/logs/cilium-agent.txt": b"level=info msg=\"Cilium 1.16.1\"\n"},
-], ids=["cluster-resources", "pod-logs"])
+@pytest.mark.parametrize(
+    "members",
+    [
+        {"resources/ns/kube-system/daemonsets.json": DAEMONSETS % b"cilium"},
+        {
+            "podlogs/kube-system/cilium-9fj2x/logs/cilium-agent.txt": b'level=info msg="Cilium 1.16.1"\n'
+        },
+    ],
+    ids=["cluster-resources", "pod-logs"],
+)
 def test_a_tarball_showing_another_cni_than_the_declared_plugin_is_refused(members):
     with pytest.raises(IngestError) as caught:
         ingest(sonobuoy(members), declared_proxier="iptables", declared_plugin="calico")
@@ -234,8 +288,10 @@ def test_a_tarball_showing_another_cni_than_the_declared_plugin_is_refused(membe
 
 
 def test_a_tarball_showing_the_declared_cni_is_recorded():
-    members = {"resources/ns/calico-system/daemonsets.json": DAEMONSETS % b"calico-node",
-               "podlogs/calico-system/calico-node-x7k2q/logs/calico-node.txt": b"Calico node started\n"}
+    members = {
+        "resources/ns/calico-system/daemonsets.json": DAEMONSETS % b"calico-node",
+        "podlogs/calico-system/calico-node-x7k2q/logs/calico-node.txt": b"Calico node started\n",
+    }
     report = ingest(sonobuoy(members), declared_proxier="iptables", declared_plugin="calico")
     assert report.cni_detected == "calico"
 
@@ -257,7 +313,9 @@ def test_an_overlong_name_is_cut_with_one_warning():
     long_names = [(POD_SERVICE + " " + "[Tag]" * 3000 + str(i), "passed") for i in range(50)]
     report = ingest(junit_v2([(POD_SERVICE, "passed"), *long_names]))
     cut = [w for w in report.warnings if "were cut" in w]
-    assert cut == ["50 testcase name(s) longer than 1000 characters were cut to that length before matching"]
+    assert cut == [
+        "50 testcase name(s) longer than 1000 characters were cut to that length before matching"
+    ]
 
 
 @pytest.mark.parametrize("size", [64 * 1024, 512 * 1024])
@@ -274,10 +332,18 @@ def test_a_gzipped_junit_is_read_as_a_stream():
     assert report.results["pod-to-service"].outcome == "passed"
 
 
-@pytest.mark.parametrize("recorded, refused", [
-    ("calico", False), ("calico-node", False), ("cilium", True), ("kube-flannel-ds", True),
-    ("kube-flannel", True), ("something-else", False), ("", False),
-])
+@pytest.mark.parametrize(
+    "recorded, refused",
+    [
+        ("calico", False),
+        ("calico-node", False),
+        ("cilium", True),
+        ("kube-flannel-ds", True),
+        ("kube-flannel", True),
+        ("something-else", False),
+        ("", False),
+    ],
+)
 def test_the_cni_recorded_by_the_export_is_compared_by_plugin(recorded, refused):
     document = junit_v2([(POD_SERVICE, "passed")], properties={"cni_detected": recorded})
     if refused:
@@ -290,10 +356,14 @@ def test_the_cni_recorded_by_the_export_is_compared_by_plugin(recorded, refused)
 
 def test_a_container_name_is_not_a_cni():
     # canal runs calico's node agent as a container of its own DaemonSet, "canal".
-    canal = (b'{"items": [{"kind": "DaemonSet", "metadata": {"name": "canal", "namespace": "kube-system"}, '
-             b'"spec": {"template": {"spec": {"containers": [{"name": "calico-node"}, {"name": "kube-flannel"}]}}}}]}')
+    canal = (
+        b'{"items": [{"kind": "DaemonSet", "metadata": {"name": "canal", "namespace": "kube-system"}, '
+        b'"spec": {"template": {"spec": {"containers": [{"name": "calico-node"}, {"name": "kube-flannel"}]}}}}]}'
+    )
     pods = b'{"items": [{"kind": "Pod", "metadata": {"name": "cilium-x2k9q", "namespace": "kube-system"}}]}'
-    report = ingest(sonobuoy({"resources/ns/kube-system/daemonsets.json": canal}), declared_plugin="flannel")
+    report = ingest(
+        sonobuoy({"resources/ns/kube-system/daemonsets.json": canal}), declared_plugin="flannel"
+    )
     assert report.cni_detected is None
     with pytest.raises(IngestError):
         ingest(sonobuoy({"resources/ns/kube-system/pods.json": pods}), declared_plugin="calico")

@@ -18,15 +18,31 @@ pytestmark = pytest.mark.django_db
 
 FINISHED = datetime(2026, 11, 28, 17, 45, 12, tzinfo=UTC)
 # What a submission reads back for each run outcome (contract: an errored test is failed).
-READ_BACK = {"passed": "passed", "failed": "failed", "skipped": "skipped", "not_run": "not_run",
-             "error": "failed"}
+READ_BACK = {
+    "passed": "passed",
+    "failed": "failed",
+    "skipped": "skipped",
+    "not_run": "not_run",
+    "error": "failed",
+}
 MIXES = {
     "all passed": dict.fromkeys(ALL_KEYS, "passed"),
-    "mixed": {"declare-sctp-ports": "passed", "hostport-kubenet": "skipped", "service-iptables-rules": "failed",
-              "netpol-sctp-blocks-tcp-udp": "error", "pod-to-pod": "passed", "pod-to-service": "failed",
-              "pod-to-loadbalancer": "skipped", "netpol-allow-deny": "not_run"},
-    "connectivity only": {"pod-to-pod": "passed", "pod-to-service": "passed", "pod-to-loadbalancer": "passed",
-                          "netpol-allow-deny": "failed"},
+    "mixed": {
+        "declare-sctp-ports": "passed",
+        "hostport-kubenet": "skipped",
+        "service-iptables-rules": "failed",
+        "netpol-sctp-blocks-tcp-udp": "error",
+        "pod-to-pod": "passed",
+        "pod-to-service": "failed",
+        "pod-to-loadbalancer": "skipped",
+        "netpol-allow-deny": "not_run",
+    },
+    "connectivity only": {
+        "pod-to-pod": "passed",
+        "pod-to-service": "passed",
+        "pod-to-loadbalancer": "passed",
+        "netpol-allow-deny": "failed",
+    },
 }
 
 
@@ -40,7 +56,9 @@ def test_an_exported_run_reads_back_to_the_same_outcomes(mix):
         assert report.results[key].outcome == READ_BACK[outcomes.get(key, "not_run")], key
     for key, outcome in outcomes.items():
         if outcome in ("failed", "error", "skipped"):
-            assert report.results[key].reasons and f"{key} {outcome}" in report.results[key].reasons[0], key
+            assert (
+                report.results[key].reasons and f"{key} {outcome}" in report.results[key].reasons[0]
+            ), key
     assert (report.run_at, report.run_at_source) == (FINISHED, "file")
     assert report.emulated is False
 
@@ -67,7 +85,7 @@ def test_anyone_downloads_a_finished_run_as_junit(client):
     resp = client.get(f"/runs/{run.pk}/junit.xml")
     assert resp.status_code == 200
     assert resp["Content-Type"].startswith("application/xml")
-    assert f'run-{run.pk}-junit_01.xml' in resp["Content-Disposition"]
+    assert f"run-{run.pk}-junit_01.xml" in resp["Content-Disposition"]
     assert resp.content == run_to_junit(run)
     assert f'href="/runs/{run.pk}/junit.xml"' in client.get(f"/runs/{run.pk}/").content.decode()
 
@@ -81,12 +99,22 @@ def test_an_unfinished_run_has_no_junit_yet(client):
 def test_an_exported_emulated_run_submitted_through_the_api_stays_emulated(client, vendor_token):
     cluster = f.cluster(plugin_slug="calico", emulated=True, lab=True)
     run = f.run(cluster, finished=FINISHED)
-    Run.objects.filter(pk=run.pk).update(emulated=True, fingerprint={"emulated": True, "cni_detected": "calico",
-                                                                      "proxier_detected": "iptables"})
+    Run.objects.filter(pk=run.pk).update(
+        emulated=True,
+        fingerprint={"emulated": True, "cni_detected": "calico", "proxier_detected": "iptables"},
+    )
     document = client.get(f"/runs/{run.pk}/junit.xml").content
-    resp = client.post("/api/v1/submissions/", {
-        "plugin": "calico", "plugin_version": "3.28.0", "kubernetes_version": "1.31.2", "proxier": "iptables",
-        "file": SimpleUploadedFile(f"run-{run.pk}.xml", document)}, **auth(vendor_token))
+    resp = client.post(
+        "/api/v1/submissions/",
+        {
+            "plugin": "calico",
+            "plugin_version": "3.28.0",
+            "kubernetes_version": "1.31.2",
+            "proxier": "iptables",
+            "file": SimpleUploadedFile(f"run-{run.pk}.xml", document),
+        },
+        **auth(vendor_token),
+    )
     assert resp.status_code == 201, resp.content
     sub = Submission.objects.get(pk=resp.json()["id"])
     assert sub.emulated is True and sub.run_at == FINISHED and sub.run_at_source == "file"

@@ -102,7 +102,9 @@ def test_anything_else_is_an_unsupported_file(data):
 
 def test_bytes_over_the_limit_are_413():
     refused(GOOD_JUNIT + b" " * 1000, status=413, max_bytes=len(GOOD_JUNIT))
-    assert ingest(GOOD_JUNIT, max_bytes=len(GOOD_JUNIT)).results["pod-to-service"].outcome == "passed"
+    assert (
+        ingest(GOOD_JUNIT, max_bytes=len(GOOD_JUNIT)).results["pod-to-service"].outcome == "passed"
+    )
 
 
 class Endless(io.RawIOBase):
@@ -151,8 +153,17 @@ def _member(name: str, kind: bytes = tarfile.REGTYPE, **attrs) -> tarfile.TarInf
         (_member("dev/sda", tarfile.BLKTYPE, devmajor=8, devminor=0), "device"),
         (_member("fifo", tarfile.FIFOTYPE), "FIFO"),
     ],
-    ids=["dotdot", "nested-dotdot", "absolute", "windows-absolute", "symlink", "hardlink",
-         "char-device", "block-device", "fifo"],
+    ids=[
+        "dotdot",
+        "nested-dotdot",
+        "absolute",
+        "windows-absolute",
+        "symlink",
+        "hardlink",
+        "char-device",
+        "block-device",
+        "fifo",
+    ],
 )
 def test_tar_members_that_could_escape_or_are_special_are_refused(info, words):
     error = refused(tar_gz_with(info))
@@ -239,7 +250,11 @@ def test_zip_members_with_escaping_names_are_refused(name):
 
 @pytest.mark.parametrize(
     ("mode", "words"),
-    [(stat.S_IFLNK | 0o777, "link"), (stat.S_IFCHR | 0o600, "device"), (stat.S_IFIFO | 0o600, "FIFO")],
+    [
+        (stat.S_IFLNK | 0o777, "link"),
+        (stat.S_IFCHR | 0o600, "device"),
+        (stat.S_IFIFO | 0o600, "FIFO"),
+    ],
 )
 def test_zip_links_devices_and_fifos_are_refused(mode, words):
     info = zipfile.ZipInfo("junit_01.xml")
@@ -253,7 +268,9 @@ def test_a_zip_bomb_is_refused_by_what_it_inflates_to():
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
         with archive.open("junit_01.xml", "w", force_zip64=True) as member:
             member.write(b"<testsuites>")
-            chunk = b"<!--" + b"x" * ((1 << 20) - 7) + b"-->"  # well-formed: only the inflation ratio stops it
+            chunk = (
+                b"<!--" + b"x" * ((1 << 20) - 7) + b"-->"
+            )  # well-formed: only the inflation ratio stops it
             for _ in range(64):
                 member.write(chunk)
     assert len(buffer.getvalue()) < 1024 * 1024

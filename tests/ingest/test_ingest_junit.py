@@ -28,7 +28,9 @@ def test_the_real_v1_30_file_has_every_sctp_test_not_selected_so_not_run():
     assert report.junit_totals == {"passed": 406, "failed": 0, "skipped": 6795}
     for key in CONNECTIVITY_AND_BASIC:
         assert report.results[key].outcome == "not_run", key
-        assert report.results[key].reasons == ["not selected by the run's focus/skip (ginkgo recorded no reason)"]
+        assert report.results[key].reasons == [
+            "not selected by the run's focus/skip (ginkgo recorded no reason)"
+        ]
     assert report.results["pod-to-loadbalancer"].outcome == "not_run"
     assert report.results["service-iptables-rules"].outcome == "not_run"
     assert report.counts == {"passed": 0, "failed": 0, "skipped": 0, "not_run": 8}
@@ -48,12 +50,18 @@ def test_the_real_v1_30_file_is_no_evidence_and_refused_with_422():
 
 
 def test_the_real_file_read_from_a_stream_gives_the_same_report():
-    assert ingest(io.BytesIO(real_v130()), check_evidence=False).to_dict() == ingest(
-        real_v130(), check_evidence=False).to_dict()
+    assert (
+        ingest(io.BytesIO(real_v130()), check_evidence=False).to_dict()
+        == ingest(real_v130(), check_evidence=False).to_dict()
+    )
 
 
 def test_names_are_reported_decoded_and_without_it():
-    names = ingest(real_v130(), check_evidence=False).results["netpol-sctp-blocks-tcp-udp"].upstream_names
+    names = (
+        ingest(real_v130(), check_evidence=False)
+        .results["netpol-sctp-blocks-tcp-udp"]
+        .upstream_names
+    )
     assert any("'protocol: SCTP' as 'protocol: TCP'" in name for name in names)
     assert not any(name.startswith("[It]") or "&#39;" in name for name in names)
 
@@ -112,14 +120,21 @@ def test_a_run_with_another_releases_names_maps_every_test(release):
         assert set(report.results[key].upstream_names) == {n for n, k in names.items() if k == key}
     assert report.warnings == []
     assert report.release is not None and (
-        report.release == release or report.release.split("-")[0] <= release <= report.release.split("-")[-1]
+        report.release == release
+        or report.release.split("-")[0] <= release <= report.release.split("-")[-1]
     )
 
 
 def test_a_ginkgo_v1_file_is_read_from_child_elements():
     names = list(RELEASE_NAMES["v1.19"])
     document = junit_v1(
-        [(names[0], "passed"), (names[1], "skipped"), (names[2], "failed"), ("[sig-storage] something unrelated", "passed"), (names[3], "not_selected")]
+        [
+            (names[0], "passed"),
+            (names[1], "skipped"),
+            (names[2], "failed"),
+            ("[sig-storage] something unrelated", "passed"),
+            (names[3], "not_selected"),
+        ]
     )
     report = ingest(document)
     assert report.results["declare-sctp-ports"].outcome == "passed"
@@ -134,14 +149,18 @@ def test_a_ginkgo_v1_file_is_read_from_child_elements():
 
 def test_ginkgo_v2_names_without_it_and_with_labels_still_map():
     name = "[sig-network] Networking Granular Checks: Pods should function for intra-pod communication: sctp [LinuxOnly] [Feature:SCTPConnectivity]"
-    report = ingest(junit_v2([(name + " [Feature:SCTPConnectivity, LinuxOnly]", "passed")], with_it=False))
+    report = ingest(
+        junit_v2([(name + " [Feature:SCTPConnectivity, LinuxOnly]", "passed")], with_it=False)
+    )
     assert report.results["pod-to-pod"].outcome == "passed"
     assert report.results["pod-to-pod"].upstream_names == [name]
 
 
 def test_an_sctp_test_that_maps_to_nothing_is_a_warning():
-    report = ingest(junit_v2([("[sig-network] SCTP should do something new with multihoming", "passed")]),
-                    check_evidence=False)
+    report = ingest(
+        junit_v2([("[sig-network] SCTP should do something new with multihoming", "passed")]),
+        check_evidence=False,
+    )
     assert report.warnings == [
         "SCTP test not in the catalog mapping, ignored: [sig-network] SCTP should do something new with multihoming"
     ]
@@ -153,8 +172,13 @@ def test_the_report_is_json_serialisable():
 
     data = json.loads(json.dumps(ingest(real_v130(), check_evidence=False).to_dict()))
     assert set(data["results"]) == {
-        "declare-sctp-ports", "hostport-kubenet", "service-iptables-rules",
-        "netpol-sctp-blocks-tcp-udp", "pod-to-pod", "pod-to-service",
-        "pod-to-loadbalancer", "netpol-allow-deny",
+        "declare-sctp-ports",
+        "hostport-kubenet",
+        "service-iptables-rules",
+        "netpol-sctp-blocks-tcp-udp",
+        "pod-to-pod",
+        "pod-to-service",
+        "pod-to-loadbalancer",
+        "netpol-allow-deny",
     }
     assert data["results"]["pod-to-pod"]["outcome"] == "not_run"

@@ -17,7 +17,10 @@ GOOD = {"pod_to_pod": "passed", "pod_to_service": "passed", "netpol_allow_deny":
 
 
 def test_a_plugin_with_network_policy_qualifies_when_all_three_passed():
-    assert qualifying(results(**GOOD), True) == (True, "pod-to-pod, pod-to-service and netpol-allow-deny passed")
+    assert qualifying(results(**GOOD), True) == (
+        True,
+        "pod-to-pod, pod-to-service and netpol-allow-deny passed",
+    )
 
 
 def test_a_plugin_with_network_policy_needs_netpol_allow_deny_passed():

@@ -27,8 +27,14 @@ def test_every_release_from_v1_19_to_v1_35_has_names():
         keys = set(RELEASE_NAMES[release].values())
         assert keys <= set(CATALOG_KEYS)
         # Every release since v1.19 has the basic, pod-to-pod, pod-to-service and policy tests.
-        assert {"declare-sctp-ports", "hostport-kubenet", "pod-to-pod", "pod-to-service",
-                "netpol-allow-deny", "netpol-sctp-blocks-tcp-udp"} <= keys, release
+        assert {
+            "declare-sctp-ports",
+            "hostport-kubenet",
+            "pod-to-pod",
+            "pod-to-service",
+            "netpol-allow-deny",
+            "netpol-sctp-blocks-tcp-udp",
+        } <= keys, release
         assert "pod-to-loadbalancer" not in keys
 
 
@@ -58,9 +64,24 @@ def test_normalise_strips_a_label_list_but_keeps_tags():
 
 
 def test_core_names_do_not_collide_with_tcp_or_udp_tests():
-    assert catalog_key("[sig-network] Netpol [LinuxOnly] NetworkPolicy between server and client using UDP should enforce policy based on Ports [Feature:NetworkPolicy]") is None
-    assert catalog_key("[sig-network] Networking Granular Checks: Services should function for pod-Service: udp") is None
-    assert catalog_key("[sig-network] Services should be able to create a functioning NodePort service [Conformance]") is None
+    assert (
+        catalog_key(
+            "[sig-network] Netpol [LinuxOnly] NetworkPolicy between server and client using UDP should enforce policy based on Ports [Feature:NetworkPolicy]"
+        )
+        is None
+    )
+    assert (
+        catalog_key(
+            "[sig-network] Networking Granular Checks: Services should function for pod-Service: udp"
+        )
+        is None
+    )
+    assert (
+        catalog_key(
+            "[sig-network] Services should be able to create a functioning NodePort service [Conformance]"
+        )
+        is None
+    )
 
 
 def test_release_guess_prefers_the_detected_minor_among_identical_releases():
@@ -72,4 +93,9 @@ def test_release_guess_prefers_the_detected_minor_among_identical_releases():
 
 
 def test_core_removes_every_tag():
-    assert core("[It] [sig-network] SCTP [Feature:SCTP] [LinuxOnly] should create a Pod with SCTP HostPort") == "sctp should create a pod with sctp hostport"
+    assert (
+        core(
+            "[It] [sig-network] SCTP [Feature:SCTP] [LinuxOnly] should create a Pod with SCTP HostPort"
+        )
+        == "sctp should create a pod with sctp hostport"
+    )

@@ -25,7 +25,9 @@ DEMO = ("calico-iptables", "calico-ipvs", "antrea-iptables")
 def demo_lab(monkeypatch):
     # One seam: runs are executed in this process instead of being sent to a broker.
     monkeypatch.setattr("dashboard.runs.dispatch", lambda run_id: True)
-    server = LabServer([yaml.safe_load((PROFILES / f"{name}.yaml").read_text()) for name in DEMO]).start()
+    server = LabServer(
+        [yaml.safe_load((PROFILES / f"{name}.yaml").read_text()) for name in DEMO]
+    ).start()
     try:
         clusters = labreg.register(server)
         labreg.kickoff(clusters)
@@ -35,7 +37,9 @@ def demo_lab(monkeypatch):
 
 
 def run_queued() -> None:
-    for run_id in Run.objects.filter(state=Run.State.QUEUED).order_by("id").values_list("id", flat=True):
+    for run_id in (
+        Run.objects.filter(state=Run.State.QUEUED).order_by("id").values_list("id", flat=True)
+    ):
         assert runner.execute(run_id, worker="test") != runner.BUSY
 
 
@@ -55,12 +59,23 @@ def test_emulated_runs_alone_leave_every_criterion_unmet_with_the_what_if(demo_l
     assert not any(t["ready"] for t in data["transitions"])
     criteria = {c["key"]: c for t in data["transitions"] for c in t["criteria"]}
     assert {c["status"] for c in criteria.values()} == {"unmet"}
-    for key in ("tests-written", "two-out-of-tree-plugins", "iptables-and-ipvs", "periodic-basic-passing"):
-        assert criteria[key]["what_if"] == "would be met on emulated clusters only: not counted", criteria[key]
-        assert criteria[key]["detail"].endswith("would be met on emulated clusters only: not counted")
+    for key in (
+        "tests-written",
+        "two-out-of-tree-plugins",
+        "iptables-and-ipvs",
+        "periodic-basic-passing",
+    ):
+        assert criteria[key]["what_if"] == "would be met on emulated clusters only: not counted", (
+            criteria[key]
+        )
+        assert criteria[key]["detail"].endswith(
+            "would be met on emulated clusters only: not counted"
+        )
     for c in criteria.values():
         assert c["evidence"], c["key"]
-        assert all(e["counts"] is False and e["emulated"] and "emulated" in e["why"] for e in c["evidence"])
+        assert all(
+            e["counts"] is False and e["emulated"] and "emulated" in e["why"] for e in c["evidence"]
+        )
         assert "emulated" in c["detail"]
     # Every run says it is emulated, and the fingerprint says what the lab's /version said.
     run = Run.objects.filter(battery="all").first()
@@ -78,7 +93,9 @@ def test_the_kickoff_refuses_connectivity_runs_on_the_periodic_cluster(demo_lab)
     assert kinds == {"calico-iptables": "basic", "calico-ipvs": "all", "antrea-iptables": "all"}
 
 
-def test_the_demo_seeds_two_vendor_submissions_from_its_own_runs_and_they_never_count(demo_lab, maintainer):
+def test_the_demo_seeds_two_vendor_submissions_from_its_own_runs_and_they_never_count(
+    demo_lab, maintainer
+):
     from dashboard.demo_seed import seed_submissions
     from dashboard.models import Submission
     from tests import factories as f
@@ -97,7 +114,13 @@ def test_the_demo_seeds_two_vendor_submissions_from_its_own_runs_and_they_never_
     assert seed_submissions(wait_seconds=0) == []  # once per database
 
     data = Client().get("/api/v1/readiness/").json()
-    entries = [e for t in data["transitions"] for c in t["criteria"] for e in c["evidence"] if e["kind"] == "submission"]
+    entries = [
+        e
+        for t in data["transitions"]
+        for c in t["criteria"]
+        for e in c["evidence"]
+        if e["kind"] == "submission"
+    ]
     assert entries and all(not e["counts"] and e["emulated"] for e in entries)
     client = Client()
     client.force_login(maintainer)

@@ -19,11 +19,19 @@ def test_runs_go_through_the_embedded_broker_and_never_overlap_on_a_cluster(tmp_
     token = maintainer_token()
     client = Client()
     with lab_clusters(profile(name="no-redis", faults={"pod_start_delay_s": 0.05})):
-        with celery_worker(concurrency=2, embedded_dir=tmp_path, extra_env={"REDIS_URL": "redis://127.0.0.1:1/0"}) \
-                as worker:
-            ids = [request_run(client, token, "no-redis", "basic"), request_run(client, token, "no-redis", "connectivity")]
-            wait_for(lambda: all(r.state == "finished" for r in Run.objects.filter(pk__in=ids)), 120,
-                     "both runs through the embedded broker", worker["log"])
+        with celery_worker(
+            concurrency=2, embedded_dir=tmp_path, extra_env={"REDIS_URL": "redis://127.0.0.1:1/0"}
+        ) as worker:
+            ids = [
+                request_run(client, token, "no-redis", "basic"),
+                request_run(client, token, "no-redis", "connectivity"),
+            ]
+            wait_for(
+                lambda: all(r.state == "finished" for r in Run.objects.filter(pk__in=ids)),
+                120,
+                "both runs through the embedded broker",
+                worker["log"],
+            )
             banner = worker["log"].read_text()
             assert "transport:   filesystem://" in banner, banner[:2000]
     first, second = sorted(Run.objects.filter(pk__in=ids), key=lambda r: r.started)

@@ -29,7 +29,9 @@ def test_it_prints_one_contract_object_and_exits_0_when_the_run_finished():
         data, code = run_battery("json-calico")
     assert code == 0 and data["status"] == "finished"
     assert set(data) >= {"run", "status", "results"}
-    assert data["results"]["pod-to-service"]["outcome"] == "failed"  # the run finished; the test failed
+    assert (
+        data["results"]["pod-to-service"]["outcome"] == "failed"
+    )  # the run finished; the test failed
     assert "never answered" in data["results"]["pod-to-service"]["reason"]
     assert "i/o timeout" in data["results"]["pod-to-service"]["reason"]  # netexec's own words
     assert all({"outcome", "reason"} <= set(v) for v in data["results"].values())
@@ -39,10 +41,16 @@ def test_it_prints_one_contract_object_and_exits_0_when_the_run_finished():
 def test_the_basic_battery_adds_tcp_and_udp_conformance_checks_reported_separately():
     with lab_clusters(profile(name="json-basic")):
         data, _ = run_battery("json-basic", "basic")
-    assert set(data["results"]) == {"declare-sctp-ports", "hostport-kubenet", "service-iptables-rules",
-                                    "netpol-sctp-blocks-tcp-udp"}
+    assert set(data["results"]) == {
+        "declare-sctp-ports",
+        "hostport-kubenet",
+        "service-iptables-rules",
+        "netpol-sctp-blocks-tcp-udp",
+    }
     assert {k: v["outcome"] for k, v in data["conformance"].items()} == {
-        "conformance-tcp-pod-to-service": "passed", "conformance-udp-pod-to-service": "passed"}
+        "conformance-tcp-pod-to-service": "passed",
+        "conformance-udp-pod-to-service": "passed",
+    }
 
 
 def test_a_cluster_that_stays_unreachable_ends_the_run_in_error_with_the_cause():

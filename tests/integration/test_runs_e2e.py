@@ -22,13 +22,22 @@ pytestmark = [pytest.mark.e2e, pytest.mark.redis, pytest.mark.django_db(transact
 def test_a_run_requested_through_the_api_is_executed_by_a_worker_and_moves_the_verdicts():
     token = maintainer_token()
     client = Client()
-    with lab_clusters(profile(name="e2e-calico", proxier="iptables", kubernetes_version="1.34.2"),
-                      profile(name="e2e-cilium", plugin="cilium", proxier="ipvs", kubernetes_version="1.34.2")):
+    with lab_clusters(
+        profile(name="e2e-calico", proxier="iptables", kubernetes_version="1.34.2"),
+        profile(name="e2e-cilium", plugin="cilium", proxier="ipvs", kubernetes_version="1.34.2"),
+    ):
         with celery_worker(concurrency=2) as worker:
-            ids = [request_run(client, token, "e2e-calico", "all"), request_run(client, token, "e2e-cilium", "all")]
+            ids = [
+                request_run(client, token, "e2e-calico", "all"),
+                request_run(client, token, "e2e-cilium", "all"),
+            ]
             for run_id in ids:
-                wait_for(lambda run_id=run_id: Run.objects.get(pk=run_id).state in ("finished", "error"), 90,
-                         f"run {run_id}", worker["log"])
+                wait_for(
+                    lambda run_id=run_id: Run.objects.get(pk=run_id).state in ("finished", "error"),
+                    90,
+                    f"run {run_id}",
+                    worker["log"],
+                )
     for run_id in ids:
         run = Run.objects.get(pk=run_id)
         assert run.state == "finished", run.error
@@ -53,9 +62,16 @@ def test_two_runs_on_one_cluster_requested_at_once_never_overlap():
     client = Client()
     with lab_clusters(profile(name="busy", faults={"pod_start_delay_s": 0.1})):
         with celery_worker(concurrency=2) as worker:
-            ids = [request_run(client, token, "busy", "basic"), request_run(client, token, "busy", "connectivity")]
-            wait_for(lambda: all(r.state == "finished" for r in Run.objects.filter(pk__in=ids)), 120,
-                     "both runs", worker["log"])
+            ids = [
+                request_run(client, token, "busy", "basic"),
+                request_run(client, token, "busy", "connectivity"),
+            ]
+            wait_for(
+                lambda: all(r.state == "finished" for r in Run.objects.filter(pk__in=ids)),
+                120,
+                "both runs",
+                worker["log"],
+            )
     first, second = sorted(Run.objects.filter(pk__in=ids), key=lambda r: r.started)
     assert first.finished <= second.started, (first.started, first.finished, second.started)
 
@@ -72,7 +88,12 @@ def test_a_worker_killed_mid_run_leaves_the_run_in_error_and_the_lease_free(sett
         cluster = clusters["slow"]
         with celery_worker() as worker:
             run_id = request_run(client, token, "slow", "all")
-            wait_for(lambda: Run.objects.get(pk=run_id).state == "running", 30, "the run to start", worker["log"])
+            wait_for(
+                lambda: Run.objects.get(pk=run_id).state == "running",
+                30,
+                "the run to start",
+                worker["log"],
+            )
             assert Lease.holder_of(cluster.id) == f"run-{run_id}"
             os.killpg(worker["proc"].pid, signal.SIGKILL)
             worker["proc"].wait()
@@ -86,4 +107,9 @@ def test_a_worker_killed_mid_run_leaves_the_run_in_error_and_the_lease_free(sett
         # and a retry on the same cluster succeeds
         with celery_worker() as worker:
             retry_id = request_run(client, token, "slow", "basic")
-            wait_for(lambda: Run.objects.get(pk=retry_id).state == "finished", 90, "the retry", worker["log"])
+            wait_for(
+                lambda: Run.objects.get(pk=retry_id).state == "finished",
+                90,
+                "the retry",
+                worker["log"],
+            )

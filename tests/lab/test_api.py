@@ -80,11 +80,13 @@ def test_a_duplicate_namespace_is_a_conflict(kube: Kube) -> None:
 
 
 def test_unknown_objects_are_not_found(kube: Kube) -> None:
-    for call in (lambda: kube.core.read_namespace("nope"),
-                 lambda: kube.core.read_namespaced_pod("nope", "default"),
-                 lambda: kube.core.read_namespaced_service("nope", "default"),
-                 lambda: kube.net.read_namespaced_network_policy("nope", "default"),
-                 lambda: kube.core.delete_namespaced_pod("nope", "default")):
+    for call in (
+        lambda: kube.core.read_namespace("nope"),
+        lambda: kube.core.read_namespaced_pod("nope", "default"),
+        lambda: kube.core.read_namespaced_service("nope", "default"),
+        lambda: kube.net.read_namespaced_network_policy("nope", "default"),
+        lambda: kube.core.delete_namespaced_pod("nope", "default"),
+    ):
         with pytest.raises(ApiException) as err:
             call()
         assert err.value.status == 404
@@ -102,8 +104,13 @@ def test_deleting_a_namespace_deletes_everything_in_it(kube: Kube) -> None:
     namespace(kube, "a")
     sctp_server(kube, "a", "srv")
     service(kube, "a", "svc", {"app": "srv"})
-    kube.net.create_namespaced_network_policy("a", client.V1NetworkPolicy(
-        metadata=client.V1ObjectMeta(name="np"), spec=client.V1NetworkPolicySpec(pod_selector=client.V1LabelSelector())))
+    kube.net.create_namespaced_network_policy(
+        "a",
+        client.V1NetworkPolicy(
+            metadata=client.V1ObjectMeta(name="np"),
+            spec=client.V1NetworkPolicySpec(pod_selector=client.V1LabelSelector()),
+        ),
+    )
     kube.core.delete_namespace("a")
     with pytest.raises(ApiException):
         kube.core.read_namespace("a")
@@ -187,8 +194,10 @@ def test_deleting_a_pod_answers_the_pod_and_removes_it(kube: Kube) -> None:
 
 def test_generate_name_gives_a_fresh_name(kube: Kube) -> None:
     namespace(kube, "a")
-    body = client.V1Pod(metadata=client.V1ObjectMeta(generate_name="hostexec-"),
-                        spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="x")]))
+    body = client.V1Pod(
+        metadata=client.V1ObjectMeta(generate_name="hostexec-"),
+        spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="x")]),
+    )
     first = kube.core.create_namespaced_pod("a", body)
     second = kube.core.create_namespaced_pod("a", body)
     assert first.metadata.name.startswith("hostexec-") and len(first.metadata.name) == 14
@@ -218,8 +227,10 @@ def test_a_taken_cluster_ip_is_refused(kube: Kube) -> None:
 
 def test_node_ports_come_from_the_node_port_range(kube: Kube) -> None:
     namespace(kube, "a")
-    ports = {service(kube, "a", f"s{i}", {"app": "x"}, svc_type="NodePort").spec.ports[0].node_port
-             for i in range(20)}
+    ports = {
+        service(kube, "a", f"s{i}", {"app": "x"}, svc_type="NodePort").spec.ports[0].node_port
+        for i in range(20)
+    }
     assert len(ports) == 20
     assert all(30000 <= p <= 32767 for p in ports)
 
@@ -265,7 +276,8 @@ def test_endpoints_and_slices_follow_ready_pods_matching_the_selector(kube: Kube
     assert [a.ip for a in subsets[0].addresses] == [ip]
     assert (subsets[0].ports[0].port, subsets[0].ports[0].protocol) == (5060, "SCTP")
     slices = kube.discovery.list_namespaced_endpoint_slice(
-        "a", label_selector="kubernetes.io/service-name=s").items
+        "a", label_selector="kubernetes.io/service-name=s"
+    ).items
     assert len(slices) == 1
     assert slices[0].address_type == "IPv4"
     assert [e.addresses for e in slices[0].endpoints] == [[ip]]
@@ -277,10 +289,21 @@ def test_endpoints_and_slices_follow_ready_pods_matching_the_selector(kube: Kube
 
 def test_a_named_target_port_resolves_through_the_pod(kube: Kube) -> None:
     namespace(kube, "a")
-    body = client.V1Pod(metadata=client.V1ObjectMeta(name="srv", labels={"app": "srv"}),
-                        spec=client.V1PodSpec(containers=[client.V1Container(
-                            name="c", image="x", args=["porter"],
-                            ports=[client.V1ContainerPort(name="sip", container_port=5061, protocol="SCTP")])]))
+    body = client.V1Pod(
+        metadata=client.V1ObjectMeta(name="srv", labels={"app": "srv"}),
+        spec=client.V1PodSpec(
+            containers=[
+                client.V1Container(
+                    name="c",
+                    image="x",
+                    args=["porter"],
+                    ports=[
+                        client.V1ContainerPort(name="sip", container_port=5061, protocol="SCTP")
+                    ],
+                )
+            ]
+        ),
+    )
     kube.core.create_namespaced_pod("a", body)
     service(kube, "a", "s", {"app": "srv"}, target_port="sip")
     assert kube.core.read_namespaced_endpoints("s", "a").subsets[0].ports[0].port == 5061
@@ -302,12 +325,20 @@ def test_network_policies_round_trip_and_delete_with_a_success_status(kube: Kube
         metadata=client.V1ObjectMeta(name="allow-sctp"),
         spec=client.V1NetworkPolicySpec(
             pod_selector=client.V1LabelSelector(match_labels={"app": "srv"}),
-            ingress=[client.V1NetworkPolicyIngressRule(ports=[client.V1NetworkPolicyPort(protocol="SCTP", port=5060)])]))
+            ingress=[
+                client.V1NetworkPolicyIngressRule(
+                    ports=[client.V1NetworkPolicyPort(protocol="SCTP", port=5060)]
+                )
+            ],
+        ),
+    )
     created = kube.net.create_namespaced_network_policy("a", body)
     assert created.spec.policy_types == ["Ingress"]
     got = kube.net.read_namespaced_network_policy("allow-sctp", "a")
     assert got.spec.ingress[0].ports[0].protocol == "SCTP"
-    assert [p.metadata.name for p in kube.net.list_namespaced_network_policy("a").items] == ["allow-sctp"]
+    assert [p.metadata.name for p in kube.net.list_namespaced_network_policy("a").items] == [
+        "allow-sctp"
+    ]
     with pytest.raises(ApiException) as err:
         kube.net.create_namespaced_network_policy("a", body)
     assert err.value.status == 409
@@ -328,10 +359,20 @@ def test_sctp_is_invalid_when_the_feature_gate_is_off(make_kube: Any, kind: str)
         elif kind == "service":
             service(kube, "a", "s", {"app": "x"})
         else:
-            kube.net.create_namespaced_network_policy("a", client.V1NetworkPolicy(
-                metadata=client.V1ObjectMeta(name="np"),
-                spec=client.V1NetworkPolicySpec(pod_selector=client.V1LabelSelector(), ingress=[
-                    client.V1NetworkPolicyIngressRule(ports=[client.V1NetworkPolicyPort(protocol="SCTP", port=5060)])])))
+            kube.net.create_namespaced_network_policy(
+                "a",
+                client.V1NetworkPolicy(
+                    metadata=client.V1ObjectMeta(name="np"),
+                    spec=client.V1NetworkPolicySpec(
+                        pod_selector=client.V1LabelSelector(),
+                        ingress=[
+                            client.V1NetworkPolicyIngressRule(
+                                ports=[client.V1NetworkPolicyPort(protocol="SCTP", port=5060)]
+                            )
+                        ],
+                    ),
+                ),
+            )
     assert err.value.status == 422
     body = status_of(err.value)
     assert body["reason"] == "Invalid"
@@ -347,20 +388,25 @@ def test_tcp_still_works_when_the_feature_gate_is_off(make_kube: Any) -> None:
 def test_privileged_pods_are_forbidden_without_node_access(make_kube: Any) -> None:
     kube = make_kube(node_access=False)
     from tests.lab.conftest import hostexec
+
     with pytest.raises(ApiException) as err:
         hostexec(kube, "c1-worker", "lsmod", name="hostexec-x")
     assert err.value.status == 403
     message = status_of(err.value)["message"]
-    assert message.startswith('pods "hostexec-x" is forbidden: violates PodSecurity "baseline:latest": ')
+    assert message.startswith(
+        'pods "hostexec-x" is forbidden: violates PodSecurity "baseline:latest": '
+    )
     assert "privileged" in message and "hostNetwork=true" in message and "hostPath" in message
 
 
 def test_an_unknown_path_and_an_unknown_cluster_answer_404(kube: Kube) -> None:
     import urllib.error
     import urllib.request
+
     for path in ("/clusters/c1/api/v1/widgets", "/clusters/nope/version"):
-        req = urllib.request.Request(kube.lab.base_url + path,
-                                     headers={"Authorization": "Bearer lab-c1-token"})
+        req = urllib.request.Request(
+            kube.lab.base_url + path, headers={"Authorization": "Bearer lab-c1-token"}
+        )
         with pytest.raises(urllib.error.HTTPError) as err:
             urllib.request.urlopen(req)
         assert err.value.code == 404

@@ -18,7 +18,10 @@ def test_the_cli_prints_one_url_per_cluster_and_stops_on_sigterm(tmp_path: Path)
     (tmp_path / "two.yaml").write_text("name: two\nplugin: cilium\n")
     proc = subprocess.Popen(
         [sys.executable, "-m", "lab.server", "--profiles", str(tmp_path), "--port", "0"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     try:
@@ -27,7 +30,9 @@ def test_the_cli_prints_one_url_per_cluster_and_stops_on_sigterm(tmp_path: Path)
         assert [name for name, _url in lines] == ["one", "two"]
         url = dict(lines)["one"]
         assert url.endswith("/clusters/one")
-        req = urllib.request.Request(url + "/version", headers={"Authorization": "Bearer lab-one-token"})
+        req = urllib.request.Request(
+            url + "/version", headers={"Authorization": "Bearer lab-one-token"}
+        )
         with urllib.request.urlopen(req, timeout=5) as answer:
             assert json.load(answer)["gitVersion"] == "v1.32.1"
         proc.send_signal(signal.SIGTERM)
@@ -42,7 +47,10 @@ def test_the_cli_refuses_a_bad_profile_with_the_file_and_field(tmp_path: Path) -
     (tmp_path / "bad.yaml").write_text("name: bad\nplugin: calico\nproxier: userspace\n")
     done = subprocess.run(
         [sys.executable, "-m", "lab.server", "--profiles", str(tmp_path)],
-        cwd=ROOT, capture_output=True, text=True, timeout=30,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert done.returncode == 2

@@ -25,16 +25,29 @@ def server_ip(kube: Kube, ns: str, name: str) -> str:
     return kube.core.read_namespaced_pod(name, ns).status.pod_ip
 
 
-def deny_all_but(kube: Kube, ns: str, name: str, ports: list[tuple[str, int]] | None = None,
-                 peers: list[client.V1NetworkPolicyPeer] | None = None) -> None:
+def deny_all_but(
+    kube: Kube,
+    ns: str,
+    name: str,
+    ports: list[tuple[str, int]] | None = None,
+    peers: list[client.V1NetworkPolicyPeer] | None = None,
+) -> None:
     """A policy selecting app=srv that allows only `ports` (None: every port) from `peers`."""
     rule = client.V1NetworkPolicyIngressRule(
         _from=peers,
-        ports=[client.V1NetworkPolicyPort(protocol=p, port=n) for p, n in ports] if ports else None)
-    kube.net.create_namespaced_network_policy(ns, client.V1NetworkPolicy(
-        metadata=client.V1ObjectMeta(name=name),
-        spec=client.V1NetworkPolicySpec(pod_selector=client.V1LabelSelector(match_labels={"app": "srv"}),
-                                        policy_types=["Ingress"], ingress=[rule])))
+        ports=[client.V1NetworkPolicyPort(protocol=p, port=n) for p, n in ports] if ports else None,
+    )
+    kube.net.create_namespaced_network_policy(
+        ns,
+        client.V1NetworkPolicy(
+            metadata=client.V1ObjectMeta(name=name),
+            spec=client.V1NetworkPolicySpec(
+                pod_selector=client.V1LabelSelector(match_labels={"app": "srv"}),
+                policy_types=["Ingress"],
+                ingress=[rule],
+            ),
+        ),
+    )
 
 
 @pytest.fixture
@@ -59,7 +72,10 @@ def test_a_port_nobody_listens_on_is_refused(kube: Kube, ns: str) -> None:
 
 
 def test_tcp_to_a_port_served_only_over_sctp_is_refused(kube: Kube, ns: str) -> None:
-    assert run_client(kube, ns, "cl", f"{server_ip(kube, ns, 'srv')}:5060", protocol="tcp") == TCP_REFUSED
+    assert (
+        run_client(kube, ns, "cl", f"{server_ip(kube, ns, 'srv')}:5060", protocol="tcp")
+        == TCP_REFUSED
+    )
 
 
 def test_an_address_nobody_owns_times_out(kube: Kube, ns: str) -> None:
@@ -111,7 +127,9 @@ def test_a_short_name_resolves_only_in_the_clients_namespace(kube: Kube, ns: str
 
 
 def test_an_unknown_name_is_a_dns_failure(kube: Kube, ns: str) -> None:
-    assert run_client(kube, ns, "cl", "nope.a.svc.cluster.local:5060") == dns("nope.a.svc.cluster.local")
+    assert run_client(kube, ns, "cl", "nope.a.svc.cluster.local:5060") == dns(
+        "nope.a.svc.cluster.local"
+    )
 
 
 def test_a_cluster_ip_reaches_the_pod_through_the_target_port(kube: Kube, ns: str) -> None:
@@ -144,10 +162,16 @@ def test_a_load_balancer_ip_reaches_the_pod(make_kube: Any) -> None:
 
 @pytest.mark.parametrize(
     ("flag", "target"),
-    [("pod_to_pod", "pod"), ("via_service", "service"), ("via_service", "name"),
-     ("via_load_balancer", "lb")],
+    [
+        ("pod_to_pod", "pod"),
+        ("via_service", "service"),
+        ("via_service", "name"),
+        ("via_load_balancer", "lb"),
+    ],
 )
-def test_each_dataplane_flag_drops_sctp_on_its_path_only(make_kube: Any, flag: str, target: str) -> None:
+def test_each_dataplane_flag_drops_sctp_on_its_path_only(
+    make_kube: Any, flag: str, target: str
+) -> None:
     kube = make_kube(load_balancer=True, dataplane={flag: False})
     clock = FakeClock()
     kube.state.clock = clock
@@ -159,13 +183,22 @@ def test_each_dataplane_flag_drops_sctp_on_its_path_only(make_kube: Any, flag: s
     clock.advance(0.3)
     hosts = {
         "pod": (server_ip(kube, "a", "srv"), server_ip(kube, "a", "tcp")),
-        "service": (svc.spec.cluster_ip, kube.core.read_namespaced_service("t", "a").spec.cluster_ip),
+        "service": (
+            svc.spec.cluster_ip,
+            kube.core.read_namespaced_service("t", "a").spec.cluster_ip,
+        ),
         "name": ("s", "t"),
-        "lb": tuple(kube.core.read_namespaced_service(n, "a").status.load_balancer.ingress[0].ip
-                    for n in ("s", "t")),
+        "lb": tuple(
+            kube.core.read_namespaced_service(n, "a").status.load_balancer.ingress[0].ip
+            for n in ("s", "t")
+        ),
     }
-    paths = {"pod": "pod_to_pod", "service": "via_service", "name": "via_service",
-             "lb": "via_load_balancer"}
+    paths = {
+        "pod": "pod_to_pod",
+        "service": "via_service",
+        "name": "via_service",
+        "lb": "via_load_balancer",
+    }
     for i, (kind, (sctp_host, tcp_host)) in enumerate(hosts.items()):
         expected = TIMEOUT if paths[kind] == flag else OK
         assert run_client(kube, "a", f"s{i}", f"{sctp_host}:5060") == expected, kind
@@ -177,9 +210,15 @@ def test_each_dataplane_flag_drops_sctp_on_its_path_only(make_kube: Any, flag: s
 
 
 def test_a_deny_all_policy_times_out_sctp_under_full_enforcement(kube: Kube, ns: str) -> None:
-    kube.net.create_namespaced_network_policy(ns, client.V1NetworkPolicy(
-        metadata=client.V1ObjectMeta(name="deny"),
-        spec=client.V1NetworkPolicySpec(pod_selector=client.V1LabelSelector(), policy_types=["Ingress"])))
+    kube.net.create_namespaced_network_policy(
+        ns,
+        client.V1NetworkPolicy(
+            metadata=client.V1ObjectMeta(name="deny"),
+            spec=client.V1NetworkPolicySpec(
+                pod_selector=client.V1LabelSelector(), policy_types=["Ingress"]
+            ),
+        ),
+    )
     assert run_client(kube, ns, "cl", f"{server_ip(kube, ns, 'srv')}:5060") == TIMEOUT
 
 
@@ -187,14 +226,18 @@ def test_a_policy_allowing_the_sctp_port_lets_sctp_in_under_full(kube: Kube, ns:
     pod(kube, ns, "tcp-srv", ["porter"], env={"SERVE_PORT_5060": "x"}, labels={"app": "srv"})
     deny_all_but(kube, ns, "allow-sctp", [("SCTP", 5060)])
     assert run_client(kube, ns, "cl", f"{server_ip(kube, ns, 'srv')}:5060") == OK
-    assert run_client(kube, ns, "cl2", f"{server_ip(kube, ns, 'tcp-srv')}:5060", protocol="tcp") == TIMEOUT
+    assert (
+        run_client(kube, ns, "cl2", f"{server_ip(kube, ns, 'tcp-srv')}:5060", protocol="tcp")
+        == TIMEOUT
+    )
 
 
 def test_policies_select_peers_by_pod_and_namespace(kube: Kube, ns: str) -> None:
     namespace(kube, "other", {"team": "blue"})
     peer = client.V1NetworkPolicyPeer(
         namespace_selector=client.V1LabelSelector(match_labels={"team": "blue"}),
-        pod_selector=client.V1LabelSelector(match_labels={"role": "client"}))
+        pod_selector=client.V1LabelSelector(match_labels={"role": "client"}),
+    )
     deny_all_but(kube, ns, "from-blue-clients", peers=[peer])
     ip = server_ip(kube, ns, "srv")
     assert run_client(kube, "other", "ok", f"{ip}:5060", labels={"role": "client"}) == OK
@@ -204,18 +247,32 @@ def test_policies_select_peers_by_pod_and_namespace(kube: Kube, ns: str) -> None
 
 def test_a_pod_selector_peer_alone_means_the_policys_namespace(kube: Kube, ns: str) -> None:
     namespace(kube, "other")
-    deny_all_but(kube, ns, "same-ns", peers=[client.V1NetworkPolicyPeer(
-        pod_selector=client.V1LabelSelector(match_labels={"role": "client"}))])
+    deny_all_but(
+        kube,
+        ns,
+        "same-ns",
+        peers=[
+            client.V1NetworkPolicyPeer(
+                pod_selector=client.V1LabelSelector(match_labels={"role": "client"})
+            )
+        ],
+    )
     ip = server_ip(kube, ns, "srv")
     assert run_client(kube, ns, "in", f"{ip}:5060", labels={"role": "client"}) == OK
     assert run_client(kube, "other", "out", f"{ip}:5060", labels={"role": "client"}) == TIMEOUT
 
 
 def test_a_policy_on_other_pods_changes_nothing(kube: Kube, ns: str) -> None:
-    kube.net.create_namespaced_network_policy(ns, client.V1NetworkPolicy(
-        metadata=client.V1ObjectMeta(name="others"),
-        spec=client.V1NetworkPolicySpec(pod_selector=client.V1LabelSelector(match_labels={"app": "x"}),
-                                        policy_types=["Ingress"])))
+    kube.net.create_namespaced_network_policy(
+        ns,
+        client.V1NetworkPolicy(
+            metadata=client.V1ObjectMeta(name="others"),
+            spec=client.V1NetworkPolicySpec(
+                pod_selector=client.V1LabelSelector(match_labels={"app": "x"}),
+                policy_types=["Ingress"],
+            ),
+        ),
+    )
     assert run_client(kube, ns, "cl", f"{server_ip(kube, ns, 'srv')}:5060") == OK
 
 
@@ -236,8 +293,14 @@ def test_network_policy_none_ignores_policies(make_kube: Any) -> None:
 def test_sctp_as_tcp_applies_an_sctp_rule_to_tcp(make_kube: Any) -> None:
     kube = make_kube(dataplane={"network_policy": "sctp-as-tcp"})
     namespace(kube, "a")
-    pod(kube, "a", "srv", ["porter"], env={"SERVE_SCTP_PORT_5060": "x", "SERVE_PORT_5060": "x"},
-        labels={"app": "srv"})
+    pod(
+        kube,
+        "a",
+        "srv",
+        ["porter"],
+        env={"SERVE_SCTP_PORT_5060": "x", "SERVE_PORT_5060": "x"},
+        labels={"app": "srv"},
+    )
     deny_all_but(kube, "a", "allow-sctp", [("SCTP", 5060)])
     ip = server_ip(kube, "a", "srv")
     assert run_client(kube, "a", "tcp", f"{ip}:5060", protocol="tcp") == OK
@@ -247,8 +310,14 @@ def test_sctp_as_tcp_applies_an_sctp_rule_to_tcp(make_kube: Any) -> None:
 def test_no_sctp_always_denies_sctp_to_a_selected_pod(make_kube: Any) -> None:
     kube = make_kube(dataplane={"network_policy": "no-sctp"})
     namespace(kube, "a")
-    pod(kube, "a", "srv", ["porter"], env={"SERVE_SCTP_PORT_5060": "x", "SERVE_PORT_80": "x"},
-        labels={"app": "srv"})
+    pod(
+        kube,
+        "a",
+        "srv",
+        ["porter"],
+        env={"SERVE_SCTP_PORT_5060": "x", "SERVE_PORT_80": "x"},
+        labels={"app": "srv"},
+    )
     ip = server_ip(kube, "a", "srv")
     assert run_client(kube, "a", "before", f"{ip}:5060") == OK
     deny_all_but(kube, "a", "allow-everything")  # a rule with no ports at all
@@ -261,12 +330,16 @@ def test_no_sctp_does_not_widen_an_sctp_only_rule_to_every_port(make_kube: Any) 
     namespace(kube, "a")
     pod(kube, "a", "srv", ["porter"], env={"SERVE_PORT_80": "x"}, labels={"app": "srv"})
     deny_all_but(kube, "a", "allow-sctp", [("SCTP", 5060)])
-    assert run_client(kube, "a", "tcp", f"{server_ip(kube, 'a', 'srv')}:80", protocol="tcp") == TIMEOUT
+    assert (
+        run_client(kube, "a", "tcp", f"{server_ip(kube, 'a', 'srv')}:80", protocol="tcp") == TIMEOUT
+    )
 
 
 def test_the_upstream_shell_loop_client_is_understood(kube: Kube, ns: str) -> None:
     ip = server_ip(kube, ns, "srv")
-    script = (f"for i in $(seq 1 5); do /agnhost connect {ip}:5060 --protocol sctp --timeout 8s "
-              "&& exit 0 || sleep 1; done; exit 1")
+    script = (
+        f"for i in $(seq 1 5); do /agnhost connect {ip}:5060 --protocol sctp --timeout 8s "
+        "&& exit 0 || sleep 1; done; exit 1"
+    )
     pod(kube, ns, "loop", [], command=["/bin/sh", "-c", script])
     assert kube.core.read_namespaced_pod("loop", ns).status.phase == "Succeeded"

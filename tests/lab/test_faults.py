@@ -71,8 +71,10 @@ def test_stuck_pending_pods_never_start_nor_load_the_module(make_kube: Any) -> N
 
 @pytest.mark.parametrize("kind", ["pod", "service", "networkpolicy"])
 def test_basic_loads_module_loads_sctp_everywhere_when_an_sctp_object_appears(
-        make_kube: Any, kind: str) -> None:
+    make_kube: Any, kind: str
+) -> None:
     from kubernetes import client
+
     kube = make_kube(faults={"basic_loads_module": True})
     namespace(kube, "a")
     service(kube, "a", "tcp", {"app": "x"}, protocol="TCP")
@@ -82,10 +84,20 @@ def test_basic_loads_module_loads_sctp_everywhere_when_an_sctp_object_appears(
     elif kind == "service":
         service(kube, "a", "s", {"app": "x"})
     else:
-        kube.net.create_namespaced_network_policy("a", client.V1NetworkPolicy(
-            metadata=client.V1ObjectMeta(name="np"),
-            spec=client.V1NetworkPolicySpec(pod_selector=client.V1LabelSelector(), ingress=[
-                client.V1NetworkPolicyIngressRule(ports=[client.V1NetworkPolicyPort(protocol="SCTP", port=5060)])])))
+        kube.net.create_namespaced_network_policy(
+            "a",
+            client.V1NetworkPolicy(
+                metadata=client.V1ObjectMeta(name="np"),
+                spec=client.V1NetworkPolicySpec(
+                    pod_selector=client.V1LabelSelector(),
+                    ingress=[
+                        client.V1NetworkPolicyIngressRule(
+                            ports=[client.V1NetworkPolicyPort(protocol="SCTP", port=5060)]
+                        )
+                    ],
+                ),
+            ),
+        )
     for node in ("c1-control-plane", "c1-worker"):
         _p, log, _c = hostexec(kube, node, "lsmod")
         assert "\nsctp " in log

@@ -50,14 +50,30 @@ def test_the_lab_prints_what_the_kernel_tools_print_back(proxier: str) -> None:
 def test_the_lab_goldens_cover_what_the_battery_reads() -> None:
     ipt = fixture("lab-iptables-save.txt")
     # KUBE-SERVICES -> KUBE-SVC with -p sctp, the KUBE-SEP DNAT, masquerading, the filter REJECT.
-    assert re.search(r'^-A KUBE-SERVICES -d 10\.96\.0\.10/32 -p sctp -m comment --comment '
-                     r'"sctp-guest/sctp-svc:sctp cluster IP" -m sctp --dport 95 -j KUBE-SVC-\w{16}$', ipt, re.M)
-    assert re.search(r"^-A KUBE-SEP-\w{16} -p sctp -m comment --comment \"sctp-guest/sctp-svc:sctp\" "
-                     r"-m sctp -j DNAT --to-destination 10\.244\.1\.2:8082$", ipt, re.M)
+    assert re.search(
+        r"^-A KUBE-SERVICES -d 10\.96\.0\.10/32 -p sctp -m comment --comment "
+        r'"sctp-guest/sctp-svc:sctp cluster IP" -m sctp --dport 95 -j KUBE-SVC-\w{16}$',
+        ipt,
+        re.M,
+    )
+    assert re.search(
+        r"^-A KUBE-SEP-\w{16} -p sctp -m comment --comment \"sctp-guest/sctp-svc:sctp\" "
+        r"-m sctp -j DNAT --to-destination 10\.244\.1\.2:8082$",
+        ipt,
+        re.M,
+    )
     assert "-j MASQUERADE --random-fully" in ipt and "--probability 0.33333333349" in ipt
-    assert re.search(r'^-A KUBE-SERVICES -d 10\.96\.0\.20/32 -p sctp -m comment --comment '
-                     r'"sctp-guest/sctp-np has no endpoints" -m sctp --dport 96 -j REJECT', ipt, re.M)
-    assert re.search(r'^-A KUBE-HOSTPORTS -p sctp -m comment --comment "hostport_sctp-guest hostport 5060"', ipt, re.M)
+    assert re.search(
+        r"^-A KUBE-SERVICES -d 10\.96\.0\.20/32 -p sctp -m comment --comment "
+        r'"sctp-guest/sctp-np has no endpoints" -m sctp --dport 96 -j REJECT',
+        ipt,
+        re.M,
+    )
+    assert re.search(
+        r'^-A KUBE-HOSTPORTS -p sctp -m comment --comment "hostport_sctp-guest hostport 5060"',
+        ipt,
+        re.M,
+    )
     assert "10.96.0.10 . sctp . 95 : goto service-" in fixture("lab-nft-list-ruleset.txt")
     assert "SCTP 10.96.0.10:95 rr\n" in fixture("lab-ipvsadm-Ln.txt")
 
@@ -76,22 +92,53 @@ def test_normalising_keeps_what_matters() -> None:
 
 def _guest_service_cluster(proxier: str, vip: str, port: int) -> Cluster:
     """The lab with the guest's service: sctp-guest/sctp-svc:sctp, endpoints 10.0.{2,3}.2:8082."""
-    cluster = Cluster(validate_profile({
-        "name": f"kernel-{proxier}", "plugin": "calico", "plugin_version": "3.28.0",
-        "kubernetes_version": "1.31.2", "proxier": proxier, "nodes": 1,
-        "faults": {"pod_start_delay_s": 0}}), clock=lambda: lab_golden.FIXED_CLOCK)
+    cluster = Cluster(
+        validate_profile(
+            {
+                "name": f"kernel-{proxier}",
+                "plugin": "calico",
+                "plugin_version": "3.28.0",
+                "kubernetes_version": "1.31.2",
+                "proxier": proxier,
+                "nodes": 1,
+                "faults": {"pod_start_delay_s": 0},
+            }
+        ),
+        clock=lambda: lab_golden.FIXED_CLOCK,
+    )
     cluster.create_namespace({"metadata": {"name": "sctp-guest"}})
     for name, ip in (("srv1", "10.0.2.2"), ("srv2", "10.0.3.2")):
-        cluster.create("pods", "sctp-guest", {
-            "metadata": {"name": name, "labels": {"app": "sctp-guest"}},
-            "spec": {"containers": [{"name": "server", "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
-                                     "args": ["porter"], "env": [{"name": "SERVE_SCTP_PORT_8082", "value": "foo"}],
-                                     "ports": [{"containerPort": 8082, "protocol": "SCTP"}]}]}})
+        cluster.create(
+            "pods",
+            "sctp-guest",
+            {
+                "metadata": {"name": name, "labels": {"app": "sctp-guest"}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "server",
+                            "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
+                            "args": ["porter"],
+                            "env": [{"name": "SERVE_SCTP_PORT_8082", "value": "foo"}],
+                            "ports": [{"containerPort": 8082, "protocol": "SCTP"}],
+                        }
+                    ]
+                },
+            },
+        )
         cluster.pod_rt[("sctp-guest", name)].ip = ip  # the guest's pod network namespaces
-    cluster.create("services", "sctp-guest", {
-        "metadata": {"name": "sctp-svc"},
-        "spec": {"clusterIP": vip, "selector": {"app": "sctp-guest"},
-                 "ports": [{"name": "sctp", "port": port, "targetPort": 8082, "protocol": "SCTP"}]}})
+    cluster.create(
+        "services",
+        "sctp-guest",
+        {
+            "metadata": {"name": "sctp-svc"},
+            "spec": {
+                "clusterIP": vip,
+                "selector": {"app": "sctp-guest"},
+                "ports": [{"name": "sctp", "port": port, "targetPort": 8082, "protocol": "SCTP"}],
+            },
+        },
+    )
     cluster.advance()
     return cluster
 
@@ -103,7 +150,9 @@ def _is_subsequence(needles: list[str], haystack: list[str]) -> bool:
 
 def test_every_kernel_iptables_line_is_in_the_labs_nat_table_in_order() -> None:
     cluster = _guest_service_cluster("iptables", "10.96.0.10", 95)
-    lab = normalise(nodetools.run(cluster, cluster.nodes[0], "iptables-save -t nat")[1]).splitlines()
+    lab = normalise(
+        nodetools.run(cluster, cluster.nodes[0], "iptables-save -t nat")[1]
+    ).splitlines()
     real = normalise(fixture("iptables-save.txt")).splitlines()
     missing = [line for line in real if line not in lab]
     assert missing == []
@@ -116,7 +165,7 @@ def test_the_kernel_ipvs_service_block_is_the_labs() -> None:
     real = normalise(fixture("ipvsadm-Ln.txt")).splitlines()
     assert lab[:3] == real[:3]  # the headers
     start = lab.index("SCTP 10.96.0.11:96 rr")
-    assert lab[start:start + 3] == real[3:6]
+    assert lab[start : start + 3] == real[3:6]
 
 
 def test_every_kernel_nft_line_is_in_the_labs_ruleset() -> None:
@@ -129,12 +178,18 @@ def test_every_kernel_nft_line_is_in_the_labs_ruleset() -> None:
     assert missing == []
     lab_items = set(_items("\n".join(lab)))
     real_items = _items("\n".join(real))
-    assert real_items == ["10.96.0.12", "10.96.0.12 . sctp . 97 : goto service-C24XJXMN-sctp-guest/sctp-svc/sctp/sctp"]
+    assert real_items == [
+        "10.96.0.12",
+        "10.96.0.12 . sctp . 97 : goto service-C24XJXMN-sctp-guest/sctp-svc/sctp/sctp",
+    ]
     assert set(real_items) <= lab_items
     endpoint_chains = [ln for ln in real if ln.startswith("\tchain endpoint-")]
     assert len(endpoint_chains) == 2 and all(c in lab for c in endpoint_chains)
 
 
 def _items(text: str) -> list[str]:
-    return [item.strip() for block in re.findall(r"elements = \{ (.*?) \}", text, re.DOTALL)
-            for item in block.split(",")]
+    return [
+        item.strip()
+        for block in re.findall(r"elements = \{ (.*?) \}", text, re.DOTALL)
+        for item in block.split(",")
+    ]

@@ -16,14 +16,29 @@ def privileged_pod(kube: Kube, ns: str, name: str = "priv") -> Any:
     return pod(kube, ns, name, ["pause"], privileged=True)
 
 
-@pytest.mark.parametrize(("mode", "code", "reason", "message"), [
-    ("forbid", 403, "Forbidden",
-     ('pods "priv" is forbidden: violates PodSecurity "baseline:latest": privileged '
-     '(container "c" must not set securityContext.privileged=true)')),
-    ("webhook-deny", 400, "BadRequest",
-     ('admission webhook "pod-policy.example.com" denied the request: privileged pods, host '
-     "namespaces and hostPath volumes are not allowed")),
-])
+@pytest.mark.parametrize(
+    ("mode", "code", "reason", "message"),
+    [
+        (
+            "forbid",
+            403,
+            "Forbidden",
+            (
+                'pods "priv" is forbidden: violates PodSecurity "baseline:latest": privileged '
+                '(container "c" must not set securityContext.privileged=true)'
+            ),
+        ),
+        (
+            "webhook-deny",
+            400,
+            "BadRequest",
+            (
+                'admission webhook "pod-policy.example.com" denied the request: privileged pods, host '
+                "namespaces and hostPath volumes are not allowed"
+            ),
+        ),
+    ],
+)
 def test_admission_refuses_privileged_pods_as_pod_security_or_a_webhook_does(
     make_kube, mode, code, reason, message
 ):
@@ -42,14 +57,17 @@ def test_pod_security_baseline_also_refuses_a_host_port(make_kube):
     with pytest.raises(ApiException) as caught:
         pod(kube, ns, "hp", ["pause"], ports=[(5060, "SCTP")], host_port=True)
     assert json.loads(caught.value.body)["message"].endswith(
-        'violates PodSecurity "baseline:latest": hostPort (container "c" uses hostPort 5060)')
+        'violates PodSecurity "baseline:latest": hostPort (container "c" uses hostPort 5060)'
+    )
 
 
 def test_the_cni_and_kube_proxy_daemonsets_are_listed(make_kube):
     kube = make_kube(plugin="calico", cni="cilium")
     listing = client.AppsV1Api(kube.api_client).list_daemon_set_for_all_namespaces()
     assert [(d.metadata.namespace, d.metadata.name) for d in listing.items] == [
-        ("kube-system", "cilium"), ("kube-system", "kube-proxy")]
+        ("kube-system", "cilium"),
+        ("kube-system", "kube-proxy"),
+    ]
     assert listing.items[0].status.number_ready == 2
     none = make_kube("c2", plugin="kubenet", kube_proxy="none")
     assert client.AppsV1Api(none.api_client).list_daemon_set_for_all_namespaces().items == []
@@ -58,9 +76,22 @@ def test_the_cni_and_kube_proxy_daemonsets_are_listed(make_kube):
 def proxy_mode_pod(kube: Kube, ns: str, name: str, host_network: bool = True) -> tuple[str, str]:
     body = client.V1Pod(
         metadata=client.V1ObjectMeta(name=name),
-        spec=client.V1PodSpec(restart_policy="Never", host_network=host_network, containers=[
-            client.V1Container(name="c", image="agnhost", command=[
-                "sh", "-c", "curl -q -s --connect-timeout 1 http://localhost:10249/proxyMode"])]))
+        spec=client.V1PodSpec(
+            restart_policy="Never",
+            host_network=host_network,
+            containers=[
+                client.V1Container(
+                    name="c",
+                    image="agnhost",
+                    command=[
+                        "sh",
+                        "-c",
+                        "curl -q -s --connect-timeout 1 http://localhost:10249/proxyMode",
+                    ],
+                )
+            ],
+        ),
+    )
     kube.core.create_namespaced_pod(ns, body)
     got = kube.core.read_namespaced_pod(name, ns)
     return got.status.phase, kube.core.read_namespaced_pod_log(name, ns)
@@ -94,16 +125,19 @@ def netexec(kube: Kube, ns: str, name: str, labels: dict[str, str], *flags: str)
 
 
 def dial(kube: Kube, ns: str, name: str, tester: str, host: str, port: int, tries: int) -> Any:
-    url = (f"http://{tester}:9080/dial?request=hostname&protocol=sctp&host={host}&port={port}"
-           f"&tries={tries}")
+    url = (
+        f"http://{tester}:9080/dial?request=hostname&protocol=sctp&host={host}&port={port}"
+        f"&tries={tries}"
+    )
     pod(kube, ns, name, [], command=["curl", "-g", "-q", "-s", "--max-time", "5", url])
     got = kube.core.read_namespaced_pod(name, ns)
     assert got.status.phase == "Succeeded"
     return json.loads(kube.core.read_namespaced_pod_log(name, ns))
 
 
-@pytest.mark.parametrize(("reachable", "answers"), [("all", ["e1", "e2", "e1", "e2"]),
-                                                    ("one", ["e1", "e1"])])
+@pytest.mark.parametrize(
+    ("reachable", "answers"), [("all", ["e1", "e2", "e1", "e2"]), ("one", ["e1", "e1"])]
+)
 def test_netexec_dial_answers_with_each_endpoints_hostname(make_kube, reachable, answers):
     kube = make_kube(dataplane={"endpoints_reachable": reachable})
     ns = namespace(kube, "a")
@@ -122,8 +156,10 @@ def test_netexec_dial_answers_with_each_endpoints_hostname(make_kube, reachable,
 
 def test_a_porter_is_no_netexec_it_does_not_answer_hostname(kube):
     ns = namespace(kube, "a")
-    ip = sctp_server(kube, ns, "srv").metadata.name and kube.core.read_namespaced_pod(
-        "srv", ns).status.pod_ip
+    ip = (
+        sctp_server(kube, ns, "srv").metadata.name
+        and kube.core.read_namespaced_pod("srv", ns).status.pod_ip
+    )
     tester = netexec(kube, ns, "tester", {"app": "tester"}, "--http-port=9080")
     answer = dial(kube, ns, "d", tester, ip, 5060, 1)
     assert answer["responses"] == [] and len(answer["errors"]) == 1
@@ -175,12 +211,19 @@ def test_namespace_selector_false_ignores_sctp_peers_given_by_namespace(make_kub
     namespace(kube, "b", {"team": "b"})
     ip = sctp_server(kube, ns, "srv") and kube.core.read_namespaced_pod("srv", ns).status.pod_ip
     peer = client.V1NetworkPolicyPeer(
-        namespace_selector=client.V1LabelSelector(match_labels={"team": "b"}))
-    kube.net.create_namespaced_network_policy(ns, client.V1NetworkPolicy(
-        metadata=client.V1ObjectMeta(name="p"),
-        spec=client.V1NetworkPolicySpec(
-            pod_selector=client.V1LabelSelector(match_labels={"app": "srv"}),
-            policy_types=["Ingress"], ingress=[client.V1NetworkPolicyIngressRule(_from=[peer])])))
+        namespace_selector=client.V1LabelSelector(match_labels={"team": "b"})
+    )
+    kube.net.create_namespaced_network_policy(
+        ns,
+        client.V1NetworkPolicy(
+            metadata=client.V1ObjectMeta(name="p"),
+            spec=client.V1NetworkPolicySpec(
+                pod_selector=client.V1LabelSelector(match_labels={"app": "srv"}),
+                policy_types=["Ingress"],
+                ingress=[client.V1NetworkPolicyIngressRule(_from=[peer])],
+            ),
+        ),
+    )
     assert run_client(kube, "b", "sctp", f"{ip}:5060") == ("Failed", "TIMEOUT\n")
 
 
@@ -192,15 +235,22 @@ def test_pod_security_lists_violations_in_its_checks_order(make_kube):
         metadata=client.V1ObjectMeta(name="all"),
         spec=client.V1PodSpec(
             host_network=True,
-            containers=[client.V1Container(
-                name="c", image="agnhost",
-                ports=[client.V1ContainerPort(container_port=5060, host_port=5060)],
-                security_context=client.V1SecurityContext(privileged=True))],
-            volumes=[client.V1Volume(name="r", host_path=client.V1HostPathVolumeSource(path="/"))]))
+            containers=[
+                client.V1Container(
+                    name="c",
+                    image="agnhost",
+                    ports=[client.V1ContainerPort(container_port=5060, host_port=5060)],
+                    security_context=client.V1SecurityContext(privileged=True),
+                )
+            ],
+            volumes=[client.V1Volume(name="r", host_path=client.V1HostPathVolumeSource(path="/"))],
+        ),
+    )
     with pytest.raises(ApiException) as caught:
         kube.core.create_namespaced_pod(ns, body)
     assert json.loads(caught.value.body)["message"] == (
         'pods "all" is forbidden: violates PodSecurity "baseline:latest": host namespaces '
         '(hostNetwork=true), hostPath volumes (volume "r"), hostPort (container "c" uses '
         'hostPort 5060), privileged (container "c" must not set '
-        "securityContext.privileged=true)")
+        "securityContext.privileged=true)"
+    )

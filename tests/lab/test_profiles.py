@@ -18,8 +18,16 @@ def write(tmp_path: Path, text: str, name: str = "bad.yaml") -> Path:
 def test_every_shipped_profile_loads_with_unique_names() -> None:
     profiles = load_profiles(SHIPPED)
     names = {p["name"] for p in profiles}
-    assert {"calico-iptables", "calico-ipvs", "cilium-default", "cilium-sctp", "ovn-nftables",
-            "flannel-iptables", "kubenet", "legacy-1-19-gate-off"} <= names
+    assert {
+        "calico-iptables",
+        "calico-ipvs",
+        "cilium-default",
+        "cilium-sctp",
+        "ovn-nftables",
+        "flannel-iptables",
+        "kubenet",
+        "legacy-1-19-gate-off",
+    } <= names
     assert len(names) == len(profiles)
 
 
@@ -42,10 +50,15 @@ def test_a_minimal_profile_gets_every_default() -> None:
     assert got["nodes"] == 2
     assert got["sctp_feature_gate"] is True and got["node_access"] is True
     assert got["kubenet"] is False and got["load_balancer"] is False
-    assert got["dataplane"] == {"pod_to_pod": True, "via_service": True,
-                                "via_load_balancer": True, "network_policy": "full",
-                                "via_node_port": True, "endpoints_reachable": "all",
-                                "namespace_selector": True}
+    assert got["dataplane"] == {
+        "pod_to_pod": True,
+        "via_service": True,
+        "via_load_balancer": True,
+        "network_policy": "full",
+        "via_node_port": True,
+        "endpoints_reachable": "all",
+        "namespace_selector": True,
+    }
     assert got["admission"] == {"privileged_pods": "allow"}
     assert (got["cni"], got["kube_proxy"]) == ("calico", "iptables")
     assert got["faults"]["hostport_loads_module"] is False
@@ -111,18 +124,31 @@ def test_two_files_with_one_cluster_name_are_refused(tmp_path: Path) -> None:
 def test_node_access_false_and_privileged_pods_forbid_mean_the_same() -> None:
     old = validate_profile({"name": "x", "plugin": "calico", "node_access": False})
     assert old["admission"]["privileged_pods"] == "forbid"
-    new = validate_profile({"name": "x", "plugin": "calico",
-                            "admission": {"privileged_pods": "webhook-deny"}})
+    new = validate_profile(
+        {"name": "x", "plugin": "calico", "admission": {"privileged_pods": "webhook-deny"}}
+    )
     # Registered with node access, so the battery meets the webhook's refusal and quotes it.
     assert new["node_access"] is True
 
 
-@pytest.mark.parametrize(("data", "words"), [
-    ({"kube_proxy": "userspace"}, "field kube_proxy must be one of iptables, ipvs, nftables, none"),
-    ({"dataplane": {"endpoints_reachable": "two"}}, "field dataplane.endpoints_reachable must be one of all, one"),
-    ({"admission": {"privileged_pods": "deny"}}, "field admission.privileged_pods must be one of allow, forbid, webhook-deny"),
-    ({"admission": {"pods": "allow"}}, "unknown field admission.pods"),
-])
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [
+        (
+            {"kube_proxy": "userspace"},
+            "field kube_proxy must be one of iptables, ipvs, nftables, none",
+        ),
+        (
+            {"dataplane": {"endpoints_reachable": "two"}},
+            "field dataplane.endpoints_reachable must be one of all, one",
+        ),
+        (
+            {"admission": {"privileged_pods": "deny"}},
+            "field admission.privileged_pods must be one of allow, forbid, webhook-deny",
+        ),
+        ({"admission": {"pods": "allow"}}, "unknown field admission.pods"),
+    ],
+)
 def test_the_new_keys_are_checked(data, words) -> None:
     with pytest.raises(ValueError, match=words):
         validate_profile({"name": "x", "plugin": "calico", **data}, "x.yaml")

@@ -36,8 +36,10 @@ def world(maintainer) -> dict[str, Any]:
     calico.refresh_from_db()
     assert calico.kubeconfig == KUBECONFIG  # the secret is really there to leak
     runs = {"calico": factories.run(calico), "cilium": factories.run(cilium)}
-    subs = {"calico": factories.submission("calico", status=Submission.Status.PENDING),
-            "cilium": factories.submission("cilium", status=Submission.Status.PENDING)}
+    subs = {
+        "calico": factories.submission("calico", status=Submission.Status.PENDING),
+        "cilium": factories.submission("cilium", status=Submission.Status.PENDING),
+    }
     tokens = {
         "anonymous": None,
         "vendor_a": ApiToken.issue(role=ApiToken.Role.VENDOR, vendor=a)[1],
@@ -55,19 +57,35 @@ def call(world: dict[str, Any], role: str, method: str, path: str, **kw: Any):
 
 
 def junit() -> bytes:
-    name = ("[sig-network] Networking Granular Checks: Pods should function for intra-pod communication: sctp "
-            "[LinuxOnly] [Feature:SCTPConnectivity]")
+    name = (
+        "[sig-network] Networking Granular Checks: Pods should function for intra-pod communication: sctp "
+        "[LinuxOnly] [Feature:SCTPConnectivity]"
+    )
     return b.junit_v2([(name, "passed"), (f"[sig-node] unrelated {next(_salt)}", "passed")])
 
 
 def submit(world: dict[str, Any], role: str, plugin: str):
-    form = {"plugin": plugin, "plugin_version": "1.0", "kubernetes_version": "1.30.2", "proxier": "iptables",
-            "file": SimpleUploadedFile("junit_01.xml", junit())}
+    form = {
+        "plugin": plugin,
+        "plugin_version": "1.0",
+        "kubernetes_version": "1.30.2",
+        "proxier": "iptables",
+        "file": SimpleUploadedFile("junit_01.xml", junit()),
+    }
     return call(world, role, "post", "/api/v1/submissions/", data=form)
 
 
-GETS = ["/api/v1/catalog/", "/api/v1/readiness/", "/api/v1/schema/", "/api/v1/clusters/", "/api/v1/submissions/",
-        "RUN calico", "RUN cilium", "SUB calico", "SUB cilium"]
+GETS = [
+    "/api/v1/catalog/",
+    "/api/v1/readiness/",
+    "/api/v1/schema/",
+    "/api/v1/clusters/",
+    "/api/v1/submissions/",
+    "RUN calico",
+    "RUN cilium",
+    "SUB calico",
+    "SUB cilium",
+]
 
 
 def resolve(world: dict[str, Any], path: str) -> str:
@@ -81,7 +99,9 @@ def resolve(world: dict[str, Any], path: str) -> str:
 
 @pytest.mark.parametrize("role", ROLES)
 @pytest.mark.parametrize("path", GETS)
-def test_every_read_is_open_to_every_role_and_never_shows_a_kubeconfig(world, role: str, path: str) -> None:
+def test_every_read_is_open_to_every_role_and_never_shows_a_kubeconfig(
+    world, role: str, path: str
+) -> None:
     response = call(world, role, "get", resolve(world, path))
     assert response.status_code == 200
     body = response.content.decode()
@@ -92,9 +112,13 @@ def test_every_read_is_open_to_every_role_and_never_shows_a_kubeconfig(world, ro
 
 # (what, role) -> expected status
 RUN_EXPECTED = {
-    ("calico-a", "anonymous"): 401, ("calico-a", "vendor_a"): 202, ("calico-a", "vendor_b"): 403,
+    ("calico-a", "anonymous"): 401,
+    ("calico-a", "vendor_a"): 202,
+    ("calico-a", "vendor_b"): 403,
     ("calico-a", "maintainer"): 202,
-    ("cilium-b", "anonymous"): 401, ("cilium-b", "vendor_a"): 403, ("cilium-b", "vendor_b"): 202,
+    ("cilium-b", "anonymous"): 401,
+    ("cilium-b", "vendor_a"): 403,
+    ("cilium-b", "vendor_b"): 202,
     ("cilium-b", "maintainer"): 202,
 }
 
@@ -102,8 +126,14 @@ RUN_EXPECTED = {
 @pytest.mark.parametrize(("cluster", "role"), list(RUN_EXPECTED))
 def test_only_the_owner_or_a_maintainer_triggers_runs(world, cluster: str, role: str) -> None:
     before = Run.objects.count()
-    response = call(world, role, "post", f"/api/v1/clusters/{cluster}/runs/", data={"battery": "basic"},
-                    content_type="application/json")
+    response = call(
+        world,
+        role,
+        "post",
+        f"/api/v1/clusters/{cluster}/runs/",
+        data={"battery": "basic"},
+        content_type="application/json",
+    )
     expected = RUN_EXPECTED[(cluster, role)]
     assert response.status_code == expected, response.content
     assert Run.objects.count() == before + (1 if expected == 202 else 0)
@@ -111,9 +141,13 @@ def test_only_the_owner_or_a_maintainer_triggers_runs(world, cluster: str, role:
 
 
 SUBMIT_EXPECTED = {
-    ("calico", "anonymous"): 401, ("calico", "vendor_a"): 201, ("calico", "vendor_b"): 403,
+    ("calico", "anonymous"): 401,
+    ("calico", "vendor_a"): 201,
+    ("calico", "vendor_b"): 403,
     ("calico", "maintainer"): 403,
-    ("cilium", "anonymous"): 401, ("cilium", "vendor_a"): 403, ("cilium", "vendor_b"): 201,
+    ("cilium", "anonymous"): 401,
+    ("cilium", "vendor_a"): 403,
+    ("cilium", "vendor_b"): 201,
     ("cilium", "maintainer"): 403,
 }
 
@@ -132,13 +166,25 @@ REVIEW_EXPECTED = {"anonymous": 401, "vendor_a": 403, "vendor_b": 403, "maintain
 
 @pytest.mark.parametrize("action", ["verify", "reject"])
 @pytest.mark.parametrize("role", ROLES)
-def test_only_maintainers_verify_or_reject_even_a_vendors_own_submission(world, role: str, action: str) -> None:
+def test_only_maintainers_verify_or_reject_even_a_vendors_own_submission(
+    world, role: str, action: str
+) -> None:
     sub = world["subs"]["calico"]  # vendor A's own
-    response = call(world, role, "post", f"/api/v1/submissions/{sub.pk}/{action}/",
-                    data=json.dumps({"reason": "checked"}), content_type="application/json")
+    response = call(
+        world,
+        role,
+        "post",
+        f"/api/v1/submissions/{sub.pk}/{action}/",
+        data=json.dumps({"reason": "checked"}),
+        content_type="application/json",
+    )
     assert response.status_code == REVIEW_EXPECTED[role], response.content
     sub.refresh_from_db()
-    expected = {"verify": "verified", "reject": "rejected"}[action] if role == "maintainer" else "pending_review"
+    expected = (
+        {"verify": "verified", "reject": "rejected"}[action]
+        if role == "maintainer"
+        else "pending_review"
+    )
     assert sub.status == expected
 
 
@@ -154,5 +200,7 @@ def test_a_logged_in_maintainer_session_does_not_authorize_api_writes(world, mai
 
 def test_a_revoked_token_is_refused(world) -> None:
     ApiToken.objects.filter(role="maintainer").update(revoked=True)
-    response = call(world, "maintainer", "post", f"/api/v1/submissions/{world['subs']['calico'].pk}/verify/")
+    response = call(
+        world, "maintainer", "post", f"/api/v1/submissions/{world['subs']['calico'].pk}/verify/"
+    )
     assert response.status_code == 401

@@ -19,19 +19,26 @@ def inside_one_window():
 
     import time_machine
 
-    with time_machine.travel(datetime.datetime(2026, 12, 1, 12, 1, 40, tzinfo=datetime.UTC), tick=True):
+    with time_machine.travel(
+        datetime.datetime(2026, 12, 1, 12, 1, 40, tzinfo=datetime.UTC), tick=True
+    ):
         yield
 
 
 @pytest.fixture
 def boss(db):
-    return get_user_model().objects.create_superuser("boss", "boss@example.invalid", "boss-right-password")
+    return get_user_model().objects.create_superuser(
+        "boss", "boss@example.invalid", "boss-right-password"
+    )
 
 
-def post(path: str, username: str, password: str, ip: str = "10.2.2.2", client: Client | None = None):
+def post(
+    path: str, username: str, password: str, ip: str = "10.2.2.2", client: Client | None = None
+):
     client = client or Client()
-    return client, client.post(path, {"username": username, "password": password, "next": "/admin/"},
-                               REMOTE_ADDR=ip)
+    return client, client.post(
+        path, {"username": username, "password": password, "next": "/admin/"}, REMOTE_ADDR=ip
+    )
 
 
 def logged_in(client: Client) -> bool:
@@ -96,19 +103,30 @@ def test_a_locked_out_password_is_never_checked(boss, monkeypatch) -> None:
 def test_weak_passwords_are_refused_when_a_maintainer_creates_a_user(boss, weak) -> None:
     client = Client()
     client.force_login(boss)
-    resp = client.post("/admin/auth/user/add/", {"username": "newbie", "password1": weak, "password2": weak,
-                                                 "usable_password": "true"})
+    resp = client.post(
+        "/admin/auth/user/add/",
+        {"username": "newbie", "password1": weak, "password2": weak, "usable_password": "true"},
+    )
     assert resp.status_code == 200  # the form again, with the validator's message
-    assert "This password is too common" in resp.content.decode() \
-        or "entirely numeric" in resp.content.decode() or "too similar" in resp.content.decode()
+    assert (
+        "This password is too common" in resp.content.decode()
+        or "entirely numeric" in resp.content.decode()
+        or "too similar" in resp.content.decode()
+    )
     assert not get_user_model().objects.filter(username="newbie").exists()
 
 
 def test_weak_passwords_are_refused_on_the_password_change_page(boss) -> None:
     client = Client()
     client.force_login(boss)
-    resp = client.post("/admin/password_change/", {"old_password": "boss-right-password",
-                                                   "new_password1": "password", "new_password2": "password"})
+    resp = client.post(
+        "/admin/password_change/",
+        {
+            "old_password": "boss-right-password",
+            "new_password1": "password",
+            "new_password2": "password",
+        },
+    )
     assert resp.status_code == 200 and "too common" in resp.content.decode()
     boss.refresh_from_db()
     assert boss.check_password("boss-right-password")

@@ -35,9 +35,14 @@ def test_a_failing_then_answering_webhook_gets_the_event_once_after_retries() ->
         ids = notify.emit("test:1", "schedule.down", {"cluster": "calico-a", "state": "down"})
         deliver_all(ids)
         assert len(hook.received) == 3
-        assert hook.received[-1]["event"] == "schedule.down" and hook.received[-1]["key"] == "test:1"
+        assert (
+            hook.received[-1]["event"] == "schedule.down" and hook.received[-1]["key"] == "test:1"
+        )
         body = json.dumps(hook.received[-1], sort_keys=True).encode()
-        assert hook.headers[-1]["X-Signature"] == "sha256=" + hmac.new(b"s3cret", body, hashlib.sha256).hexdigest()
+        assert (
+            hook.headers[-1]["X-Signature"]
+            == "sha256=" + hmac.new(b"s3cret", body, hashlib.sha256).hexdigest()
+        )
     entry = NotificationLog.objects.get(pk=ids[0])
     assert (entry.status, entry.attempts, entry.last_error) == ("sent", 3, "")
 
@@ -84,9 +89,18 @@ def test_backoff_doubles_and_is_capped(settings) -> None:
 def test_e_mail_channels_get_a_readable_message() -> None:
     NotificationChannel.objects.create(kind="email", target="oncall@example.org")
     NotificationChannel.objects.create(kind="email", target="off@example.org", enabled=False)
-    deliver_all(notify.emit("test:mail", "criterion.regressed",
-                            {"criterion": "periodic-basic-passing", "status": "stale", "previous": "met",
-                             "detail": "the newest run is too old"}))
+    deliver_all(
+        notify.emit(
+            "test:mail",
+            "criterion.regressed",
+            {
+                "criterion": "periodic-basic-passing",
+                "status": "stale",
+                "previous": "met",
+                "detail": "the newest run is too old",
+            },
+        )
+    )
     [message] = mail.outbox
     assert message.to == ["oncall@example.org"]
     assert message.subject == "[SCTP dashboard] criterion periodic-basic-passing is now stale"
@@ -96,19 +110,45 @@ def test_e_mail_channels_get_a_readable_message() -> None:
 def test_a_criterion_that_stops_being_met_is_announced_and_one_that_improves_is_not() -> None:
     assert notify.on_readiness_change in LISTENERS  # registered by the app's ready()
     NotificationChannel.objects.create(kind="email", target="oncall@example.org")
-    evaluation = {"evaluated_at": "2026-11-29T10:00:00+00:00", "transitions": [{"criteria": [
-        {"key": "periodic-basic-passing", "title": "A periodic job", "status": "unmet", "detail": "run 7 failed",
-         "evidence": []},
-        {"key": "tests-written", "title": "Tests written", "status": "met", "detail": "", "evidence": []},
-    ]}]}
-    notify.on_readiness_change({"periodic-basic-passing": "met", "tests-written": "unmet"},
-                               {"periodic-basic-passing": "unmet", "tests-written": "met"}, evaluation)
+    evaluation = {
+        "evaluated_at": "2026-11-29T10:00:00+00:00",
+        "transitions": [
+            {
+                "criteria": [
+                    {
+                        "key": "periodic-basic-passing",
+                        "title": "A periodic job",
+                        "status": "unmet",
+                        "detail": "run 7 failed",
+                        "evidence": [],
+                    },
+                    {
+                        "key": "tests-written",
+                        "title": "Tests written",
+                        "status": "met",
+                        "detail": "",
+                        "evidence": [],
+                    },
+                ]
+            }
+        ],
+    }
+    notify.on_readiness_change(
+        {"periodic-basic-passing": "met", "tests-written": "unmet"},
+        {"periodic-basic-passing": "unmet", "tests-written": "met"},
+        evaluation,
+    )
     [entry] = NotificationLog.objects.all()
     assert entry.event == "criterion.regressed"
-    assert entry.payload["criterion"] == "periodic-basic-passing" and entry.payload["detail"] == "run 7 failed"
+    assert (
+        entry.payload["criterion"] == "periodic-basic-passing"
+        and entry.payload["detail"] == "run 7 failed"
+    )
 
 
-def test_the_beat_check_announces_a_schedule_going_down_once(django_capture_on_commit_callbacks, settings) -> None:
+def test_the_beat_check_announces_a_schedule_going_down_once(
+    django_capture_on_commit_callbacks, settings
+) -> None:
     settings.CELERY_TASK_ALWAYS_EAGER = True
     from workers.celery import app
 
@@ -119,9 +159,16 @@ def test_the_beat_check_announces_a_schedule_going_down_once(django_capture_on_c
             cluster = factories.cluster("calico-down")
             s = ops.create_schedule(cluster, battery="basic", interval_minutes=60, grace_minutes=10)
             Schedule.objects.filter(pk=s.pk).update(created=now() - timedelta(days=1))
-            ScheduleHealth.objects.filter(pk=s.pk).update(baseline=now() - timedelta(days=1), state="up")
-            factories.run(cluster, battery="basic", trigger=Run.Trigger.PERIODIC, schedule=s,
-                          finished=now() - timedelta(hours=2))
+            ScheduleHealth.objects.filter(pk=s.pk).update(
+                baseline=now() - timedelta(days=1), state="up"
+            )
+            factories.run(
+                cluster,
+                battery="basic",
+                trigger=Run.Trigger.PERIODIC,
+                schedule=s,
+                finished=now() - timedelta(hours=2),
+            )
             with django_capture_on_commit_callbacks(execute=True):
                 assert notify.check_schedules() == 1
             with django_capture_on_commit_callbacks(execute=True):
@@ -129,19 +176,34 @@ def test_the_beat_check_announces_a_schedule_going_down_once(django_capture_on_c
             assert len(hook.received) == 1
             event = hook.received[0]
             assert (event["event"], event["cluster"], event["previous"], event["state"]) == (
-                "schedule.down", "calico-down", "up", "down")
+                "schedule.down",
+                "calico-down",
+                "up",
+                "down",
+            )
     finally:
         app.conf.task_always_eager = False
 
 
-def test_deliveries_the_broker_never_got_are_sent_by_the_check_and_a_lost_send_is_not_repeated() -> None:
+def test_deliveries_the_broker_never_got_are_sent_by_the_check_and_a_lost_send_is_not_repeated() -> (
+    None
+):
     channel = NotificationChannel.objects.create(kind="email", target="oncall@example.org")
-    pending = NotificationLog.objects.create(channel=channel, event_key="k1", event="schedule.down",
-                                             payload={"event": "schedule.down", "cluster": "c", "battery": "basic",
-                                                      "state": "down"},
-                                             created=now() - timedelta(minutes=5))
-    stuck = NotificationLog.objects.create(channel=channel, event_key="k2", event="schedule.down",
-                                           status="sending", attempts=1, queued=now() - timedelta(hours=1))
+    pending = NotificationLog.objects.create(
+        channel=channel,
+        event_key="k1",
+        event="schedule.down",
+        payload={"event": "schedule.down", "cluster": "c", "battery": "basic", "state": "down"},
+        created=now() - timedelta(minutes=5),
+    )
+    stuck = NotificationLog.objects.create(
+        channel=channel,
+        event_key="k2",
+        event="schedule.down",
+        status="sending",
+        attempts=1,
+        queued=now() - timedelta(hours=1),
+    )
     from workers.celery import app
 
     app.conf.task_always_eager = True

@@ -16,12 +16,18 @@ pytestmark = pytest.mark.django_db
 
 
 def post_run(client: Client, token: str, cluster: str, ip: str = "10.0.0.1"):
-    return client.post(f"/api/v1/clusters/{cluster}/runs/", {"battery": "basic"}, content_type="application/json",
-                       REMOTE_ADDR=ip, **auth(token))
+    return client.post(
+        f"/api/v1/clusters/{cluster}/runs/",
+        {"battery": "basic"},
+        content_type="application/json",
+        REMOTE_ADDR=ip,
+        **auth(token),
+    )
 
 
-def test_the_api_answers_429_with_retry_after_once_a_token_is_over_its_limit(settings, vendor_token,
-                                                                            other_vendor_token) -> None:
+def test_the_api_answers_429_with_retry_after_once_a_token_is_over_its_limit(
+    settings, vendor_token, other_vendor_token
+) -> None:
     settings.API_RATE_LIMIT_TOKEN = "3/60"
     c = factories.cluster("calico-a", owner=factories.vendor("Calico vendor", ("calico",)))
     client = Client()
@@ -38,10 +44,16 @@ def test_the_api_answers_429_with_retry_after_once_a_token_is_over_its_limit(set
 def test_the_api_limits_an_address_whatever_token_it_sends(settings) -> None:
     settings.API_RATE_LIMIT_IP = "5/60"
     client = Client()
-    codes = [client.post("/api/v1/submissions/", REMOTE_ADDR="10.0.0.2", HTTP_AUTHORIZATION=f"Token guess-{i}").status_code
-             for i in range(7)]
+    codes = [
+        client.post(
+            "/api/v1/submissions/", REMOTE_ADDR="10.0.0.2", HTTP_AUTHORIZATION=f"Token guess-{i}"
+        ).status_code
+        for i in range(7)
+    ]
     assert codes == [401] * 5 + [429] * 2
-    assert client.post("/api/v1/submissions/", REMOTE_ADDR="10.0.0.3").status_code == 401  # another address
+    assert (
+        client.post("/api/v1/submissions/", REMOTE_ADDR="10.0.0.3").status_code == 401
+    )  # another address
 
 
 def test_a_refused_request_does_nothing(settings, maintainer_token) -> None:
@@ -53,9 +65,15 @@ def test_a_refused_request_does_nothing(settings, maintainer_token) -> None:
     assert Run.objects.count() == 1
 
 
-def test_the_limits_work_on_the_database_cache_of_the_embedded_mode(settings, maintainer_token) -> None:
-    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache",
-                                   "LOCATION": "dashboard_cache"}}
+def test_the_limits_work_on_the_database_cache_of_the_embedded_mode(
+    settings, maintainer_token
+) -> None:
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": "dashboard_cache",
+        }
+    }
     settings.API_RATE_LIMIT_TOKEN = "2/60"
     c = factories.cluster("calico-c")
     codes = [post_run(Client(), maintainer_token, c.name).status_code for _ in range(3)]
@@ -66,9 +84,13 @@ def test_an_unreachable_cache_lets_requests_through(settings, maintainer_token, 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
-                                   "LOCATION": f"redis://127.0.0.1:{port}/0",
-                                   "OPTIONS": {"socket_connect_timeout": 0.2, "socket_timeout": 0.2}}}
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": f"redis://127.0.0.1:{port}/0",
+            "OPTIONS": {"socket_connect_timeout": 0.2, "socket_timeout": 0.2},
+        }
+    }
     settings.API_RATE_LIMIT_TOKEN = "1/60"
     c = factories.cluster("calico-d")
     assert post_run(Client(), maintainer_token, c.name).status_code == 202

@@ -14,8 +14,12 @@ pytestmark = pytest.mark.django_db
 
 
 def ask(client: Client, token: str, cluster: str, battery: str = "basic"):
-    return client.post(f"/api/v1/clusters/{cluster}/runs/", {"battery": battery}, content_type="application/json",
-                       **auth(token))
+    return client.post(
+        f"/api/v1/clusters/{cluster}/runs/",
+        {"battery": battery},
+        content_type="application/json",
+        **auth(token),
+    )
 
 
 @pytest.fixture
@@ -23,14 +27,19 @@ def calico(db):
     return factories.vendor("Calico vendor", ("calico",))
 
 
-def test_a_second_request_for_a_queued_battery_answers_with_the_queued_run(client, vendor_token, calico):
+def test_a_second_request_for_a_queued_battery_answers_with_the_queued_run(
+    client, vendor_token, calico
+):
     factories.cluster("calico-a", owner=calico)
     answers = [ask(client, vendor_token, "calico-a") for _ in range(27)]
     assert {a.status_code for a in answers} == {202}
     assert len({a.json()["run"] for a in answers}) == 1
     assert Run.objects.filter(state=Run.State.QUEUED).count() == 1
     # another battery is another run
-    assert ask(client, vendor_token, "calico-a", "connectivity").json()["run"] != answers[0].json()["run"]
+    assert (
+        ask(client, vendor_token, "calico-a", "connectivity").json()["run"]
+        != answers[0].json()["run"]
+    )
 
 
 def test_the_run_now_button_does_not_queue_the_same_battery_twice(vendor_user):
@@ -48,7 +57,9 @@ def test_an_owner_may_have_only_so_many_runs_waiting(client, vendor_token, calic
     settings.RUNS_QUEUED_PER_OWNER = 3
     for name in ("calico-a", "calico-b", "calico-c", "calico-d"):
         factories.cluster(name, owner=calico)
-    assert [ask(client, vendor_token, n).status_code for n in ("calico-a", "calico-b", "calico-c")] == [202] * 3
+    assert [
+        ask(client, vendor_token, n).status_code for n in ("calico-a", "calico-b", "calico-c")
+    ] == [202] * 3
     refused = ask(client, vendor_token, "calico-d")
     assert refused.status_code == 429
     assert "3 runs waiting (at most 3)" in refused.json()["error"]

@@ -13,8 +13,13 @@ from tests.conftest import auth
 
 pytestmark = pytest.mark.django_db
 
-PAGES = ["/schedules/", "/schedules/new/", "/schedules/channels/", "/clusters/calico-a/schedules/",
-         "/clusters/calico-a/schedules/new/"]
+PAGES = [
+    "/schedules/",
+    "/schedules/new/",
+    "/schedules/channels/",
+    "/clusters/calico-a/schedules/",
+    "/clusters/calico-a/schedules/new/",
+]
 
 
 @pytest.fixture
@@ -56,9 +61,13 @@ def test_a_maintainer_token_does_not_open_the_pages(cluster, maintainer_token) -
     assert response.status_code == 302
 
 
-def test_a_maintainer_creates_edits_pauses_resumes_and_deletes_a_schedule(cluster, as_maintainer) -> None:
-    response = as_maintainer.post("/clusters/calico-a/schedules/new/",
-                                  {"battery": "basic", "interval_minutes": "30", "grace_minutes": "5"})
+def test_a_maintainer_creates_edits_pauses_resumes_and_deletes_a_schedule(
+    cluster, as_maintainer
+) -> None:
+    response = as_maintainer.post(
+        "/clusters/calico-a/schedules/new/",
+        {"battery": "basic", "interval_minutes": "30", "grace_minutes": "5"},
+    )
     assert response.status_code == 302 and response["Location"] == "/clusters/calico-a/schedules/"
     s = Schedule.objects.get()
     assert (s.cluster, s.battery, s.interval_minutes, s.grace_minutes) == (cluster, "basic", 30, 5)
@@ -66,28 +75,43 @@ def test_a_maintainer_creates_edits_pauses_resumes_and_deletes_a_schedule(cluste
     assert page.status_code == 200
     assert f'data-schedule="{s.pk}" data-state="new"' in page.content.decode()
 
-    response = as_maintainer.post(f"/schedules/{s.pk}/edit/", {"battery": "all", "interval_minutes": "90",
-                                                               "grace_minutes": "15"})
+    response = as_maintainer.post(
+        f"/schedules/{s.pk}/edit/",
+        {"battery": "all", "interval_minutes": "90", "grace_minutes": "15"},
+    )
     assert response.status_code == 302
     s.refresh_from_db()
     assert (s.battery, s.interval_minutes) == ("all", 90)
     assert PeriodicTask.objects.get(pk=s.periodic_task_id).interval.every == 90
 
-    assert as_maintainer.post(f"/schedules/{s.pk}/pause/", {"next": "/clusters/calico-a/schedules/"})["Location"] \
+    assert (
+        as_maintainer.post(f"/schedules/{s.pk}/pause/", {"next": "/clusters/calico-a/schedules/"})[
+            "Location"
+        ]
         == "/clusters/calico-a/schedules/"
+    )
     assert not PeriodicTask.objects.get(pk=s.periodic_task_id).enabled
-    assert as_maintainer.post(f"/schedules/{s.pk}/resume/", {"next": "https://evil.example/"})["Location"] \
+    assert (
+        as_maintainer.post(f"/schedules/{s.pk}/resume/", {"next": "https://evil.example/"})[
+            "Location"
+        ]
         == "/schedules/"
+    )
     assert PeriodicTask.objects.get(pk=s.periodic_task_id).enabled
 
     assert as_maintainer.get(f"/schedules/{s.pk}/delete/").status_code == 200
     assert as_maintainer.post(f"/schedules/{s.pk}/delete/").status_code == 302
-    assert not Schedule.objects.exists() and not PeriodicTask.objects.filter(task="workers.tasks.run_schedule").exists()
+    assert (
+        not Schedule.objects.exists()
+        and not PeriodicTask.objects.filter(task="workers.tasks.run_schedule").exists()
+    )
 
 
 def test_a_bad_schedule_form_is_shown_again_with_its_errors(cluster, as_maintainer) -> None:
-    response = as_maintainer.post("/schedules/new/", {"cluster": "calico-a", "battery": "basic",
-                                                      "interval_minutes": "1", "grace_minutes": "5"})
+    response = as_maintainer.post(
+        "/schedules/new/",
+        {"cluster": "calico-a", "battery": "basic", "interval_minutes": "1", "grace_minutes": "5"},
+    )
     assert response.status_code == 400
     assert "greater than or equal to 5" in response.content.decode()
     assert not Schedule.objects.exists()
@@ -106,20 +130,34 @@ def test_the_forms_enforce_csrf(cluster, maintainer) -> None:
     assert not Schedule.objects.exists()
     page = client.get("/clusters/calico-a/schedules/new/")
     token = page.context["csrf_token"]
-    assert client.post("/clusters/calico-a/schedules/new/", {**data, "csrfmiddlewaretoken": str(token)}).status_code == 302
+    assert (
+        client.post(
+            "/clusters/calico-a/schedules/new/", {**data, "csrfmiddlewaretoken": str(token)}
+        ).status_code
+        == 302
+    )
     assert Schedule.objects.count() == 1
 
 
 def test_the_login_form_enforces_csrf(maintainer) -> None:
     client = Client(enforce_csrf_checks=True)
-    assert client.post("/login/", {"username": "maria", "password": "maria-password"}).status_code == 403
+    assert (
+        client.post("/login/", {"username": "maria", "password": "maria-password"}).status_code
+        == 403
+    )
 
 
 def test_a_maintainer_adds_toggles_and_deletes_a_notification_channel(as_maintainer) -> None:
-    bad = as_maintainer.post("/schedules/channels/", {"kind": "webhook", "target": "file:///etc/passwd"})
+    bad = as_maintainer.post(
+        "/schedules/channels/", {"kind": "webhook", "target": "file:///etc/passwd"}
+    )
     assert bad.status_code == 400 and not NotificationChannel.objects.exists()
-    assert as_maintainer.post("/schedules/channels/", {"kind": "webhook", "target": "https://hooks.example/x"}
-                              ).status_code == 302
+    assert (
+        as_maintainer.post(
+            "/schedules/channels/", {"kind": "webhook", "target": "https://hooks.example/x"}
+        ).status_code
+        == 302
+    )
     channel = NotificationChannel.objects.get()
     as_maintainer.post(f"/schedules/channels/{channel.pk}/toggle/")
     channel.refresh_from_db()

@@ -19,16 +19,30 @@ from tests import factories
 pytestmark = pytest.mark.django_db
 
 
-def periodic(schedule: Schedule, *, minutes_ago: float, outcomes: dict[str, str] | None = None,
-             state: str = Run.State.FINISHED) -> Run:
-    run = factories.run(schedule.cluster, outcomes, battery=schedule.battery, trigger=Run.Trigger.PERIODIC,
-                        schedule=schedule, state=state, finished=now() - timedelta(minutes=minutes_ago) + timedelta(minutes=5))
+def periodic(
+    schedule: Schedule,
+    *,
+    minutes_ago: float,
+    outcomes: dict[str, str] | None = None,
+    state: str = Run.State.FINISHED,
+) -> Run:
+    run = factories.run(
+        schedule.cluster,
+        outcomes,
+        battery=schedule.battery,
+        trigger=Run.Trigger.PERIODIC,
+        schedule=schedule,
+        state=state,
+        finished=now() - timedelta(minutes=minutes_ago) + timedelta(minutes=5),
+    )
     return run  # factories.run creates it 5 minutes before it finished: created = minutes_ago
 
 
 def new_schedule(interval: int = 60, grace: int = 10, **kw):
     cluster = factories.cluster()
-    s = ops.create_schedule(cluster, battery="basic", interval_minutes=interval, grace_minutes=grace, **kw)
+    s = ops.create_schedule(
+        cluster, battery="basic", interval_minutes=interval, grace_minutes=grace, **kw
+    )
     # As if created a day ago, so that back-dated runs count.
     Schedule.objects.filter(pk=s.pk).update(created=now() - timedelta(days=1))
     ScheduleHealth.objects.filter(pk=s.pk).update(baseline=now() - timedelta(days=1))
@@ -39,7 +53,9 @@ def new_schedule(interval: int = 60, grace: int = 10, **kw):
 def test_creating_a_schedule_creates_its_beat_task(maintainer) -> None:
     cluster = factories.cluster("calico-a")
     before = PeriodicTasks.last_change()
-    s = ops.create_schedule(cluster, battery="basic", interval_minutes=30, grace_minutes=5, user=maintainer)
+    s = ops.create_schedule(
+        cluster, battery="basic", interval_minutes=30, grace_minutes=5, user=maintainer
+    )
     task = PeriodicTask.objects.get(pk=Schedule.objects.get(pk=s.pk).periodic_task_id)
     assert task.task == "workers.tasks.run_schedule"
     assert json.loads(task.args) == [s.pk]
@@ -64,8 +80,12 @@ def test_editing_pausing_resuming_and_deleting_keep_the_beat_task_in_step(mainta
     assert PeriodicTask.objects.filter(task="workers.tasks.run_schedule").count() == 1
     ops.delete_schedule(s, user=maintainer)
     assert not PeriodicTask.objects.filter(pk=task.pk).exists()
-    actions = list(AuditEvent.objects.filter(action__startswith="schedule.").values_list("action", flat=True))
-    assert {"schedule.update", "schedule.pause", "schedule.resume", "schedule.delete"} <= set(actions)
+    actions = list(
+        AuditEvent.objects.filter(action__startswith="schedule.").values_list("action", flat=True)
+    )
+    assert {"schedule.update", "schedule.pause", "schedule.resume", "schedule.delete"} <= set(
+        actions
+    )
 
 
 def test_a_schedule_saved_elsewhere_gets_its_beat_task_too() -> None:
@@ -99,7 +119,9 @@ def test_it_is_late_after_the_interval_and_down_after_the_grace_too() -> None:
 
 def test_a_newest_run_that_failed_a_basic_test_or_errored_makes_it_down() -> None:
     s = new_schedule()
-    failed = periodic(s, minutes_ago=3, outcomes=factories.with_outcome("declare-sctp-ports", Outcome.FAILED))
+    failed = periodic(
+        s, minutes_ago=3, outcomes=factories.with_outcome("declare-sctp-ports", Outcome.FAILED)
+    )
     assert ops.explain(s, failed) == ("down", f"periodic run {failed.pk} did not pass its tests")
     errored = periodic(s, minutes_ago=2, state=Run.State.ERROR)
     assert ops.explain(s, errored)[0] == "down"
@@ -110,14 +132,18 @@ def test_paused_and_new_schedules() -> None:
     s = new_schedule()
     ops.pause_schedule(s)
     assert ops.schedule_state(s, None) == "paused"
-    fresh = ops.create_schedule(factories.cluster(), battery="basic", interval_minutes=60, grace_minutes=10)
+    fresh = ops.create_schedule(
+        factories.cluster(), battery="basic", interval_minutes=60, grace_minutes=10
+    )
     assert ops.schedule_state(fresh, None) == "new"
     assert ops.schedule_state(fresh, None, now=now() + timedelta(minutes=71)) == "down"
 
 
 def test_a_resumed_schedule_is_judged_by_its_runs_since_the_resume() -> None:
     s = new_schedule(interval=60, grace=10)
-    periodic(s, minutes_ago=600, outcomes=factories.with_outcome("declare-sctp-ports", Outcome.FAILED))
+    periodic(
+        s, minutes_ago=600, outcomes=factories.with_outcome("declare-sctp-ports", Outcome.FAILED)
+    )
     ops.pause_schedule(s)
     ops.resume_schedule(s)
     [status] = ops.statuses(Schedule.objects.filter(pk=s.pk))
@@ -165,6 +191,9 @@ def test_two_checkers_seeing_the_same_change_announce_it_once() -> None:
     periodic(s, minutes_ago=30)
     ops.record_states(ops.statuses())
     later = now() + timedelta(minutes=50)
-    first, second = ops.statuses(now=later), ops.statuses(now=later)  # both read before either writes
+    first, second = (
+        ops.statuses(now=later),
+        ops.statuses(now=later),
+    )  # both read before either writes
     assert len(ops.record_states(first, now=later)) == 1
     assert ops.record_states(second, now=later) == []

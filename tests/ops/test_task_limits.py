@@ -10,21 +10,34 @@ from billiard.exceptions import SoftTimeLimitExceeded
 from dashboard.models import Run
 from tests import factories
 
-KUBECONFIG = yaml.safe_dump({
-    "apiVersion": "v1", "kind": "Config", "current-context": "c",
-    "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-    "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
-    "users": [{"name": "u", "user": {"token": "t"}}],
-})
+KUBECONFIG = yaml.safe_dump(
+    {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "c",
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+        "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+    }
+)
 
 
 def test_every_task_has_a_soft_and_a_hard_time_limit():
     from workers import app
 
     app.loader.import_default_modules()
-    ours = {name: task for name, task in app.tasks.items() if name.startswith(("workers.", "dashboard."))}
-    assert {"workers.tasks.execute_run", "workers.tasks.deliver_notification", "workers.tasks.check_schedules",
-            "workers.tasks.refresh_readiness", "workers.tasks.sweep_cluster"} <= set(ours)
+    ours = {
+        name: task
+        for name, task in app.tasks.items()
+        if name.startswith(("workers.", "dashboard."))
+    }
+    assert {
+        "workers.tasks.execute_run",
+        "workers.tasks.deliver_notification",
+        "workers.tasks.check_schedules",
+        "workers.tasks.refresh_readiness",
+        "workers.tasks.sweep_cluster",
+    } <= set(ours)
     for name, task in ours.items():
         soft = task.soft_time_limit or app.conf.task_soft_time_limit
         hard = task.time_limit or app.conf.task_time_limit
@@ -56,8 +69,14 @@ def test_a_run_on_a_busy_cluster_retries_later_each_time_and_is_not_re_dispatche
 
     c = factories.cluster("busy-one", kubeconfig=KUBECONFIG)
     # Requested 20 min ago, first sent 11 min ago: the dispatcher would take it for lost.
-    run = Run.objects.create(cluster=c, plugin=c.plugin, proxier="iptables", battery="basic",
-                             created=now() - timedelta(minutes=20), dispatched=now() - timedelta(minutes=11))
+    run = Run.objects.create(
+        cluster=c,
+        plugin=c.plugin,
+        proxier="iptables",
+        battery="basic",
+        created=now() - timedelta(minutes=20),
+        dispatched=now() - timedelta(minutes=11),
+    )
     monkeypatch.setattr(runner, "execute", lambda *a, **k: runner.BUSY)
     monkeypatch.setattr(execute_run, "retry", lambda countdown: Retried(countdown))
     sent: list[int] = []

@@ -21,14 +21,22 @@ def grow_history(cluster: Cluster, runs: int, *, start_days_ago: float = 40) -> 
         if i % 3 == 0:
             outcomes["pod-to-pod"] = Outcome.FAILED
         outcomes["hostport-kubenet"] = Outcome.SKIPPED
-        factories.run(cluster, outcomes, battery=("all", "basic", "connectivity")[i % 3],
-                      days_ago=start_days_ago - i * 0.1)
+        factories.run(
+            cluster,
+            outcomes,
+            battery=("all", "basic", "connectivity")[i % 3],
+            days_ago=start_days_ago - i * 0.1,
+        )
 
 
 def grow_submissions(n: int, plugin: str = "cilium") -> None:
     for i in range(n):
-        factories.submission(plugin, status=(Submission.Status.VERIFIED, Submission.Status.PENDING)[i % 2],
-                             days_ago=30 - i * 0.01, proxier=("iptables", "ipvs")[i % 2])
+        factories.submission(
+            plugin,
+            status=(Submission.Status.VERIFIED, Submission.Status.PENDING)[i % 2],
+            days_ago=30 - i * 0.01,
+            proxier=("iptables", "ipvs")[i % 2],
+        )
 
 
 def queries(client: Client, url: str) -> int:
@@ -62,4 +70,3 @@ def login(client: Client) -> Callable[..., Client]:
         return client
 
     return as_user
-

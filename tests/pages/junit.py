@@ -7,12 +7,18 @@ from tests.ingest.builders import junit_v2
 SCTP_V130 = [
     "[sig-network] Services should allow creating a basic SCTP service with pod and endpoints [LinuxOnly] [Serial]",
     "[sig-network] Networking should allow creating a Pod with an SCTP HostPort [LinuxOnly] [Serial]",
-    ("[sig-network] Networking Granular Checks: Pods should function for intra-pod communication: sctp "
-     "[LinuxOnly] [Feature:SCTPConnectivity]"),
-    ("[sig-network] Networking Granular Checks: Services should function for pod-Service: sctp "
-     "[Feature:SCTPConnectivity]"),
-    ("[sig-network] Netpol [Feature:SCTPConnectivity] [LinuxOnly] NetworkPolicy between server and client "
-     "using SCTP should enforce policy based on Ports [Feature:NetworkPolicy]"),
+    (
+        "[sig-network] Networking Granular Checks: Pods should function for intra-pod communication: sctp "
+        "[LinuxOnly] [Feature:SCTPConnectivity]"
+    ),
+    (
+        "[sig-network] Networking Granular Checks: Services should function for pod-Service: sctp "
+        "[Feature:SCTPConnectivity]"
+    ),
+    (
+        "[sig-network] Netpol [Feature:SCTPConnectivity] [LinuxOnly] NetworkPolicy between server and client "
+        "using SCTP should enforce policy based on Ports [Feature:NetworkPolicy]"
+    ),
 ]
 
 

@@ -27,14 +27,17 @@ def test_each_entry_carries_the_hash_of_the_one_before() -> None:
     second = AuditEvent.record("victor", "submission.create", "submission 7", plugin="calico")
     assert first.prev_hash == "" and second.prev_hash == first.hash and len(second.hash) == 64
     stored = AuditEvent.objects.get(pk=second.pk)
-    assert stored.hash == entry_hash(stored.prev_hash, stored.actor, stored.action, stored.target, stored.detail,
-                                     stored.created)
+    assert stored.hash == entry_hash(
+        stored.prev_hash, stored.actor, stored.action, stored.target, stored.detail, stored.created
+    )
     assert "2 entries verified" in _verify()
 
 
 def test_the_check_names_the_first_changed_entry_and_fails() -> None:
     events = [AuditEvent.record("maria", "submission.verify", f"submission {i}") for i in range(4)]
-    AuditEvent.objects.filter(pk=events[1].pk).update(target="submission 99")  # someone edits the database
+    AuditEvent.objects.filter(pk=events[1].pk).update(
+        target="submission 99"
+    )  # someone edits the database
     with pytest.raises(CommandError, match=f"broken at entry {events[1].pk} .*changed"):
         _verify()
 
@@ -59,7 +62,9 @@ def test_the_exit_status_is_non_zero_from_the_command_line(tmp_path) -> None:
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_records_never_share_a_predecessor() -> None:
     if connection.vendor != "postgresql":
-        pytest.skip("needs concurrent connections to one database: run with DATABASE_URL=postgres://…")
+        pytest.skip(
+            "needs concurrent connections to one database: run with DATABASE_URL=postgres://…"
+        )
     errors: list[BaseException] = []
 
     def write(n: int) -> None:
@@ -82,7 +87,9 @@ def test_concurrent_records_never_share_a_predecessor() -> None:
     assert "40 entries verified" in _verify()
 
 
-def test_the_audit_page_filters_and_pages_for_maintainers(client: Client, maintainer, vendor_user) -> None:
+def test_the_audit_page_filters_and_pages_for_maintainers(
+    client: Client, maintainer, vendor_user
+) -> None:
     for i in range(60):
         AuditEvent.record("maria", "submission.verify", f"submission {i}")
     AuditEvent.record("victor", "cluster.register", "cluster calico-prod")
@@ -97,14 +104,20 @@ def test_the_audit_page_filters_and_pages_for_maintainers(client: Client, mainta
     assert "1 entry match" in body and "cluster calico-prod" in body and "submission 5<" not in body
     body = client.get("/audit/?actor=mar&q=submission+1").content.decode()
     assert "11 entries match" in body  # submission 1, 10-19
-    assert "action=submission.verify&amp;page=2" in client.get("/audit/?action=submission.verify").content.decode()
+    assert (
+        "action=submission.verify&amp;page=2"
+        in client.get("/audit/?action=submission.verify").content.decode()
+    )
 
 
 def test_the_admin_shows_records_read_only(client: Client, admin_user) -> None:
     e = AuditEvent.record("maria", "signoff", "alpha → beta")
     client.force_login(admin_user)
     assert client.get(f"/admin/dashboard/auditevent/{e.pk}/change/").status_code == 200  # view only
-    assert client.post(f"/admin/dashboard/auditevent/{e.pk}/change/", {"actor": "mallory"}).status_code == 403
+    assert (
+        client.post(f"/admin/dashboard/auditevent/{e.pk}/change/", {"actor": "mallory"}).status_code
+        == 403
+    )
     assert client.get("/admin/dashboard/auditevent/add/").status_code == 403
     assert client.get("/admin/dashboard/signoff/add/").status_code == 403
     assert client.get("/admin/dashboard/readinesssnapshot/add/").status_code == 403

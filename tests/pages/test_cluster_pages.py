@@ -39,7 +39,9 @@ def test_the_list_shows_each_cluster_with_its_last_run_and_freshness(client: Cli
     assert "kubeconfig" not in body.replace("The kubeconfig of a cluster is stored encrypted", "")
 
 
-def test_the_cluster_page_draws_the_history_grid_with_pass_rate_and_flakiness(client: Client) -> None:
+def test_the_cluster_page_draws_the_history_grid_with_pass_rate_and_flakiness(
+    client: Client,
+) -> None:
     c = factories.cluster("calico-a")
     grow_history(c, 6)
     body = client.get("/clusters/calico-a/").content.decode()
@@ -53,7 +55,9 @@ def test_the_cluster_page_draws_the_history_grid_with_pass_rate_and_flakiness(cl
 def test_the_cluster_page_shows_the_fingerprint_of_the_newest_run(client: Client) -> None:
     c = factories.cluster("calico-a", kubeconfig="apiVersion: v1\nclusters: [secret-token-xyz]")
     r = factories.run(c)
-    Run.objects.filter(pk=r.pk).update(fingerprint={"proxier_detected": "iptables", "node_access": True})
+    Run.objects.filter(pk=r.pk).update(
+        fingerprint={"proxier_detected": "iptables", "node_access": True}
+    )
     body = client.get("/clusters/calico-a/").content.decode()
     assert "proxier_detected" in body and "✔ yes" in body
     assert "secret-token-xyz" not in body
@@ -63,10 +67,15 @@ def test_the_stale_cluster_says_so(client: Client) -> None:
     c = factories.cluster("calico-a")
     factories.schedule(c, interval_minutes=60)
     factories.run(c, days_ago=1)
-    assert "stale: no finished run for over twice the 60-minute interval" in client.get("/clusters/calico-a/").content.decode()
+    assert (
+        "stale: no finished run for over twice the 60-minute interval"
+        in client.get("/clusters/calico-a/").content.decode()
+    )
 
 
-def test_run_now_queues_a_run_for_the_owner_and_redirects_to_it(client: Client, vendor_user) -> None:
+def test_run_now_queues_a_run_for_the_owner_and_redirects_to_it(
+    client: Client, vendor_user
+) -> None:
     c = factories.cluster("calico-a", owner=factories.vendor("Calico vendor", ("calico",)))
     client.force_login(vendor_user)
     assert "Run now" in client.get("/clusters/calico-a/").content.decode()
@@ -77,7 +86,9 @@ def test_run_now_queues_a_run_for_the_owner_and_redirects_to_it(client: Client, 
     assert AuditEvent.objects.filter(action="run.request", actor="victor").exists()
 
 
-def test_run_now_is_refused_to_another_vendor_and_hidden_from_them(client: Client, other_vendor_user) -> None:
+def test_run_now_is_refused_to_another_vendor_and_hidden_from_them(
+    client: Client, other_vendor_user
+) -> None:
     factories.cluster("calico-a", owner=factories.vendor("Calico vendor", ("calico",)))
     client.force_login(other_vendor_user)
     assert "Run now" not in client.get("/clusters/calico-a/").content.decode()
@@ -102,7 +113,9 @@ def test_query_counts_do_not_grow_with_history(client: Client) -> None:
     grow_history(a, 50)
     grow_history(b, 20)
     # the cluster page adds periodic_conflict (3 indexed lookups) when it hosts a schedule
-    assert (queries(client, "/clusters/"), queries(client, "/clusters/calico-a/")) == before == (4, 7)
+    assert (
+        (queries(client, "/clusters/"), queries(client, "/clusters/calico-a/")) == before == (4, 7)
+    )
 
 
 def test_the_grid_is_bounded_to_the_last_thirty_runs(client: Client) -> None:
@@ -113,5 +126,10 @@ def test_the_grid_is_bounded_to_the_last_thirty_runs(client: Client) -> None:
 
 
 def test_a_failed_outcome_has_a_symbol_not_only_a_colour(client: Client) -> None:
-    factories.run(factories.cluster("calico-a"), factories.with_outcome("pod-to-service", Outcome.FAILED))
-    assert 'class="o o-failed" title="failed: pod-to-service failed">✘</a>' in client.get("/clusters/calico-a/").content.decode()
+    factories.run(
+        factories.cluster("calico-a"), factories.with_outcome("pod-to-service", Outcome.FAILED)
+    )
+    assert (
+        'class="o o-failed" title="failed: pod-to-service failed">✘</a>'
+        in client.get("/clusters/calico-a/").content.decode()
+    )

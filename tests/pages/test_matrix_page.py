@@ -34,11 +34,17 @@ def test_a_cell_shows_the_newest_run_outcome_as_our_run() -> None:
 
 def test_skipped_missing_and_passed_are_three_different_cells() -> None:
     c = factories.cluster("calico-a")
-    factories.run(c, {"declare-sctp-ports": Outcome.PASSED, "hostport-kubenet": Outcome.SKIPPED}, battery="basic")
+    factories.run(
+        c,
+        {"declare-sctp-ports": Outcome.PASSED, "hostport-kubenet": Outcome.SKIPPED},
+        battery="basic",
+    )
     assert _cell("calico", "iptables", "declare-sctp-ports")["outcome"] == "passed"
     assert _cell("calico", "iptables", "hostport-kubenet")["outcome"] == "skipped"
     assert _cell("calico", "iptables", "service-iptables-rules")["outcome"] == "not_run"
-    assert _cell("calico", "iptables", "pod-to-pod")["outcome"] == "missing"  # no connectivity run at all
+    assert (
+        _cell("calico", "iptables", "pod-to-pod")["outcome"] == "missing"
+    )  # no connectivity run at all
     assert _cell("antrea", None, "pod-to-pod")["outcome"] == "missing"
 
 
@@ -51,11 +57,23 @@ def test_a_basic_run_does_not_hide_an_older_connectivity_run() -> None:
 
 def test_verified_and_pending_submissions_show_their_trust_level() -> None:
     verified = factories.submission("cilium", days_ago=3, proxier="ipvs")
-    pending = factories.submission("cilium", factories.with_outcome("pod-to-pod", Outcome.FAILED),
-                                   status=Submission.Status.PENDING, days_ago=1, proxier="ipvs")
+    pending = factories.submission(
+        "cilium",
+        factories.with_outcome("pod-to-pod", Outcome.FAILED),
+        status=Submission.Status.PENDING,
+        days_ago=1,
+        proxier="ipvs",
+    )
     cell = _cell("cilium", "ipvs", "pod-to-pod")
-    assert (cell["outcome"], cell["trust"], cell["url"]) == ("passed", "verified", f"/submissions/{verified.id}/")
-    assert cell["pending"]["outcome"] == "failed" and cell["pending"]["url"] == f"/submissions/{pending.id}/"
+    assert (cell["outcome"], cell["trust"], cell["url"]) == (
+        "passed",
+        "verified",
+        f"/submissions/{verified.id}/",
+    )
+    assert (
+        cell["pending"]["outcome"] == "failed"
+        and cell["pending"]["url"] == f"/submissions/{pending.id}/"
+    )
 
 
 def test_a_rejected_submission_is_not_shown() -> None:
@@ -64,7 +82,9 @@ def test_a_rejected_submission_is_not_shown() -> None:
 
 
 def test_the_page_draws_colour_and_symbol_for_each_outcome(client: Client) -> None:
-    factories.run(factories.cluster("calico-a"), factories.with_outcome("pod-to-pod", Outcome.FAILED))
+    factories.run(
+        factories.cluster("calico-a"), factories.with_outcome("pod-to-pod", Outcome.FAILED)
+    )
     body = client.get("/matrix/").content.decode()
     assert re.search(r'class="o o-failed trust-run"[^>]*>✘</a>', body)
     assert re.search(r'class="o o-passed trust-run"[^>]*>✔</a>', body)

@@ -30,15 +30,23 @@ ACTIONS: dict[str, tuple[str, str, list[int | str]]] = {
     "sign off": ("post", "/review/signoff/", [LOGIN, 403, 403, 302, 302]),
 }
 
-CASES = [(action, role, expected[i]) for action, (_m, _u, expected) in ACTIONS.items()
-         for i, role in enumerate(ROLES)]
+CASES = [
+    (action, role, expected[i])
+    for action, (_m, _u, expected) in ACTIONS.items()
+    for i, role in enumerate(ROLES)
+]
 
 
 @pytest.fixture
 def users(vendor_user, other_vendor_user, maintainer):
     admin = get_user_model().objects.create_superuser("root", password="root-password")
-    return {"anonymous": None, "vendor": vendor_user, "other_vendor": other_vendor_user,
-            "maintainer": maintainer, "admin": admin}
+    return {
+        "anonymous": None,
+        "vendor": vendor_user,
+        "other_vendor": other_vendor_user,
+        "maintainer": maintainer,
+        "admin": admin,
+    }
 
 
 @pytest.fixture(autouse=True)
@@ -46,7 +54,9 @@ def no_broker(monkeypatch):
     monkeypatch.setattr("dashboard.runs.dispatch", lambda run_id: True)
 
 
-@pytest.mark.parametrize(("action", "role", "expected"), CASES, ids=[f"{a} as {r}" for a, r, _ in CASES])
+@pytest.mark.parametrize(
+    ("action", "role", "expected"), CASES, ids=[f"{a} as {r}" for a, r, _ in CASES]
+)
 def test_each_role_gets_what_it_may(action: str, role: str, expected: object, users) -> None:
     factories.cluster("calico-a", owner=factories.vendor("Calico vendor", ("calico",)))
     sub = factories.submission("calico", status="pending_review")
@@ -54,8 +64,17 @@ def test_each_role_gets_what_it_may(action: str, role: str, expected: object, us
     if users[role] is not None:
         client.force_login(users[role])
     method, url, _ = ACTIONS[action]
-    data = {"action": "verify", "battery": "basic", "from_stage": "alpha", "to_stage": "beta", "comment": "ok",
-            "plugin": "calico", "plugin_version": "1", "kubernetes_version": "1.30.0", "proxier": "iptables"}
+    data = {
+        "action": "verify",
+        "battery": "basic",
+        "from_stage": "alpha",
+        "to_stage": "beta",
+        "comment": "ok",
+        "plugin": "calico",
+        "plugin_version": "1",
+        "kubernetes_version": "1.30.0",
+        "proxier": "iptables",
+    }
     response = getattr(client, method)(url.format(sub=sub.id), data if method == "post" else None)
     if expected == LOGIN:
         assert response.status_code == 302 and response["Location"].startswith("/login/?next=")
@@ -72,8 +91,16 @@ def test_forms_without_a_csrf_token_are_refused(maintainer) -> None:
     client = Client(enforce_csrf_checks=True)
     client.force_login(maintainer)
     assert client.post(f"/submissions/{sub.id}/review/", {"action": "verify"}).status_code == 403
-    assert client.post("/review/signoff/", {"from_stage": "alpha", "to_stage": "beta", "comment": "x"}).status_code == 403
-    assert Submission.objects.get(pk=sub.pk).status == "pending_review" and not SignOff.objects.exists()
+    assert (
+        client.post(
+            "/review/signoff/", {"from_stage": "alpha", "to_stage": "beta", "comment": "x"}
+        ).status_code
+        == 403
+    )
+    assert (
+        Submission.objects.get(pk=sub.pk).status == "pending_review"
+        and not SignOff.objects.exists()
+    )
 
 
 def test_every_form_on_the_pages_carries_a_csrf_token(client: Client, maintainer) -> None:
@@ -85,11 +112,16 @@ def test_every_form_on_the_pages_carries_a_csrf_token(client: Client, maintainer
         assert body.count('method="post"') == body.count('name="csrfmiddlewaretoken"') > 0, url
 
 
-def test_every_refusal_is_the_styled_page_and_logs_no_traceback(client: Client, vendor_user, caplog) -> None:
+def test_every_refusal_is_the_styled_page_and_logs_no_traceback(
+    client: Client, vendor_user, caplog
+) -> None:
     client.force_login(vendor_user)
     for url in ("/schedules/", "/review/", "/audit/", "/schedules/channels/"):
         response = client.get(url)
-        assert response.status_code == 403 and b'class="error-page" data-status="403"' in response.content, url
+        assert (
+            response.status_code == 403
+            and b'class="error-page" data-status="403"' in response.content
+        ), url
     csrf = Client(enforce_csrf_checks=True)
     csrf.force_login(vendor_user)
     response = csrf.post("/submissions/new/", {})
@@ -109,7 +141,9 @@ def test_a_raised_permission_denied_is_styled_and_logged_without_traceback(rf) -
     except PermissionDenied:
         import sys
 
-        record = logging.LogRecord("django.request", logging.WARNING, __file__, 1, "Forbidden: /x/", (), sys.exc_info())
+        record = logging.LogRecord(
+            "django.request", logging.WARNING, __file__, 1, "Forbidden: /x/", (), sys.exc_info()
+        )
     assert RefusalWithoutTraceback().filter(record) and record.exc_info is None
     body = Client().get("/no/such/page/")
     assert body.status_code == 404 and b'data-status="404"' in body.content
@@ -124,4 +158,7 @@ def test_a_raised_permission_denied_renders_the_styled_page(rf) -> None:
     request.user = AnonymousUser()
     response = permission_denied(request, PermissionDenied("Only maintainers may look here."))
     assert response.status_code == 403
-    assert b'data-status="403"' in response.content and b"Only maintainers may look here." in response.content
+    assert (
+        b'data-status="403"' in response.content
+        and b"Only maintainers may look here." in response.content
+    )

@@ -20,7 +20,9 @@ def test_the_page_lists_clusters_submissions_and_qualifying_evidence(client: Cli
     body = client.get("/plugins/calico/").content.decode()
     assert 'href="/clusters/calico-a/"' in body and f'href="/submissions/{s.id}/"' in body
     assert f'href="/runs/{r.id}/"' in body and "connectivity passing" in body
-    assert "[![SCTP](http://testserver/badge/calico.svg)](http://testserver/plugins/calico/)" in body
+    assert (
+        "[![SCTP](http://testserver/badge/calico.svg)](http://testserver/plugins/calico/)" in body
+    )
 
 
 def test_the_badge_says_passing_failing_or_no_evidence() -> None:
@@ -62,4 +64,8 @@ def test_query_counts_do_not_grow_with_history(client: Client) -> None:
     before = (queries(client, "/plugins/cilium/"), queries(client, "/badge/cilium.svg"))
     grow_history(c, 40)
     grow_submissions(40)
-    assert (queries(client, "/plugins/cilium/"), queries(client, "/badge/cilium.svg")) == before == (12, 1)
+    assert (
+        (queries(client, "/plugins/cilium/"), queries(client, "/badge/cilium.svg"))
+        == before
+        == (12, 1)
+    )

@@ -16,7 +16,12 @@ pytestmark = pytest.mark.django_db
 
 def test_it_shows_a_card_per_criterion_with_status_and_gap(client: Client) -> None:
     body = client.get("/").content.decode()
-    for key in ("tests-written", "periodic-basic-passing", "two-out-of-tree-plugins", "iptables-and-ipvs"):
+    for key in (
+        "tests-written",
+        "periodic-basic-passing",
+        "two-out-of-tree-plugins",
+        "iptables-and-ipvs",
+    ):
         assert f'data-criterion="{key}"' in body
     assert "needs 2 more out-of-tree plugins" in body
     assert 'class="stage-track"' in body
@@ -33,8 +38,13 @@ def test_it_links_the_evidence_behind_a_met_criterion(client: Client) -> None:
 
 
 def test_it_says_what_changed_since_the_last_sign_off(client: Client, maintainer) -> None:
-    SignOff.objects.create(from_stage="alpha", to_stage="beta", maintainer=maintainer, comment="ok",
-                           snapshot=readiness.evaluate())
+    SignOff.objects.create(
+        from_stage="alpha",
+        to_stage="beta",
+        maintainer=maintainer,
+        comment="ok",
+        snapshot=readiness.evaluate(),
+    )
     factories.run(factories.cluster("calico-a"))
     factories.run(factories.cluster("cilium-b", plugin_slug="cilium"))
     body = client.get("/").content.decode()

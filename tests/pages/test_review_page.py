@@ -14,7 +14,9 @@ from .conftest import grow_history, grow_submissions, queries
 pytestmark = pytest.mark.django_db
 
 
-def test_the_page_lists_pending_submissions_and_the_next_transition(client: Client, maintainer) -> None:
+def test_the_page_lists_pending_submissions_and_the_next_transition(
+    client: Client, maintainer
+) -> None:
     sub = factories.submission("cilium", status="pending_review")
     client.force_login(maintainer)
     body = client.get("/review/").content.decode()
@@ -24,16 +26,31 @@ def test_the_page_lists_pending_submissions_and_the_next_transition(client: Clie
 
 def test_a_sign_off_freezes_the_evaluation_and_moves_the_stage(client: Client, maintainer) -> None:
     client.force_login(maintainer)
-    response = client.post("/review/signoff/", {"from_stage": "alpha", "to_stage": "beta", "kubernetes_release": "1.19",
-                                                "comment": "periodic job green for a week"})
+    response = client.post(
+        "/review/signoff/",
+        {
+            "from_stage": "alpha",
+            "to_stage": "beta",
+            "kubernetes_release": "1.19",
+            "comment": "periodic job green for a week",
+        },
+    )
     signoff = SignOff.objects.get()
     assert signoff.kubernetes_release == "1.19"
-    assert response.status_code == 302 and response["Location"] == f"/review/signoffs/{signoff.uuid}/"
+    assert (
+        response.status_code == 302 and response["Location"] == f"/review/signoffs/{signoff.uuid}/"
+    )
     assert signoff.snapshot["stage"] == "alpha" and signoff.maintainer == maintainer
-    assert {c["key"] for t in signoff.snapshot["transitions"] for c in t["criteria"]} >= {"tests-written"}
+    assert {c["key"] for t in signoff.snapshot["transitions"] for c in t["criteria"]} >= {
+        "tests-written"
+    }
     assert readiness.current_stage() == "beta"
     event = AuditEvent.objects.get(action="signoff")
-    assert (event.actor, event.target, event.detail["criteria_met"]) == ("maria", "alpha → beta", False)
+    assert (event.actor, event.target, event.detail["criteria_met"]) == (
+        "maria",
+        "alpha → beta",
+        False,
+    )
     assert event.detail["kubernetes_release"] == "1.19"
     assert "since Kubernetes 1.19" in client.get("/").content.decode()
     # Later evidence does not change what the sign-off saw.
@@ -44,14 +61,21 @@ def test_a_sign_off_freezes_the_evaluation_and_moves_the_stage(client: Client, m
 
 def test_a_sign_off_needs_a_comment_and_the_current_stage(client: Client, maintainer) -> None:
     client.force_login(maintainer)
-    body = client.post("/review/signoff/", {"from_stage": "alpha", "to_stage": "beta", "comment": " "},
-                       follow=True).content.decode()
+    body = client.post(
+        "/review/signoff/", {"from_stage": "alpha", "to_stage": "beta", "comment": " "}, follow=True
+    ).content.decode()
     assert "needs a comment" in body
-    body = client.post("/review/signoff/", {"from_stage": "beta", "to_stage": "stable", "comment": "x"},
-                       follow=True).content.decode()
+    body = client.post(
+        "/review/signoff/",
+        {"from_stage": "beta", "to_stage": "stable", "comment": "x"},
+        follow=True,
+    ).content.decode()
     assert "only alpha → beta can be signed off" in body
-    body = client.post("/review/signoff/", {"from_stage": "alpha", "to_stage": "beta", "comment": "x",
-                                            "kubernetes_release": "soon"}, follow=True).content.decode()
+    body = client.post(
+        "/review/signoff/",
+        {"from_stage": "alpha", "to_stage": "beta", "comment": "x", "kubernetes_release": "soon"},
+        follow=True,
+    ).content.decode()
     assert "names the Kubernetes release" in body
     assert not SignOff.objects.exists()
 
@@ -66,7 +90,10 @@ def test_the_report_is_markdown_with_verdicts_links_and_hashes(client: Client, m
     assert "| `two-out-of-tree-plugins`" in body and "✅ met" in body
     assert f"[run {r.id}](http://testserver/runs/{r.id}/)" in body
     assert f"sha256 `{s.sha256}`" in body
-    assert "Plugins covered by counted evidence: calico, cilium; proxier modes: iptables, ipvs." in body
+    assert (
+        "Plugins covered by counted evidence: calico, cilium; proxier modes: iptables, ipvs."
+        in body
+    )
     assert "attachment" in client.get("/review/report.md?download=1")["Content-Disposition"]
 
 

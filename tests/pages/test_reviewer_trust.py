@@ -17,16 +17,21 @@ from tests import factories
 pytestmark = pytest.mark.django_db
 
 FINGERPRINT = {
-    "proxier_detected": "iptables", "node_access": True, "load_balancer": None, "kubernetes_version": "1.31.2",
-    "sctp_module_before": {"node-a": False, "node-b": False}, "sctp_module_after": {"node-a": True, "node-b": False},
-    "node_names": ["node-a", "node-b"], "battery_nodes": ["node-a"],
+    "proxier_detected": "iptables",
+    "node_access": True,
+    "load_balancer": None,
+    "kubernetes_version": "1.31.2",
+    "sctp_module_before": {"node-a": False, "node-b": False},
+    "sctp_module_after": {"node-a": True, "node-b": False},
+    "node_names": ["node-a", "node-b"],
+    "battery_nodes": ["node-a"],
     "worker_sctp": {"available": False, "reason": "kernel has no SCTP", "pysctp_version": "0.7.3"},
 }
 
 
 def test_the_page_opens_on_the_current_stage_and_the_next_decision(client: Client) -> None:
     body = client.get("/").content.decode()
-    glance = body[body.index('class="glance'):body.index("</section>")]
+    glance = body[body.index('class="glance') : body.index("</section>")]
     assert "SCTP is <strong>alpha</strong>" in glance and 'data-next="alpha-beta"' in glance
     # only the next transition is judged; stable is "later", never ticked
     assert 'class="edge later">later<' in body and 'data-stage="stable" data-state="later"' in body
@@ -34,8 +39,14 @@ def test_the_page_opens_on_the_current_stage_and_the_next_decision(client: Clien
 
 def test_after_ga_the_page_watches_the_ga_criteria(client: Client, maintainer) -> None:
     for frm, to, release in (("alpha", "beta", "1.19"), ("beta", "stable", "1.20")):
-        SignOff.objects.create(from_stage=frm, to_stage=to, maintainer=maintainer, comment="ok",
-                               kubernetes_release=release, snapshot=readiness.evaluate())
+        SignOff.objects.create(
+            from_stage=frm,
+            to_stage=to,
+            maintainer=maintainer,
+            comment="ok",
+            kubernetes_release=release,
+            snapshot=readiness.evaluate(),
+        )
     readiness.invalidate()
     body = client.get("/").content.decode()
     assert "since Kubernetes 1.20" in body and 'data-watch="alarm"' in body
@@ -57,29 +68,41 @@ def test_the_fingerprint_is_labelled_facts_per_node_and_the_workers_apart(client
 def test_a_manual_run_shows_no_empty_dispatch_time(client: Client) -> None:
     r = factories.run(factories.cluster("calico-a"))
     body = client.get(f"/runs/{r.id}/").content.decode()
-    assert "dispatched" not in body and "sent to a worker" not in body and "requested by the system" in body
+    assert (
+        "dispatched" not in body
+        and "sent to a worker" not in body
+        and "requested by the system" in body
+    )
     visible = re.sub(r"<[^>]+>", "", body.split("Timings")[1][:1200])
     assert "+00:00" not in visible and " UTC (" in visible  # human times; ISO only in datetime=""
 
 
-def test_the_clusters_list_labels_catalog_outcomes_and_tells_manual_freshness_apart(client: Client) -> None:
+def test_the_clusters_list_labels_catalog_outcomes_and_tells_manual_freshness_apart(
+    client: Client,
+) -> None:
     c = factories.cluster("calico-a")
     r = factories.run(c, days_ago=0.1)
-    TestResult.objects.create(run=r, test_key="conformance-tcp-pod-to-service", outcome="passed", finished=now())
+    TestResult.objects.create(
+        run=r, test_key="conformance-tcp-pod-to-service", outcome="passed", finished=now()
+    )
     scheduled = factories.cluster("calico-b")
     factories.schedule(scheduled, interval_minutes=60)
     factories.run(scheduled, days_ago=0.01)
     body = client.get("/clusters/").content.decode()
     assert "conformance-tcp" not in body  # only the catalog's tests
     assert "pod→svc" in body and '<span class="group-name">connectivity</span>' in body
-    assert 'fresh-manual">fresh (no periodic schedule)' in body and 'fresh-fresh">on schedule' in body
+    assert (
+        'fresh-manual">fresh (no periodic schedule)' in body and 'fresh-fresh">on schedule' in body
+    )
 
 
-def test_one_or_two_runs_draw_no_trend_and_tests_outside_the_battery_show_not_run(client: Client) -> None:
+def test_one_or_two_runs_draw_no_trend_and_tests_outside_the_battery_show_not_run(
+    client: Client,
+) -> None:
     c = factories.cluster("calico-a")
     factories.run(c, battery="basic")
     body = client.get("/clusters/calico-a/").content.decode()
-    assert "svg class=\"spark\"" not in body and "A trend needs at least 3 runs" in body
+    assert 'svg class="spark"' not in body and "A trend needs at least 3 runs" in body
     assert 'title="not run: not in the basic battery"' in body
 
 
@@ -87,7 +110,10 @@ def test_matrix_rows_never_mix_releases_and_cells_name_their_cluster(client: Cli
     factories.run(factories.cluster("calico-new", kubernetes_version="1.31.2"))
     factories.run(factories.cluster("calico-old", kubernetes_version="1.18.20"), battery="basic")
     rows = [r for r in build_matrix()["rows"] if r["plugin"]["slug"] == "calico"]
-    assert [(r["proxier"], r["minor"]) for r in rows] == [("iptables", "1.31"), ("iptables", "1.18")]
+    assert [(r["proxier"], r["minor"]) for r in rows] == [
+        ("iptables", "1.31"),
+        ("iptables", "1.18"),
+    ]
     body = client.get("/matrix/").content.decode()
-    assert '<a href="/runs/' in body and ">calico-old</a> <span class=\"rel\">1.18.20</span>" in body
+    assert '<a href="/runs/' in body and '>calico-old</a> <span class="rel">1.18.20</span>' in body
     assert 'data-minor="1.18"' in body

@@ -26,9 +26,21 @@ def test_every_kind_of_answer_carries_a_strict_policy(maintainer):
     run = factories.run(c)
     anonymous, signed_in = Client(), Client()
     signed_in.force_login(maintainer)
-    answers = [anonymous.get(p) for p in ("/", "/matrix/", "/clusters/", f"/clusters/{c.name}/", f"/runs/{run.id}/",
-                                          "/login/", "/admin/login/", "/api/v1/readiness/", "/badge/calico.svg",
-                                          "/no-such-page/")]
+    answers = [
+        anonymous.get(p)
+        for p in (
+            "/",
+            "/matrix/",
+            "/clusters/",
+            f"/clusters/{c.name}/",
+            f"/runs/{run.id}/",
+            "/login/",
+            "/admin/login/",
+            "/api/v1/readiness/",
+            "/badge/calico.svg",
+            "/no-such-page/",
+        )
+    ]
     answers += [signed_in.get(p) for p in ("/review/", "/clusters/new/", "/admin/", "/schedules/")]
     for resp in answers:
         csp = policy(resp)
@@ -46,7 +58,9 @@ INLINE_HANDLER = re.compile(r"\son[a-z]+\s*=", re.I)
 
 
 def test_no_template_has_inline_script_handlers_or_styles():
-    templates = sorted((ROOT / "templates").rglob("*.html")) + sorted((ROOT / "dashboard").rglob("templates/**/*.html"))
+    templates = sorted((ROOT / "templates").rglob("*.html")) + sorted(
+        (ROOT / "dashboard").rglob("templates/**/*.html")
+    )
     assert templates
     for path in templates:
         text = path.read_text()

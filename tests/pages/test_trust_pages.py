@@ -12,7 +12,9 @@ from tests import factories
 pytestmark = pytest.mark.django_db
 
 
-def test_a_maintainer_approves_a_cluster_and_the_page_says_it_counts(client: Client, maintainer) -> None:
+def test_a_maintainer_approves_a_cluster_and_the_page_says_it_counts(
+    client: Client, maintainer
+) -> None:
     factories.cluster("calico-prod", approved=False)
     client.force_login(maintainer)
     body = client.get("/clusters/calico-prod/").content.decode()
@@ -23,7 +25,11 @@ def test_a_maintainer_approves_a_cluster_and_the_page_says_it_counts(client: Cli
     assert c.approved and c.approved_by == maintainer
     assert AuditEvent.objects.filter(action="cluster.approve", actor="maria").exists()
     body = client.get("/clusters/calico-prod/").content.decode()
-    assert 'data-trust="approved"' in body and "Approved by maria" in body and "Withdraw approval" in body
+    assert (
+        'data-trust="approved"' in body
+        and "Approved by maria" in body
+        and "Withdraw approval" in body
+    )
     client.post("/clusters/calico-prod/approve/", {"action": "revoke"})
     assert not Cluster.objects.get(name="calico-prod").approved
 
@@ -35,7 +41,9 @@ def test_an_emulated_cluster_says_its_runs_never_count(client: Client) -> None:
     assert "emulated</small>" in client.get("/clusters/").content.decode()
 
 
-def test_basic_only_toggles_and_the_conflict_warning_shows_until_then(client: Client, maintainer) -> None:
+def test_basic_only_toggles_and_the_conflict_warning_shows_until_then(
+    client: Client, maintainer
+) -> None:
     c = factories.cluster("calico-a", approved=True)
     factories.schedule(c, battery="basic")
     factories.run(c, battery="connectivity")
@@ -55,24 +63,43 @@ def test_a_netpol_exemption_needs_a_reason_and_is_shown(client: Client, maintain
     p = factories.plugin("flannel", netpol=False)
     client.force_login(maintainer)
     assert "NetworkPolicy exemption" in client.get("/plugins/flannel/").content.decode()
-    body = client.post("/plugins/flannel/netpol-exemption/", {"reason": "  "}, follow=True).content.decode()
+    body = client.post(
+        "/plugins/flannel/netpol-exemption/", {"reason": "  "}, follow=True
+    ).content.decode()
     assert "needs a reason" in body and not Plugin.objects.get(pk=p.pk).netpol_exemption_reason
-    client.post("/plugins/flannel/netpol-exemption/", {"reason": "flannel never implements NetworkPolicy"})
+    client.post(
+        "/plugins/flannel/netpol-exemption/", {"reason": "flannel never implements NetworkPolicy"}
+    )
     p.refresh_from_db()
-    assert p.netpol_exemption_reason == "flannel never implements NetworkPolicy" and p.netpol_exempted_by == maintainer
-    assert "flannel never implements NetworkPolicy" in Client().get("/plugins/flannel/").content.decode()
+    assert (
+        p.netpol_exemption_reason == "flannel never implements NetworkPolicy"
+        and p.netpol_exempted_by == maintainer
+    )
+    assert (
+        "flannel never implements NetworkPolicy"
+        in Client().get("/plugins/flannel/").content.decode()
+    )
     client.post("/plugins/flannel/netpol-exemption/", {"action": "clear"})
     assert not Plugin.objects.get(pk=p.pk).netpol_exemption_reason
 
 
-@pytest.mark.parametrize("url, data", [("/clusters/calico-a/approve/", {}),
-                                       ("/clusters/calico-a/basic-only/", {"basic_only": "true"}),
-                                       ("/plugins/calico/netpol-exemption/", {"reason": "mine"})])
+@pytest.mark.parametrize(
+    "url, data",
+    [
+        ("/clusters/calico-a/approve/", {}),
+        ("/clusters/calico-a/basic-only/", {"basic_only": "true"}),
+        ("/plugins/calico/netpol-exemption/", {"reason": "mine"}),
+    ],
+)
 def test_vendors_may_not_make_trust_decisions(client: Client, vendor_user, url, data) -> None:
     factories.cluster("calico-a", owner=vendor_user.vendors.get(), approved=False)
     client.force_login(vendor_user)
     response = client.post(url, data)
     assert response.status_code == 403 and b"Not allowed" in response.content
     c = Cluster.objects.get(name="calico-a")
-    assert not c.approved and not c.basic_only and not Plugin.objects.get(slug="calico").netpol_exemption_reason
+    assert (
+        not c.approved
+        and not c.basic_only
+        and not Plugin.objects.get(slug="calico").netpol_exemption_reason
+    )
     assert "Approve this cluster" not in client.get("/clusters/calico-a/").content.decode()

@@ -20,9 +20,26 @@ LAB_TIMEOUTS = json.dumps(dataclasses.asdict(FAST))
 
 
 def _argv(url, endpoint, battery="basic", cluster="calico-prod", plugin="calico"):
-    return ["--dashboard", url, "--cluster", cluster, "--plugin", plugin, "--plugin-version",
-            "3.28.0", "--proxier", "iptables", "--battery", battery, "--load-balancer", "true",
-            "--timeouts", LAB_TIMEOUTS, "--service-account-dir", str(endpoint.sa_dir)]
+    return [
+        "--dashboard",
+        url,
+        "--cluster",
+        cluster,
+        "--plugin",
+        plugin,
+        "--plugin-version",
+        "3.28.0",
+        "--proxier",
+        "iptables",
+        "--battery",
+        battery,
+        "--load-balancer",
+        "true",
+        "--timeouts",
+        LAB_TIMEOUTS,
+        "--service-account-dir",
+        str(endpoint.sa_dir),
+    ]
 
 
 @pytest.fixture
@@ -35,8 +52,9 @@ def in_cluster():
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_agent_posts_an_all_run_that_shows_as_pending_agent_evidence(live_server, vendor_token,
-                                                                         in_cluster, capsys):
+def test_the_agent_posts_an_all_run_that_shows_as_pending_agent_evidence(
+    live_server, vendor_token, in_cluster, capsys
+):
     environ = {**in_cluster.environ(), "SCTP_DASHBOARD_TOKEN": vendor_token}
     code = agent.main(_argv(live_server.url, in_cluster, battery="all"), environ=environ)
     out = capsys.readouterr()
@@ -45,7 +63,11 @@ def test_the_agent_posts_an_all_run_that_shows_as_pending_agent_evidence(live_se
     run = Run.objects.select_related("cluster__owner").get(pk=summary["run"])
     assert run.trigger == Run.Trigger.AGENT and run.state == Run.State.FINISHED
     cluster = run.cluster
-    assert (cluster.name, cluster.owner.name, cluster.approved) == ("calico-prod", "Calico vendor", False)
+    assert (cluster.name, cluster.owner.name, cluster.approved) == (
+        "calico-prod",
+        "Calico vendor",
+        False,
+    )
     assert cluster.kubeconfig == ""  # the dashboard holds no credential for it
     results = dict(TestResult.objects.filter(run=run).values_list("test_key", "outcome"))
     assert results == summary["results"]
@@ -60,10 +82,13 @@ def test_the_agent_posts_an_all_run_that_shows_as_pending_agent_evidence(live_se
     from dashboard.policy import Policy, plugin_facts, run_item
 
     rows = list(TestResult.objects.filter(run=run).values_list("test_key", "outcome", "reason"))
-    item = run_item(run, {k: o for k, o, _ in rows}, {k: r for k, _, r in rows}, plugin_facts(run.plugin))
+    item = run_item(
+        run, {k: o for k, o, _ in rows}, {k: r for k, _, r in rows}, plugin_facts(run.plugin)
+    )
     verdict = Policy(now()).assess(item, "two-out-of-tree-plugins")
     assert not verdict.counts and "not approved by a maintainer" in verdict.why
     import urllib.request
+
     with urllib.request.urlopen(live_server.url + f"/runs/{run.pk}/", timeout=10) as answer:
         page = answer.read().decode()
     assert "Pending agent evidence" in page and "approves cluster calico-prod" in page
@@ -71,17 +96,25 @@ def test_the_agent_posts_an_all_run_that_shows_as_pending_agent_evidence(live_se
     # the readiness API lists it as evidence that does not count, and says why
     with urllib.request.urlopen(live_server.url + "/api/v1/readiness/", timeout=30) as answer:
         readiness = json.loads(answer.read())
-    listed = [e for t in readiness["transitions"] for c in t["criteria"] for e in c["evidence"]
-              if e["kind"] == "run" and e["id"] == run.pk]
+    listed = [
+        e
+        for t in readiness["transitions"]
+        for c in t["criteria"]
+        for e in c["evidence"]
+        if e["kind"] == "run" and e["id"] == run.pk
+    ]
     assert listed, "the agent's run is not shown as evidence"
     assert all(e["counts"] is False and e["emulated"] for e in listed)
-    assert all("not approved by a maintainer" in e["why"] and "emulated" in e["why"] for e in listed)
+    assert all(
+        "not approved by a maintainer" in e["why"] and "emulated" in e["why"] for e in listed
+    )
     assert AuditEvent.objects.filter(action="run.agent").count() == 1
 
 
 @pytest.mark.django_db(transaction=True)
 def test_a_second_run_lands_on_the_same_cluster_and_another_vendor_is_refused(
-        live_server, vendor_token, other_vendor_token, in_cluster, capsys):
+    live_server, vendor_token, other_vendor_token, in_cluster, capsys
+):
     environ = {**in_cluster.environ(), "SCTP_DASHBOARD_TOKEN": vendor_token}
     assert agent.main(_argv(live_server.url, in_cluster), environ=environ) == 0
     assert agent.main(_argv(live_server.url, in_cluster), environ=environ) == 0
@@ -97,8 +130,16 @@ def test_a_second_run_lands_on_the_same_cluster_and_another_vendor_is_refused(
 
 
 def test_outside_a_cluster_or_without_a_token_it_says_what_is_missing(tmp_path, capsys):
-    argv = ["--dashboard", "http://127.0.0.1:9", "--cluster", "c", "--plugin", "calico",
-            "--service-account-dir", str(tmp_path)]
+    argv = [
+        "--dashboard",
+        "http://127.0.0.1:9",
+        "--cluster",
+        "c",
+        "--plugin",
+        "calico",
+        "--service-account-dir",
+        str(tmp_path),
+    ]
     assert agent.main(argv, environ={"SCTP_DASHBOARD_TOKEN": "t"}) == 2
     assert "not inside a cluster" in capsys.readouterr().err
     assert agent.main(argv, environ={}) == 2
@@ -118,7 +159,9 @@ def test_the_payload_stays_within_what_the_dashboard_accepts():
 
     report = SimpleNamespace(
         results={"declare-sctp-ports": TestOutcome("error", "r" * 5000, evidence="e" * 300_000)},
-        fingerprint={"emulated": False}, errors=["x" * 9000] * 80)
+        fingerprint={"emulated": False},
+        errors=["x" * 9000] * 80,
+    )
     args = agent.parser().parse_args(["--cluster", "c", "--plugin", "calico", "--battery", "basic"])
     now = datetime.now(UTC)
     body = agent.payload(args, report, now, now)

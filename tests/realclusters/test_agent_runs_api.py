@@ -18,14 +18,33 @@ URL = "/api/v1/agent-runs/"
 def payload(**changes):
     finished = now()
     body = {
-        "cluster": "calico-prod", "plugin": "calico", "plugin_version": "3.28.0",
-        "kubernetes_version": "1.33.1", "proxier": "iptables", "battery": "basic",
-        "started": (finished - timedelta(minutes=3)).isoformat(), "finished": finished.isoformat(),
-        "fingerprint": {"emulated": False, "proxier_detected": "iptables", "cni_detected": "calico",
-                        "node_count": 3, "node_access": True},
-        "results": {key: {"outcome": "passed", "reason": "ok", "evidence": "pod p running",
-                          "duration": 1.5, "reached": True} for key in BASIC_KEYS},
-        "errors": [], "agent_version": "1",
+        "cluster": "calico-prod",
+        "plugin": "calico",
+        "plugin_version": "3.28.0",
+        "kubernetes_version": "1.33.1",
+        "proxier": "iptables",
+        "battery": "basic",
+        "started": (finished - timedelta(minutes=3)).isoformat(),
+        "finished": finished.isoformat(),
+        "fingerprint": {
+            "emulated": False,
+            "proxier_detected": "iptables",
+            "cni_detected": "calico",
+            "node_count": 3,
+            "node_access": True,
+        },
+        "results": {
+            key: {
+                "outcome": "passed",
+                "reason": "ok",
+                "evidence": "pod p running",
+                "duration": 1.5,
+                "reached": True,
+            }
+            for key in BASIC_KEYS
+        },
+        "errors": [],
+        "agent_version": "1",
     }
     body.update(changes)
     return body
@@ -37,7 +56,11 @@ def post(api, token, body):
 
 
 def _nothing_stored():
-    assert Cluster.objects.count() == 0 and Run.objects.count() == 0 and TestResult.objects.count() == 0
+    assert (
+        Cluster.objects.count() == 0
+        and Run.objects.count() == 0
+        and TestResult.objects.count() == 0
+    )
 
 
 def test_a_valid_run_registers_the_cluster_unapproved_and_stores_the_run(api, vendor_token):
@@ -46,7 +69,11 @@ def test_a_valid_run_registers_the_cluster_unapproved_and_stores_the_run(api, ve
     assert answer.status_code == 201, answer.content
     data = answer.json()
     assert (data["cluster"], data["cluster_approved"], data["emulated"], data["state"]) == (
-        "calico-prod", False, False, "finished")
+        "calico-prod",
+        False,
+        False,
+        "finished",
+    )
     run = Run.objects.get(pk=data["run"])
     assert run.trigger == "agent" and run.battery == "basic" and run.cluster.approved is False
     assert run.proxier_detected == "iptables" and run.basic_ok is not None
@@ -63,46 +90,65 @@ def test_an_emulated_fingerprint_marks_the_run_and_the_cluster(api, vendor_token
 
 def test_tests_the_run_never_reached_are_stored_not_run_and_the_run_is_an_error(api, vendor_token):
     results = payload()["results"]
-    results["hostport-kubenet"] = {"outcome": "error", "reason": "not run: missing RBAC permission: "
-                                   "create pods (403 Forbidden)", "reached": False}
+    results["hostport-kubenet"] = {
+        "outcome": "error",
+        "reason": "not run: missing RBAC permission: create pods (403 Forbidden)",
+        "reached": False,
+    }
     assert post(api, vendor_token, payload(results=results)).status_code == 201
     run = Run.objects.get()
     assert run.state == "error" and "create pods" in run.error
     assert TestResult.objects.get(run=run, test_key="hostport-kubenet").outcome == "not_run"
 
 
-@pytest.mark.parametrize("change,status,words", [
-    ({"surprise": 1}, 400, "unknown field 'surprise'"),
-    ({"cluster": "Not A Label"}, 400, "DNS label"),
-    ({"battery": "everything"}, 400, "battery must be"),
-    ({"proxier": "userspace"}, 400, "proxier must be"),
-    ({"fingerprint": {"emulated": "yes"}}, 400, "fingerprint.emulated"),
-    ({"fingerprint": {"proxier_detected": "bpf"}}, 400, "proxier_detected"),
-    ({"fingerprint": {"blob": "x" * 70_000}}, 400, "fingerprint is larger"),
-    ({"results": {}}, 400, "has no outcome"),
-    ({"started": "yesterday"}, 400, "ISO 8601"),
-    ({"finished": (now() + timedelta(hours=1)).isoformat()}, 400, "in the future"),
-    ({"finished": (now() - timedelta(days=3)).isoformat(),
-      "started": (now() - timedelta(days=3, minutes=5)).isoformat()}, 400, "more than 2 days ago"),
-    ({"plugin": "nonesuch"}, 400, "unknown plugin"),
-    ({"plugin": "cilium"}, 403, "plugin 'cilium'"),
-])
-def test_bad_input_is_refused_with_a_clear_error_and_stores_nothing(api, vendor_token, change, status, words):
+@pytest.mark.parametrize(
+    "change,status,words",
+    [
+        ({"surprise": 1}, 400, "unknown field 'surprise'"),
+        ({"cluster": "Not A Label"}, 400, "DNS label"),
+        ({"battery": "everything"}, 400, "battery must be"),
+        ({"proxier": "userspace"}, 400, "proxier must be"),
+        ({"fingerprint": {"emulated": "yes"}}, 400, "fingerprint.emulated"),
+        ({"fingerprint": {"proxier_detected": "bpf"}}, 400, "proxier_detected"),
+        ({"fingerprint": {"blob": "x" * 70_000}}, 400, "fingerprint is larger"),
+        ({"results": {}}, 400, "has no outcome"),
+        ({"started": "yesterday"}, 400, "ISO 8601"),
+        ({"finished": (now() + timedelta(hours=1)).isoformat()}, 400, "in the future"),
+        (
+            {
+                "finished": (now() - timedelta(days=3)).isoformat(),
+                "started": (now() - timedelta(days=3, minutes=5)).isoformat(),
+            },
+            400,
+            "more than 2 days ago",
+        ),
+        ({"plugin": "nonesuch"}, 400, "unknown plugin"),
+        ({"plugin": "cilium"}, 403, "plugin 'cilium'"),
+    ],
+)
+def test_bad_input_is_refused_with_a_clear_error_and_stores_nothing(
+    api, vendor_token, change, status, words
+):
     answer = post(api, vendor_token, payload(**change))
     assert answer.status_code == status, answer.content
     assert words in answer.json()["error"]
     _nothing_stored()
 
 
-@pytest.mark.parametrize("key,field,value,words", [
-    ("pod-to-pod", None, None, "'pod-to-pod' is not a test of the basic battery"),
-    ("declare-sctp-ports", "outcome", "green", "outcome must be one of"),
-    ("declare-sctp-ports", "reason", "", "reason must not be empty"),
-    ("declare-sctp-ports", "evidence", "x" * 100_001, "evidence is longer"),
-    ("declare-sctp-ports", "duration", -1, "duration must be"),
-    ("declare-sctp-ports", "colour", "red", "unknown field 'colour'"),
-])
-def test_each_result_is_checked_against_the_catalog_and_the_vocabulary(api, vendor_token, key, field, value, words):
+@pytest.mark.parametrize(
+    "key,field,value,words",
+    [
+        ("pod-to-pod", None, None, "'pod-to-pod' is not a test of the basic battery"),
+        ("declare-sctp-ports", "outcome", "green", "outcome must be one of"),
+        ("declare-sctp-ports", "reason", "", "reason must not be empty"),
+        ("declare-sctp-ports", "evidence", "x" * 100_001, "evidence is longer"),
+        ("declare-sctp-ports", "duration", -1, "duration must be"),
+        ("declare-sctp-ports", "colour", "red", "unknown field 'colour'"),
+    ],
+)
+def test_each_result_is_checked_against_the_catalog_and_the_vocabulary(
+    api, vendor_token, key, field, value, words
+):
     results = payload()["results"]
     if field is None:
         results[key] = {"outcome": "passed", "reason": "ok"}
@@ -128,7 +174,9 @@ def test_tokens_and_bodies(api, vendor_token, maintainer_token, settings):
     _nothing_stored()
 
 
-def test_another_vendors_cluster_or_a_disabled_one_is_refused(api, vendor_token, other_vendor_token):
+def test_another_vendors_cluster_or_a_disabled_one_is_refused(
+    api, vendor_token, other_vendor_token
+):
     assert post(api, vendor_token, payload()).status_code == 201
     results = {k: {"outcome": "passed", "reason": "ok"} for k in BASIC_KEYS}
     answer = post(api, other_vendor_token, payload(plugin="cilium", results=results))
@@ -143,11 +191,15 @@ def _assess(run, criterion):
     from dashboard.policy import Policy, plugin_facts, run_item
 
     rows = list(TestResult.objects.filter(run=run).values_list("test_key", "outcome", "reason"))
-    item = run_item(run, {k: o for k, o, _ in rows}, {k: r for k, _, r in rows}, plugin_facts(run.plugin))
+    item = run_item(
+        run, {k: o for k, o, _ in rows}, {k: r for k, _, r in rows}, plugin_facts(run.plugin)
+    )
     return Policy(now()).assess(item, criterion)
 
 
-def test_an_agent_run_counts_only_once_a_maintainer_approves_its_cluster(api, vendor_token, maintainer):
+def test_an_agent_run_counts_only_once_a_maintainer_approves_its_cluster(
+    api, vendor_token, maintainer
+):
     from dashboard.trust import approve_cluster
 
     results = {k: {"outcome": "passed", "reason": "ok"} for k in ALL_KEYS}

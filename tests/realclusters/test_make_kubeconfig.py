@@ -38,8 +38,16 @@ def caller(lab, tmp_path):
 
 def _make(caller, tmp_path, *extra):
     out = tmp_path / "battery.kubeconfig"
-    call_command("make_kubeconfig", "--context", "lab", "--kubeconfig", str(caller),
-                 "--output", str(out), *extra)
+    call_command(
+        "make_kubeconfig",
+        "--context",
+        "lab",
+        "--kubeconfig",
+        str(caller),
+        "--output",
+        str(out),
+        *extra,
+    )
     return out
 
 
@@ -52,7 +60,8 @@ def _run_all(kubeconfig_text):
 
 
 def test_it_applies_the_rbac_and_writes_an_inline_token_kubeconfig_the_battery_runs_with(
-        lab, caller, tmp_path):
+    lab, caller, tmp_path
+):
     out = _make(caller, tmp_path, "--duration", "2h")
     assert stat.S_IMODE(out.stat().st_mode) == 0o600
     text = out.read_text()
@@ -100,8 +109,13 @@ def test_without_a_context_or_with_a_short_duration_it_refuses(caller, tmp_path)
 @pytest.mark.django_db
 def test_the_beat_task_renews_a_registered_token_a_third_before_expiry(lab, caller, tmp_path):
     text = _make(caller, tmp_path, "--duration", "3h").read_text()
-    cluster = register_cluster(data={"name": "calico-prod", "plugin": "calico", "proxier": "iptables"},
-                               kubeconfig=text, owner=None, allowed_plugin_ids=None, actor="maria")
+    cluster = register_cluster(
+        data={"name": "calico-prod", "plugin": "calico", "proxier": "iptables"},
+        kubeconfig=text,
+        owner=None,
+        allowed_plugin_ids=None,
+        actor="maria",
+    )
     info = sa.token_info(text)
     assert sa.renew_registered(now=time.time()) == {}  # not due yet: nothing touched
     assert Cluster.objects.get(pk=cluster.pk).kubeconfig == text
@@ -117,8 +131,13 @@ def test_the_beat_task_renews_a_registered_token_a_third_before_expiry(lab, call
 @pytest.mark.django_db
 def test_a_failed_renewal_keeps_the_working_kubeconfig_and_names_the_refusal(lab, caller, tmp_path):
     text = _make(caller, tmp_path, "--duration", "3h").read_text()
-    register_cluster(data={"name": "calico-prod", "plugin": "calico", "proxier": "iptables"},
-                     kubeconfig=text, owner=None, allowed_plugin_ids=None, actor="maria")
+    register_cluster(
+        data={"name": "calico-prod", "plugin": "calico", "proxier": "iptables"},
+        kubeconfig=text,
+        owner=None,
+        allowed_plugin_ids=None,
+        actor="maria",
+    )
     # the vendor removed the renewal binding
     lab_rbac.state_of(lab.cluster("lab")).objects["rolebindings"].clear()
     results = sa.renew_registered(now=sa.token_info(text).expires - 60)
@@ -131,8 +150,13 @@ def test_a_failed_renewal_keeps_the_working_kubeconfig_and_names_the_refusal(lab
 def test_renew_rewrites_the_file_and_the_registered_cluster(lab, caller, tmp_path):
     out = _make(caller, tmp_path, "--duration", "1h")
     before = out.read_text()
-    register_cluster(data={"name": "calico-prod", "plugin": "calico", "proxier": "iptables"},
-                     kubeconfig=before, owner=None, allowed_plugin_ids=None, actor="maria")
+    register_cluster(
+        data={"name": "calico-prod", "plugin": "calico", "proxier": "iptables"},
+        kubeconfig=before,
+        owner=None,
+        allowed_plugin_ids=None,
+        actor="maria",
+    )
     call_command("make_kubeconfig", "--renew", str(out), "--cluster", "calico-prod")
     after = out.read_text()
     assert after != before and validate_kubeconfig(after)

@@ -33,8 +33,12 @@ def _kubectl() -> str:
 
 
 def render(directory: str) -> list[dict[str, Any]]:
-    done = subprocess.run([_kubectl(), "kustomize", str(REPO / directory)], capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [_kubectl(), "kustomize", str(REPO / directory)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     return [doc for doc in yaml.safe_load_all(done.stdout) if doc]
 
@@ -47,7 +51,11 @@ def schema_errors(obj: dict[str, Any]) -> list[str]:
     """What is wrong with `obj` by the client's OpenAPI models; [] when it is valid."""
     api_version, kind = obj.get("apiVersion", ""), obj.get("kind", "")
     group, _, version = api_version.rpartition("/")
-    prefix = "".join(w.capitalize() for w in group.removesuffix(".k8s.io").split(".")) if group else "Core"
+    prefix = (
+        "".join(w.capitalize() for w in group.removesuffix(".k8s.io").split("."))
+        if group
+        else "Core"
+    )
     api = getattr(k8s, f"{prefix}{version.capitalize()}Api", None)
     if api is None:
         return [f"no API {api_version}"]
@@ -78,16 +86,33 @@ def rendered() -> dict[str, list[dict[str, Any]]]:
 def test_every_rendered_object_is_valid_kubernetes(rendered, directory):
     objects = rendered[directory]
     assert objects
-    problems = {f"{o.get('kind')}/{(o.get('metadata') or {}).get('name')}": schema_errors(o)
-                for o in objects}
+    problems = {
+        f"{o.get('kind')}/{(o.get('metadata') or {}).get('name')}": schema_errors(o)
+        for o in objects
+    }
     assert {name: p for name, p in problems.items() if p} == {}
     assert not [o for o in objects if o["kind"] == "Secret"]  # secrets are never committed
 
 
 def test_the_validator_catches_what_an_api_server_would_refuse():
-    good = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "a", "namespace": "n"},
-            "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": {"spec": {
-                "containers": [{"name": "c", "image": "i"}], "restartPolicy": "Never"}}}}}}
+    good = {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": "a", "namespace": "n"},
+        "spec": {
+            "schedule": "* * * * *",
+            "jobTemplate": {
+                "spec": {
+                    "template": {
+                        "spec": {
+                            "containers": [{"name": "c", "image": "i"}],
+                            "restartPolicy": "Never",
+                        }
+                    }
+                }
+            },
+        },
+    }
     assert schema_errors(good) == []
     typo = yaml.safe_load(yaml.safe_dump(good))
     typo["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["comand"] = ["x"]
@@ -100,7 +125,9 @@ def test_the_validator_catches_what_an_api_server_would_refuse():
     assert schema_errors(wrong_type)
     assert schema_errors({**good, "apiVersion": "batch/v2"}) == ["no API batch/v2"]
     assert schema_errors({**good, "apiVersion": "apps/v1"}) == ["no kind CronJob in apps/v1"]
-    assert schema_errors({**good, "metadata": {"name": "a"}}) == ["CronJob is namespaced but has no namespace"]
+    assert schema_errors({**good, "metadata": {"name": "a"}}) == [
+        "CronJob is namespaced but has no namespace"
+    ]
 
 
 def _containers(obj):
@@ -111,15 +138,22 @@ def _containers(obj):
 
 def test_the_dashboard_base_has_its_parts_and_probes(rendered):
     objects = {(o["kind"], o["metadata"]["name"]): o for o in rendered["deploy/base"]}
-    assert {("Deployment", "sctp-dashboard-web"), ("Deployment", "sctp-dashboard-worker"),
-            ("Deployment", "sctp-dashboard-beat"), ("Job", "sctp-dashboard-migrate"),
-            ("Service", "sctp-dashboard-web"), ("ConfigMap", "sctp-dashboard")} <= set(objects)
+    assert {
+        ("Deployment", "sctp-dashboard-web"),
+        ("Deployment", "sctp-dashboard-worker"),
+        ("Deployment", "sctp-dashboard-beat"),
+        ("Job", "sctp-dashboard-migrate"),
+        ("Service", "sctp-dashboard-web"),
+        ("ConfigMap", "sctp-dashboard"),
+    } <= set(objects)
     web = _containers(objects[("Deployment", "sctp-dashboard-web")])[0]
     assert web["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert web["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert objects[("Deployment", "sctp-dashboard-beat")]["spec"]["replicas"] == 1
     for part in ("web", "worker", "beat"):  # each starts once the schema is migrated
-        init = objects[("Deployment", f"sctp-dashboard-{part}")]["spec"]["template"]["spec"]["initContainers"]
+        init = objects[("Deployment", f"sctp-dashboard-{part}")]["spec"]["template"]["spec"][
+            "initContainers"
+        ]
         assert "migrate --check" in init[0]["command"][-1]
     for obj in objects.values():
         if obj["kind"] in ("Deployment", "Job"):
@@ -135,10 +169,14 @@ def test_the_agent_overlay_runs_the_agent_under_the_tested_role(rendered):
     objects = {(o["kind"], o["metadata"]["name"]): o for o in rendered["deploy/agent"]}
     cron = objects[("CronJob", "sctp-agent")]
     pod = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]
-    assert pod["serviceAccountName"] == "sctp-battery" and cron["spec"]["concurrencyPolicy"] == "Forbid"
+    assert (
+        pod["serviceAccountName"] == "sctp-battery"
+        and cron["spec"]["concurrencyPolicy"] == "Forbid"
+    )
     assert _containers(cron)[0]["command"] == ["python", "-m", "workers.agent"]
     shipped = yaml.safe_load((REPO / "deploy/rbac/battery-role.yaml").read_text())
     assert objects[("ClusterRole", "sctp-battery")]["rules"] == shipped["rules"]
     binding = objects[("ClusterRoleBinding", "sctp-battery")]
-    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "sctp-battery",
-                                    "namespace": "sctp-battery"}]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "sctp-battery", "namespace": "sctp-battery"}
+    ]

@@ -29,8 +29,9 @@ LEGACY = {"name": "legacy", "kubernetes_version": "1.20.15"}
 
 def _run(prof, battery="all"):
     with LabServer([prof]) as lab:
-        api = api_client_from_kubeconfig(yaml.safe_dump(lab.kubeconfig(prof["name"])),
-                                         request_timeout=FAST.request)
+        api = api_client_from_kubeconfig(
+            yaml.safe_dump(lab.kubeconfig(prof["name"])), request_timeout=FAST.request
+        )
         try:
             report = run_battery(api, spec_for(prof), battery, "rbac-1")
             swept: BaseException | list[str]
@@ -56,28 +57,37 @@ def test_the_whole_battery_runs_under_the_shipped_role_as_under_cluster_admin(ch
     got = _outcomes(report)
     assert not [r for r in got.values() if PREFIX in r[1]]
     assert {k: o for k, (o, _) in got.items()} == {
-        k: o for k, (o, _) in _outcomes(admin_report).items()}
+        k: o for k, (o, _) in _outcomes(admin_report).items()
+    }
     assert all(o in ("passed", "skipped") for o, _ in got.values()), got
 
 
-@pytest.mark.parametrize("index,verb,name", permissions(shipped_role()),
-                         ids=[p[2].replace('"', "") for p in permissions(shipped_role())])
-def test_removing_any_verb_makes_the_battery_name_the_missing_permission(index, verb, name,
-                                                                         role_file):
+@pytest.mark.parametrize(
+    "index,verb,name",
+    permissions(shipped_role()),
+    ids=[p[2].replace('"', "") for p in permissions(shipped_role())],
+)
+def test_removing_any_verb_makes_the_battery_name_the_missing_permission(
+    index, verb, name, role_file
+):
     path = role_file(without(shipped_role(), index, verb))
     changes = LEGACY if name == "get endpoints" else {}
     # the basic battery first (quicker); the whole battery when basic never needs the verb
     report, swept = _run(profile(**changes, rbac=path), battery="basic")
     outside_tests = name == "list namespaces" or name.startswith("list daemonsets")
-    if not outside_tests and not [r for r in report.results.values() if f"{PREFIX}{name} (" in r.reason]:
+    if not outside_tests and not [
+        r for r in report.results.values() if f"{PREFIX}{name} (" in r.reason
+    ]:
         report, swept = _run(profile(**changes, rbac=path))
     if name == "list namespaces":  # only the sweeper of dead runs' namespaces lists them
         assert rbac_reason(swept).startswith(f"{PREFIX}{name} ("), swept
         return
     if name.startswith("list daemonsets"):  # CNI detection: a fingerprint fact, not a test
         assert report.fingerprint["cni_detected"] is None
-        assert ('cannot list resource "daemonsets" in API group "apps"'
-                in report.fingerprint["cni_detection_error"])
+        assert (
+            'cannot list resource "daemonsets" in API group "apps"'
+            in report.fingerprint["cni_detection_error"]
+        )
         return
     named = {k: r for k, r in report.results.items() if f"{PREFIX}{name} (" in r.reason}
     assert named, _outcomes(report)
@@ -88,10 +98,14 @@ def test_removing_any_verb_makes_the_battery_name_the_missing_permission(index, 
 
 def _raw(lab, name, method, path, token=None, body=None):
     request = urllib.request.Request(
-        f"{lab.cluster_url(name)}{path}", method=method,
+        f"{lab.cluster_url(name)}{path}",
+        method=method,
         data=json.dumps(body).encode() if body is not None else None,
-        headers={"Authorization": f"Bearer {token or lab.cluster(name).profile['token']}",
-                 "Content-Type": "application/json"})
+        headers={
+            "Authorization": f"Bearer {token or lab.cluster(name).profile['token']}",
+            "Content-Type": "application/json",
+        },
+    )
     try:
         with urllib.request.urlopen(request, timeout=5) as answer:
             return answer.status, json.loads(answer.read() or b"null")
@@ -100,34 +114,53 @@ def _raw(lab, name, method, path, token=None, body=None):
 
 
 def test_the_lab_words_a_refusal_as_the_rbac_authorizer_does(role_file):
-    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": {"name": "empty"}, "rules": [{"apiGroups": [""], "resources": ["pods"],
-                                                        "verbs": ["get"]}]}
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": "empty"},
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}],
+    }
     prof = profile(rbac=role_file(role))
     with LabServer([prof]) as lab:
-        code, status = _raw(lab, "lab", "POST", "/api/v1/namespaces/x/pods",
-                            body={"metadata": {"name": "p"}})
+        code, status = _raw(
+            lab, "lab", "POST", "/api/v1/namespaces/x/pods", body={"metadata": {"name": "p"}}
+        )
         assert code == 403
         assert status == {
-            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
             "message": f'pods is forbidden: User "{SA}" cannot create resource "pods" in API '
-                       'group "" in the namespace "x"',
-            "reason": "Forbidden", "details": {"kind": "pods"}, "code": 403}
-        code, status = _raw(lab, "lab", "DELETE",
-                            "/apis/networking.k8s.io/v1/namespaces/x/networkpolicies/deny")
+            'group "" in the namespace "x"',
+            "reason": "Forbidden",
+            "details": {"kind": "pods"},
+            "code": 403,
+        }
+        code, status = _raw(
+            lab, "lab", "DELETE", "/apis/networking.k8s.io/v1/namespaces/x/networkpolicies/deny"
+        )
         assert status["message"] == (
             f'networkpolicies.networking.k8s.io "deny" is forbidden: User "{SA}" cannot delete '
-            'resource "networkpolicies" in API group "networking.k8s.io" in the namespace "x"')
-        assert status["details"] == {"kind": "networkpolicies", "name": "deny",
-                                     "group": "networking.k8s.io"}
+            'resource "networkpolicies" in API group "networking.k8s.io" in the namespace "x"'
+        )
+        assert status["details"] == {
+            "kind": "networkpolicies",
+            "name": "deny",
+            "group": "networking.k8s.io",
+        }
         code, status = _raw(lab, "lab", "GET", "/api/v1/nodes")
-        assert status["message"].endswith('cannot list resource "nodes" in API group "" at the '
-                                          "cluster scope")
+        assert status["message"].endswith(
+            'cannot list resource "nodes" in API group "" at the cluster scope'
+        )
         code, status = _raw(lab, "lab", "GET", "/api/v1/namespaces/x/pods/p/log")
         assert 'cannot get resource "pods/log" in API group ""' in status["message"]
         code, status = _raw(lab, "lab", "GET", "/version")
         assert (code, status["message"], status["details"]) == (
-            403, f'forbidden: User "{SA}" cannot get path "/version"', {})
+            403,
+            f'forbidden: User "{SA}" cannot get path "/version"',
+            {},
+        )
         # allowed: answered as usual (404: there is no such pod)
         code, status = _raw(lab, "lab", "GET", "/api/v1/namespaces/default/pods/nope")
         assert (code, status["reason"]) == (404, "NotFound")
@@ -141,7 +174,9 @@ def test_a_profile_naming_an_unreadable_role_file_is_refused(tmp_path):
         LabServer([profile(rbac=str(bad))])
 
 
-def test_every_call_the_battery_makes_on_any_lab_profile_is_granted_and_every_grant_is_used(monkeypatch):
+def test_every_call_the_battery_makes_on_any_lab_profile_is_granted_and_every_grant_is_used(
+    monkeypatch,
+):
     """Recorded under cluster-admin (so nothing is swallowed as a refusal): each request the
     battery and the sweeper make is allowed by the shipped role, and each verb is needed."""
     from lab import rbac
@@ -155,22 +190,29 @@ def test_every_call_the_battery_makes_on_any_lab_profile_is_granted_and_every_gr
         return real(cluster, who, method, path, query)
 
     monkeypatch.setattr(rbac, "authorize", record)
-    profiles = [dict(p, faults={**p["faults"], "pod_start_delay_s": 0.01})
-                for p in load_profiles(ROLE_FILE.parents[2] / "lab" / "profiles")]
+    profiles = [
+        dict(p, faults={**p["faults"], "pod_start_delay_s": 0.01})
+        for p in load_profiles(ROLE_FILE.parents[2] / "lab" / "profiles")
+    ]
     for prof in [*profiles, profile(**LEGACY), profile(kubenet=True)]:
         _run(prof)
     rules = shipped_role()["rules"]
     allowed = [a for a in seen if any(rbac._allows(rule, a) for rule in rules)]
     refused = {(a.verb, a.api_group, a.resource, a.subresource, a.path) for a in seen} - {
-        (a.verb, a.api_group, a.resource, a.subresource, a.path) for a in allowed}
+        (a.verb, a.api_group, a.resource, a.subresource, a.path) for a in allowed
+    }
     assert refused == set()
     for index, rule in enumerate(rules):
         for verb in rule["verbs"]:
             narrowed = {**rule, "verbs": [verb]}
-            assert any(rbac._allows(narrowed, a) for a in seen), f"rule {index} grants {verb} unused"
+            assert any(rbac._allows(narrowed, a) for a in seen), (
+                f"rule {index} grants {verb} unused"
+            )
 
 
-def test_a_profile_file_names_its_role_relative_to_itself_or_to_the_repository(tmp_path, monkeypatch):
+def test_a_profile_file_names_its_role_relative_to_itself_or_to_the_repository(
+    tmp_path, monkeypatch
+):
     from lab.profiles import load_profiles
 
     monkeypatch.chdir(ROLE_FILE.parents[2])

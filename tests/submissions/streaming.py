@@ -40,13 +40,19 @@ class Measured:
         return json.loads(self.response.content)
 
 
-def _body(path: str, fields: dict[str, str], filename: str, payload: bytes | str) -> tuple[str, int]:
+def _body(
+    path: str, fields: dict[str, str], filename: str, payload: bytes | str
+) -> tuple[str, int]:
     boundary = uuid.uuid4().hex
     with open(path, "wb") as out:
         for name, value in fields.items():
-            out.write(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode())
-        out.write(f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{filename}"\r\n'
-                  "Content-Type: application/octet-stream\r\n\r\n".encode())
+            out.write(
+                f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode()
+            )
+        out.write(
+            f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{filename}"\r\n'
+            "Content-Type: application/octet-stream\r\n\r\n".encode()
+        )
         if isinstance(payload, str):  # a file on disk: copy it in 1 MB pieces
             with open(payload, "rb") as source:
                 while chunk := source.read(1 << 20):
@@ -57,15 +63,26 @@ def _body(path: str, fields: dict[str, str], filename: str, payload: bytes | str
     return f"multipart/form-data; boundary={boundary}", os.path.getsize(path)
 
 
-def upload(token: str, payload: bytes | str, *, filename: str = "junit_01.xml", trace: bool = True,
-           **fields: str) -> Measured:
+def upload(
+    token: str,
+    payload: bytes | str,
+    *,
+    filename: str = "junit_01.xml",
+    trace: bool = True,
+    **fields: str,
+) -> Measured:
     """POST /api/v1/submissions/ with ``payload`` (bytes, or a path to stream from).
 
     tracemalloc slows allocation-heavy code several times over: ``trace=False`` measures
     the time alone (peak_bytes is then 0).
     """
-    form = {"plugin": "calico", "plugin_version": "3.28.0", "kubernetes_version": "1.30.2",
-            "proxier": "iptables", **fields}
+    form = {
+        "plugin": "calico",
+        "plugin_version": "3.28.0",
+        "kubernetes_version": "1.30.2",
+        "proxier": "iptables",
+        **fields,
+    }
     handle, path = tempfile.mkstemp(prefix="upload-", suffix=".body")
     os.close(handle)
     try:
@@ -73,10 +90,18 @@ def upload(token: str, payload: bytes | str, *, filename: str = "junit_01.xml", 
         del payload
         with open(path, "rb") as body:
             # The environ the test client would build (public API: a request's environ).
-            environ = RequestFactory().request(
-                PATH_INFO="/api/v1/submissions/", REQUEST_METHOD="POST", CONTENT_TYPE=content_type,
-                CONTENT_LENGTH=str(length), HTTP_AUTHORIZATION=f"Token {token}", **{"wsgi.input": body},
-            ).environ
+            environ = (
+                RequestFactory()
+                .request(
+                    PATH_INFO="/api/v1/submissions/",
+                    REQUEST_METHOD="POST",
+                    CONTENT_TYPE=content_type,
+                    CONTENT_LENGTH=str(length),
+                    HTTP_AUTHORIZATION=f"Token {token}",
+                    **{"wsgi.input": body},
+                )
+                .environ
+            )
             handler = ClientHandler(enforce_csrf_checks=False)
             gc.collect()
             if trace:

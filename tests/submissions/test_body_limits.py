@@ -42,14 +42,22 @@ class CountingStream(io.RawIOBase):
 def post_unread(client: Client, path: str, size: int, **headers):
     body = CountingStream(size)
     extra: dict[str, Any] = {"wsgi.input": body, **headers}
-    resp = client.generic("POST", path, b"", content_type=f"multipart/form-data; boundary={BOUNDARY}",
-                          CONTENT_LENGTH=str(size), **extra)
+    resp = client.generic(
+        "POST",
+        path,
+        b"",
+        content_type=f"multipart/form-data; boundary={BOUNDARY}",
+        CONTENT_LENGTH=str(size),
+        **extra,
+    )
     return resp, body
 
 
 def test_an_oversized_api_upload_is_refused_413_before_it_is_read(vendor_token, settings):
     settings.SUBMISSION_MAX_BYTES = 1024 * 1024
-    resp, body = post_unread(Client(), "/api/v1/submissions/", 400 * 1024 * 1024, **auth(vendor_token))
+    resp, body = post_unread(
+        Client(), "/api/v1/submissions/", 400 * 1024 * 1024, **auth(vendor_token)
+    )
     assert resp.status_code == 413 and "larger than" in resp.json()["error"]
     assert body.read_bytes == 0
     assert not Submission.objects.exists()
@@ -81,7 +89,9 @@ def test_an_anonymous_page_upload_is_refused_401_before_it_is_read():
 
 
 def test_a_content_length_that_is_not_a_number_is_a_400(vendor_token):
-    resp = Client().generic("POST", "/api/v1/submissions/", b"", CONTENT_LENGTH="12abc", **auth(vendor_token))
+    resp = Client().generic(
+        "POST", "/api/v1/submissions/", b"", CONTENT_LENGTH="12abc", **auth(vendor_token)
+    )
     assert resp.status_code == 400
 
 
@@ -96,10 +106,14 @@ def test_over_http_a_500_mb_announcement_is_answered_at_once(live_server, vendor
     host, port = live_server.thread.host, live_server.thread.port
     with socket.create_connection((host, port), timeout=5) as sock:
         started = time.monotonic()
-        sock.sendall((f"POST /api/v1/submissions/ HTTP/1.1\r\nHost: {host}\r\n"
-                      f"Authorization: Token {vendor_token}\r\n"
-                      f"Content-Type: multipart/form-data; boundary={BOUNDARY}\r\n"
-                      f"Content-Length: {500 * 1024 * 1024}\r\n\r\n--{BOUNDARY}\r\n").encode())
+        sock.sendall(
+            (
+                f"POST /api/v1/submissions/ HTTP/1.1\r\nHost: {host}\r\n"
+                f"Authorization: Token {vendor_token}\r\n"
+                f"Content-Type: multipart/form-data; boundary={BOUNDARY}\r\n"
+                f"Content-Length: {500 * 1024 * 1024}\r\n\r\n--{BOUNDARY}\r\n"
+            ).encode()
+        )
         answer = sock.recv(4096).decode("latin-1")
         took = time.monotonic() - started
     assert answer.startswith("HTTP/1.1 413"), answer[:200]

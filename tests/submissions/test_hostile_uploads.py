@@ -20,7 +20,10 @@ pytestmark = pytest.mark.django_db
 
 
 def nothing_stored() -> bool:
-    return not Submission.objects.exists() and not AuditEvent.objects.filter(action="submission.create").exists()
+    return (
+        not Submission.objects.exists()
+        and not AuditEvent.objects.filter(action="submission.create").exists()
+    )
 
 
 def assert_refused(measured, status: int, words: str) -> None:
@@ -46,7 +49,8 @@ def test_label_list_names_beside_a_real_test_are_cut_with_one_warning(vendor_tok
     assert measured.seconds < 2 and measured.peak_bytes < BUDGET_BYTES
     warnings = measured.json()["warnings"]
     assert [w for w in warnings if "were cut" in w] == [
-        "3 testcase name(s) longer than 1000 characters were cut to that length before matching"]
+        "3 testcase name(s) longer than 1000 characters were cut to that length before matching"
+    ]
     assert all(len(w) <= 300 for w in warnings)
 
 
@@ -64,7 +68,9 @@ def test_a_gzip_bomb_junit_is_refused_within_the_memory_bound(vendor_token):
 
 
 def test_a_tar_with_huge_junit_members_is_refused_from_their_real_size(vendor_token):
-    measured = upload(vendor_token, shapes.tar_huge_members(250, wanted=True), filename="sonobuoy.tar.gz")
+    measured = upload(
+        vendor_token, shapes.tar_huge_members(250, wanted=True), filename="sonobuoy.tar.gz"
+    )
     assert_refused(measured, 400, "is larger than 128 MB")
     assert measured.peak_bytes < BUDGET_BYTES and measured.seconds < 2
 
@@ -79,11 +85,17 @@ def test_an_accepted_file_near_the_size_limit_stays_within_the_bound(vendor_toke
     sub = Submission.objects.get()
     import hashlib
 
-    assert hashlib.sha256(bytes(sub.content)).hexdigest() == sub.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert (
+        hashlib.sha256(bytes(sub.content)).hexdigest()
+        == sub.sha256
+        == hashlib.sha256(path.read_bytes()).hexdigest()
+    )
 
 
 def test_huge_members_that_are_skipped_are_streamed_past_within_the_bound(vendor_token):
-    measured = upload(vendor_token, shapes.tar_huge_members(250, wanted=False, count=1), filename="s.tar.gz")
+    measured = upload(
+        vendor_token, shapes.tar_huge_members(250, wanted=False, count=1), filename="s.tar.gz"
+    )
     assert measured.response.status_code == 201, measured.response.content[:500]
     assert measured.peak_bytes < BUDGET_BYTES, measured.peak_mb
     assert measured.json()["results"]["pod-to-service"]["outcome"] == "passed"
@@ -101,7 +113,9 @@ def test_a_file_of_many_properties_children_is_refused_within_the_bound(vendor_t
 
 def test_a_huge_attribute_is_refused_before_the_parser_holds_it(vendor_token, tmp_path):
     measured = upload(vendor_token, shapes.long_attribute(str(tmp_path / "junit_01.xml"), 40))
-    assert_refused(measured, 400, "one tag, comment or processing instruction in it is longer than 4 MB")
+    assert_refused(
+        measured, 400, "one tag, comment or processing instruction in it is longer than 4 MB"
+    )
     assert measured.peak_bytes < BUDGET_BYTES, measured.peak_mb
 
 
@@ -112,7 +126,9 @@ def test_a_zip_with_too_many_entries_is_refused_from_its_end_record(vendor_token
 
 
 def test_a_zip_announcing_a_huge_central_directory_is_refused_before_reading_it(vendor_token):
-    measured = upload(vendor_token, shapes.zip_claiming_a_huge_directory(400), filename="results.zip")
+    measured = upload(
+        vendor_token, shapes.zip_claiming_a_huge_directory(400), filename="results.zip"
+    )
     assert_refused(measured, 400, "central directory is larger than")
 
 
@@ -123,7 +139,9 @@ def test_many_unknown_sctp_names_give_few_short_warnings_stored_once(client, ven
     measured = upload(vendor_token, shapes.unknown_sctp_names(3_000, 1_000))  # ~3 MB
     assert measured.response.status_code == 201, measured.response.content[:500]
     body = measured.json()
-    assert len(body["warnings"]) == 21 and body["warnings"][-1] == "… and 2981 more warnings"  # 3,000 names + the cut-names one
+    assert (
+        len(body["warnings"]) == 21 and body["warnings"][-1] == "… and 2981 more warnings"
+    )  # 3,000 names + the cut-names one
     assert all(len(w) <= 300 for w in body["warnings"])
     sub = Submission.objects.get(pk=body["id"])
     assert "warnings" not in sub.report and len(sub.warnings) == 21

@@ -25,13 +25,20 @@ SCTP = {
 
 
 def connectivity_junit(status: str = "passed", salt: str = "") -> bytes:
-    cases = [(name, status) for name in SCTP.values()] + [(f"[sig-node] unrelated {salt}", "passed")]
+    cases = [(name, status) for name in SCTP.values()] + [
+        (f"[sig-node] unrelated {salt}", "passed")
+    ]
     return b.junit_v2(cases)
 
 
 def post(client, token, data: bytes, name: str = "junit_01.xml", **fields):
-    form = {"plugin": "calico", "plugin_version": "3.28.0", "kubernetes_version": "1.34.2", "proxier": "iptables",
-            **fields}
+    form = {
+        "plugin": "calico",
+        "plugin_version": "3.28.0",
+        "kubernetes_version": "1.34.2",
+        "proxier": "iptables",
+        **fields,
+    }
     if data is not None:
         form["file"] = SimpleUploadedFile(name, data)
     return client.post("/api/v1/submissions/", form, **auth(token))
@@ -54,7 +61,11 @@ def test_a_vendor_submits_the_real_v1_30_junit_and_gets_the_contract_answer(clie
     assert (lb["outcome"], lb["upstream_names"]) == ("not_run", [])
     assert "no upstream e2e test" in lb["reasons"][0]
     assert body["warnings"] == [] and "warnings" not in body["report"]
-    assert (body["run_at"], body["run_at_source"], body["emulated"]) == ("2024-05-01T14:20:30+00:00", "file", False)
+    assert (body["run_at"], body["run_at_source"], body["emulated"]) == (
+        "2024-05-01T14:20:30+00:00",
+        "file",
+        False,
+    )
     sub = Submission.objects.get(pk=body["id"])
     assert sub.run_at.isoformat() == "2024-05-01T14:20:30+00:00" and sub.run_at_source == "file"
     assert bytes(sub.content) == data and sub.size == len(data) and sub.kind == "junit"
@@ -63,7 +74,9 @@ def test_a_vendor_submits_the_real_v1_30_junit_and_gets_the_contract_answer(clie
     assert client.get(f"/api/v1/submissions/{sub.id}/").json()["sha256"] == body["sha256"]
 
 
-def test_the_list_filters_by_plugin_and_status_newest_first(client, vendor_token, other_vendor_token):
+def test_the_list_filters_by_plugin_and_status_newest_first(
+    client, vendor_token, other_vendor_token
+):
     a = post(client, vendor_token, connectivity_junit(salt="a")).json()["id"]
     c = post(client, vendor_token, connectivity_junit(salt="c")).json()["id"]
     post(client, other_vendor_token, connectivity_junit(salt="b"), plugin="cilium")
@@ -84,19 +97,36 @@ def test_the_same_file_twice_for_a_plugin_is_a_409_naming_the_first(client, vend
 
 
 def sonobuoy(junit: bytes) -> bytes:
-    return b.tar_gz({"plugins/e2e/results/global/junit_01.xml": junit,
-                     "plugins/e2e/results/global/e2e.log": b.e2e_log(server="v1.30.2", passed=5),
-                     "serverversion.json": b'{"major": "1", "minor": "30", "gitVersion": "v1.30.2"}'})
+    return b.tar_gz(
+        {
+            "plugins/e2e/results/global/junit_01.xml": junit,
+            "plugins/e2e/results/global/e2e.log": b.e2e_log(server="v1.30.2", passed=5),
+            "serverversion.json": b'{"major": "1", "minor": "30", "gitVersion": "v1.30.2"}',
+        }
+    )
 
 
-@pytest.mark.parametrize("name, data, kind", [
-    ("202611291200_sonobuoy_0b1c.tar.gz", lambda: sonobuoy(connectivity_junit()), "sonobuoy"),
-    ("results.zip", lambda: b.zip_bytes({"out/junit_01.xml": connectivity_junit(), "out/e2e.log": b.e2e_log()}),
-     "hydrophone-zip"),
-    ("whatever.bin", lambda: b.tar_gz({"junit_01.xml": connectivity_junit(), "e2e.log": b.e2e_log()}),
-     "hydrophone-tar"),
-])
-def test_every_container_is_accepted_and_detected_from_content(client, vendor_token, name, data, kind):
+@pytest.mark.parametrize(
+    "name, data, kind",
+    [
+        ("202611291200_sonobuoy_0b1c.tar.gz", lambda: sonobuoy(connectivity_junit()), "sonobuoy"),
+        (
+            "results.zip",
+            lambda: b.zip_bytes(
+                {"out/junit_01.xml": connectivity_junit(), "out/e2e.log": b.e2e_log()}
+            ),
+            "hydrophone-zip",
+        ),
+        (
+            "whatever.bin",
+            lambda: b.tar_gz({"junit_01.xml": connectivity_junit(), "e2e.log": b.e2e_log()}),
+            "hydrophone-tar",
+        ),
+    ],
+)
+def test_every_container_is_accepted_and_detected_from_content(
+    client, vendor_token, name, data, kind
+):
     resp = post(client, vendor_token, data(), name=name)
     assert resp.status_code == 201, resp.content
     assert resp.json()["kind"] == kind
@@ -119,14 +149,19 @@ HOSTILE = {
     "dot dot": (tar_with_member("../../x"), 400),
     "symlink": (tar_with_member("junit_01.xml", tarfile.SYMTYPE), 400),
     "device": (tar_with_member("dev", tarfile.CHRTYPE), 400),
-    "no testcases": (b'<?xml version="1.0"?><testsuites><testsuite name="x"></testsuite></testsuites>', 400),
+    "no testcases": (
+        b'<?xml version="1.0"?><testsuites><testsuite name="x"></testsuite></testsuites>',
+        400,
+    ),
     "not a result file": (b"\x89PNG\r\n\x1a\n not a result", 400),
     "empty file": (b"", 400),
 }
 
 
 @pytest.mark.parametrize("what", sorted(HOSTILE))
-def test_hostile_and_broken_files_get_a_clear_json_error_and_store_nothing(client, vendor_token, what):
+def test_hostile_and_broken_files_get_a_clear_json_error_and_store_nothing(
+    client, vendor_token, what
+):
     data, status = HOSTILE[what]
     resp = post(client, vendor_token, data)
     assert resp.status_code == status, resp.content
@@ -148,7 +183,9 @@ def test_too_many_members_are_refused(client, vendor_token):
 
 
 def test_a_zip_bomb_is_refused(client, vendor_token):
-    resp = post(client, vendor_token, b.zip_bytes({"junit_01.xml": b"<" + b" " * (200 * 1024 * 1024)}))
+    resp = post(
+        client, vendor_token, b.zip_bytes({"junit_01.xml": b"<" + b" " * (200 * 1024 * 1024)})
+    )
     assert resp.status_code == 400
     assert Submission.objects.count() == 0
 
@@ -160,14 +197,19 @@ def test_a_file_over_the_limit_is_413(client, vendor_token, settings):
     assert Submission.objects.count() == 0
 
 
-@pytest.mark.parametrize("fields, status, words", [
-    ({"plugin": "nope"}, 400, "unknown plugin"),
-    ({"plugin": "cilium"}, 403, "may not submit"),
-    ({"proxier": "userspace"}, 400, "unknown proxier"),
-    ({"kubernetes_version": "latest"}, 400, "not a version"),
-    ({"plugin_version": ""}, 400, "missing field: plugin_version"),
-])
-def test_bad_fields_are_refused_and_store_nothing(client, vendor_token, other_vendor_token, fields, status, words):
+@pytest.mark.parametrize(
+    "fields, status, words",
+    [
+        ({"plugin": "nope"}, 400, "unknown plugin"),
+        ({"plugin": "cilium"}, 403, "may not submit"),
+        ({"proxier": "userspace"}, 400, "unknown proxier"),
+        ({"kubernetes_version": "latest"}, 400, "not a version"),
+        ({"plugin_version": ""}, 400, "missing field: plugin_version"),
+    ],
+)
+def test_bad_fields_are_refused_and_store_nothing(
+    client, vendor_token, other_vendor_token, fields, status, words
+):
     resp = post(client, vendor_token, connectivity_junit(), **fields)
     assert resp.status_code == status and words in resp.json()["error"]
     assert Submission.objects.count() == 0
@@ -185,18 +227,43 @@ def test_a_maintainer_token_cannot_submit(client, maintainer_token):
 def test_maintainers_verify_and_reject_with_a_reason(client, vendor_token, maintainer_token):
     a = post(client, vendor_token, connectivity_junit(salt="1")).json()["id"]
     c = post(client, vendor_token, connectivity_junit(salt="2")).json()["id"]
-    resp = client.post(f"/api/v1/submissions/{a}/verify", {"reason": "looks right"}, content_type="application/json",
-                       **auth(maintainer_token))
+    resp = client.post(
+        f"/api/v1/submissions/{a}/verify",
+        {"reason": "looks right"},
+        content_type="application/json",
+        **auth(maintainer_token),
+    )
     assert resp.status_code == 200 and resp.json()["status"] == "verified"
-    resp = client.post(f"/api/v1/submissions/{c}/reject", {}, content_type="application/json", **auth(maintainer_token))
+    resp = client.post(
+        f"/api/v1/submissions/{c}/reject",
+        {},
+        content_type="application/json",
+        **auth(maintainer_token),
+    )
     assert resp.status_code == 400 and "reason" in resp.json()["error"]
-    resp = client.post(f"/api/v1/submissions/{c}/reject", {"reason": "wrong cluster"}, content_type="application/json",
-                       **auth(maintainer_token))
-    assert resp.json()["status"] == "rejected" and resp.json()["review"]["reason"] == "wrong cluster"
-    assert client.post(f"/api/v1/submissions/{a}/reject", {"reason": "x"}, content_type="application/json",
-                       **auth(vendor_token)).status_code == 403
+    resp = client.post(
+        f"/api/v1/submissions/{c}/reject",
+        {"reason": "wrong cluster"},
+        content_type="application/json",
+        **auth(maintainer_token),
+    )
+    assert (
+        resp.json()["status"] == "rejected" and resp.json()["review"]["reason"] == "wrong cluster"
+    )
+    assert (
+        client.post(
+            f"/api/v1/submissions/{a}/reject",
+            {"reason": "x"},
+            content_type="application/json",
+            **auth(vendor_token),
+        ).status_code
+        == 403
+    )
     assert Submission.objects.get(pk=a).status == "verified"
-    assert set(AuditEvent.objects.values_list("action", flat=True)) >= {"submission.verify", "submission.reject"}
+    assert set(AuditEvent.objects.values_list("action", flat=True)) >= {
+        "submission.verify",
+        "submission.reject",
+    }
 
 
 def verdicts(client) -> dict[str, str]:
@@ -210,28 +277,57 @@ def test_submissions_move_the_verdicts_only_once_verified(client, maintainer_tok
     tokens = {}
     for slug in ("calico", "cilium", "antrea"):
         out = io.StringIO()
-        call_command("issue_token", "--vendor", f"{slug} inc", "--plugins", slug, stdout=out, stderr=io.StringIO())
+        call_command(
+            "issue_token",
+            "--vendor",
+            f"{slug} inc",
+            "--plugins",
+            slug,
+            stdout=out,
+            stderr=io.StringIO(),
+        )
         tokens[slug] = out.getvalue().strip().splitlines()[-1]
-    ids = {slug: post(client, tokens[slug], connectivity_junit(salt=slug), plugin=slug,
-                      proxier="ipvs" if slug == "cilium" else "iptables").json()["id"] for slug in tokens}
+    ids = {
+        slug: post(
+            client,
+            tokens[slug],
+            connectivity_junit(salt=slug),
+            plugin=slug,
+            proxier="ipvs" if slug == "cilium" else "iptables",
+        ).json()["id"]
+        for slug in tokens
+    }
     assert verdicts(client)["two-out-of-tree-plugins"] == "unmet"  # all pending
 
     def verify(slug: str) -> None:
-        client.post(f"/api/v1/submissions/{ids[slug]}/verify", {}, content_type="application/json",
-                    **auth(maintainer_token))
+        client.post(
+            f"/api/v1/submissions/{ids[slug]}/verify",
+            {},
+            content_type="application/json",
+            **auth(maintainer_token),
+        )
 
     verify("calico")
     assert verdicts(client)["two-out-of-tree-plugins"] == "unmet"
-    client.post(f"/api/v1/submissions/{ids['antrea']}/reject", {"reason": "no"}, content_type="application/json",
-                **auth(maintainer_token))
+    client.post(
+        f"/api/v1/submissions/{ids['antrea']}/reject",
+        {"reason": "no"},
+        content_type="application/json",
+        **auth(maintainer_token),
+    )
     assert verdicts(client)["two-out-of-tree-plugins"] == "unmet"
     verify("cilium")
     v = verdicts(client)
     assert v["two-out-of-tree-plugins"] == "met"
     assert v["iptables-and-ipvs"] == "met"
     # a newer verified cilium file whose pod-to-service failed puts the criterion at risk
-    failing = b.junit_v2([(SCTP["pod-to-service"], "failed"), (SCTP["pod-to-pod"], "passed"),
-                          (SCTP["netpol-allow-deny"], "passed")])
+    failing = b.junit_v2(
+        [
+            (SCTP["pod-to-service"], "failed"),
+            (SCTP["pod-to-pod"], "passed"),
+            (SCTP["netpol-allow-deny"], "passed"),
+        ]
+    )
     ids["cilium"] = post(client, tokens["cilium"], failing, plugin="cilium").json()["id"]
     assert verdicts(client)["two-out-of-tree-plugins"] == "met"  # pending: not counted yet
     verify("cilium")
@@ -255,28 +351,47 @@ def test_the_real_conformance_junit_with_no_sctp_test_selected_is_422(client, ve
 
 
 def test_a_junit_whose_sctp_tests_were_all_skipped_is_422(client, vendor_token):
-    no_evidence(post(client, vendor_token, b.with_sctp_status(b.real_v130(), "skipped")), "no SCTP test ran")
+    no_evidence(
+        post(client, vendor_token, b.with_sctp_status(b.real_v130(), "skipped")), "no SCTP test ran"
+    )
 
 
 def test_a_sonobuoy_tarball_whose_kube_proxy_ran_another_proxier_is_422(client, vendor_token):
-    tarball = b.tar_gz({"plugins/e2e/results/global/junit_01.xml": connectivity_junit(),
-                        "podlogs/kube-system/kube-proxy-4hx8s/logs/kube-proxy.txt": KUBE_PROXY_LOG})
-    no_evidence(post(client, vendor_token, tarball, name="sonobuoy.tar.gz", proxier="iptables"),
-                "ipvs proxier, but the submission declares iptables")
+    tarball = b.tar_gz(
+        {
+            "plugins/e2e/results/global/junit_01.xml": connectivity_junit(),
+            "podlogs/kube-system/kube-proxy-4hx8s/logs/kube-proxy.txt": KUBE_PROXY_LOG,
+        }
+    )
+    no_evidence(
+        post(client, vendor_token, tarball, name="sonobuoy.tar.gz", proxier="iptables"),
+        "ipvs proxier, but the submission declares iptables",
+    )
     resp = post(client, vendor_token, tarball, name="sonobuoy.tar.gz", proxier="ipvs")
     assert resp.status_code == 201, resp.content
     assert resp.json()["report"]["proxier_detected"] == "ipvs"
 
 
 def test_a_sonobuoy_tarball_showing_another_cni_is_422(client, vendor_token):
-    tarball = b.tar_gz({"plugins/e2e/results/global/junit_01.xml": connectivity_junit(),
-                        "resources/ns/kube-system/daemonsets.json": CILIUM_DS})
-    no_evidence(post(client, vendor_token, tarball, name="sonobuoy.tar.gz"), "running cilium as its CNI")
+    tarball = b.tar_gz(
+        {
+            "plugins/e2e/results/global/junit_01.xml": connectivity_junit(),
+            "resources/ns/kube-system/daemonsets.json": CILIUM_DS,
+        }
+    )
+    no_evidence(
+        post(client, vendor_token, tarball, name="sonobuoy.tar.gz"), "running cilium as its CNI"
+    )
 
 
 def test_unselected_tests_are_not_run_and_environment_skips_are_skipped(client, vendor_token):
-    data = b.junit_v2([(SCTP["pod-to-service"], "passed"), (SCTP["pod-to-pod"], "not_selected"),
-                       (SCTP["declare-sctp-ports"], "skipped")])
+    data = b.junit_v2(
+        [
+            (SCTP["pod-to-service"], "passed"),
+            (SCTP["pod-to-pod"], "not_selected"),
+            (SCTP["declare-sctp-ports"], "skipped"),
+        ]
+    )
     body = post(client, vendor_token, data).json()
     assert body["results"]["pod-to-pod"]["outcome"] == "not_run"
     assert body["results"]["declare-sctp-ports"]["outcome"] == "skipped"
@@ -284,20 +399,38 @@ def test_unselected_tests_are_not_run_and_environment_skips_are_skipped(client, 
 
 
 def test_openshift_style_names_are_matched(client, vendor_token):
-    name = (SCTP["pod-to-service"] + " [Skipped:Network/OpenShiftSDN] [Suite:openshift/conformance/parallel] "
-            "[Suite:k8s]")
+    name = (
+        SCTP["pod-to-service"]
+        + " [Skipped:Network/OpenShiftSDN] [Suite:openshift/conformance/parallel] "
+        "[Suite:k8s]"
+    )
     body = post(client, vendor_token, b.junit_v2([(name, "passed")])).json()
     assert body["results"]["pod-to-service"]["outcome"] == "passed" and body["warnings"] == []
 
 
-@pytest.mark.parametrize("members, expected", [
-    ({"junit_01.xml": b.junit_v2([(SCTP["pod-to-service"], "passed")], timestamp=None),
-      "e2e.log": b.e2e_log(passed=1) + b"STEP: Creating a kubernetes client @ 10/03/26 04:05:06.789\n"},
-     "2026-10-03T04:05:06+00:00"),
-    ({"plugins/e2e/results/global/junit_01.xml": b.junit_v2([(SCTP["pod-to-service"], "passed")], timestamp=None),
-      "meta/run.log": b'time="2026-09-02T01:02:03Z" level=info msg="Starting server"\n'},
-     "2026-09-02T01:02:03+00:00"),
-], ids=["e2e.log", "sonobuoy-meta"])
+@pytest.mark.parametrize(
+    "members, expected",
+    [
+        (
+            {
+                "junit_01.xml": b.junit_v2([(SCTP["pod-to-service"], "passed")], timestamp=None),
+                "e2e.log": b.e2e_log(passed=1)
+                + b"STEP: Creating a kubernetes client @ 10/03/26 04:05:06.789\n",
+            },
+            "2026-10-03T04:05:06+00:00",
+        ),
+        (
+            {
+                "plugins/e2e/results/global/junit_01.xml": b.junit_v2(
+                    [(SCTP["pod-to-service"], "passed")], timestamp=None
+                ),
+                "meta/run.log": b'time="2026-09-02T01:02:03Z" level=info msg="Starting server"\n',
+            },
+            "2026-09-02T01:02:03+00:00",
+        ),
+    ],
+    ids=["e2e.log", "sonobuoy-meta"],
+)
 def test_the_run_time_is_read_from_the_archive(client, vendor_token, members, expected):
     body = post(client, vendor_token, b.tar_gz(members), name="results.tar.gz").json()
     assert (body["run_at"], body["run_at_source"]) == (expected, "file")
@@ -305,7 +438,9 @@ def test_the_run_time_is_read_from_the_archive(client, vendor_token, members, ex
 
 
 def test_a_file_without_a_run_time_ages_from_the_upload_with_a_warning(client, vendor_token):
-    body = post(client, vendor_token, b.junit_v2([(SCTP["pod-to-service"], "passed")], timestamp=None)).json()
+    body = post(
+        client, vendor_token, b.junit_v2([(SCTP["pod-to-service"], "passed")], timestamp=None)
+    ).json()
     sub = Submission.objects.get(pk=body["id"])
     assert sub.run_at_source == "upload" and sub.run_at == sub.created
     assert any("its age counts from the upload" in w for w in body["warnings"])

@@ -20,13 +20,25 @@ pytestmark = pytest.mark.django_db
 
 def vendor_token(slug: str) -> str:
     out = io.StringIO()
-    call_command("issue_token", "--vendor", f"{slug} inc", "--plugins", slug, stdout=out, stderr=io.StringIO())
+    call_command(
+        "issue_token",
+        "--vendor",
+        f"{slug} inc",
+        "--plugins",
+        slug,
+        stdout=out,
+        stderr=io.StringIO(),
+    )
     return out.getvalue().strip().splitlines()[-1]
 
 
 def junit(*, when=None, salt: str = "", properties=None, netpol: str = "passed") -> bytes:
-    cases = [(SCTP["pod-to-pod"], "passed"), (SCTP["pod-to-service"], "passed"),
-             (SCTP["netpol-allow-deny"], netpol), (f"[sig-node] unrelated {salt}", "passed")]
+    cases = [
+        (SCTP["pod-to-pod"], "passed"),
+        (SCTP["pod-to-service"], "passed"),
+        (SCTP["netpol-allow-deny"], netpol),
+        (f"[sig-node] unrelated {salt}", "passed"),
+    ]
     stamp = (when or now() - timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%S")
     return b.junit_v2(cases, timestamp=stamp, properties=properties)
 
@@ -37,11 +49,21 @@ def criteria(client) -> dict[str, dict]:
 
 
 def submit_and_verify(client, maintainer_token, slug, data, **fields) -> int:
-    resp = post(client, vendor_token(slug) if slug not in TOKENS else TOKENS[slug], data, plugin=slug, **fields)
+    resp = post(
+        client,
+        vendor_token(slug) if slug not in TOKENS else TOKENS[slug],
+        data,
+        plugin=slug,
+        **fields,
+    )
     assert resp.status_code == 201, resp.content
     sub_id = resp.json()["id"]
-    verified = client.post(f"/api/v1/submissions/{sub_id}/verify", {"reason": "checked the PR"},
-                           content_type="application/json", **auth(maintainer_token))
+    verified = client.post(
+        f"/api/v1/submissions/{sub_id}/verify",
+        {"reason": "checked the PR"},
+        content_type="application/json",
+        **auth(maintainer_token),
+    )
     assert verified.status_code == 200
     return sub_id
 
@@ -66,8 +88,12 @@ def test_two_fresh_verified_plugins_on_both_proxiers_meet_the_ga_criteria(client
 
 
 def test_a_release_below_the_floor_never_counts(client, maintainer_token, settings):
-    submit_and_verify(client, maintainer_token, "calico", junit(salt="a"), kubernetes_version="1.34.2")
-    sub = submit_and_verify(client, maintainer_token, "cilium", junit(salt="b"), kubernetes_version="1.29.4")
+    submit_and_verify(
+        client, maintainer_token, "calico", junit(salt="a"), kubernetes_version="1.34.2"
+    )
+    sub = submit_and_verify(
+        client, maintainer_token, "cilium", junit(salt="b"), kubernetes_version="1.29.4"
+    )
     c = criteria(client)["two-out-of-tree-plugins"]
     assert c["status"] == "unmet"
     entry = next(e for e in c["evidence"] if e["kind"] == "submission" and e["id"] == sub)
@@ -79,7 +105,9 @@ def test_a_release_below_the_floor_never_counts(client, maintainer_token, settin
 
 def test_the_age_is_the_e2e_runs_not_the_upload(client, maintainer_token):
     submit_and_verify(client, maintainer_token, "calico", junit(salt="a"))
-    old = submit_and_verify(client, maintainer_token, "cilium", junit(when=now() - timedelta(days=200), salt="b"))
+    old = submit_and_verify(
+        client, maintainer_token, "cilium", junit(when=now() - timedelta(days=200), salt="b")
+    )
     sub = Submission.objects.get(pk=old)
     assert sub.run_at_source == "file" and (now() - sub.run_at).days >= 199
     c = criteria(client)["two-out-of-tree-plugins"]
@@ -104,15 +132,24 @@ def test_a_plugin_without_network_policy_needs_an_exemption(client, maintainer_t
     submit_and_verify(client, maintainer_token, "flannel", junit(salt="b", netpol="skipped"))
     c = criteria(client)["two-out-of-tree-plugins"]
     assert c["status"] == "unmet" and "flannel does not implement NetworkPolicy" in c["detail"]
-    set_netpol_exemption(Plugin.objects.get(slug="flannel"), "SIG Network decision, 2026-11", "maria")
+    set_netpol_exemption(
+        Plugin.objects.get(slug="flannel"), "SIG Network decision, 2026-11", "maria"
+    )
     assert criteria(client)["two-out-of-tree-plugins"]["status"] == "met"
 
 
-def test_an_emulated_file_never_counts_and_the_detail_says_what_it_would_do(client, maintainer_token):
+def test_an_emulated_file_never_counts_and_the_detail_says_what_it_would_do(
+    client, maintainer_token
+):
     submit_and_verify(client, maintainer_token, "calico", junit(salt="a"))
-    sub = submit_and_verify(client, maintainer_token, "cilium", junit(salt="b", properties={"emulated": "true"}))
+    sub = submit_and_verify(
+        client, maintainer_token, "cilium", junit(salt="b", properties={"emulated": "true"})
+    )
     c = criteria(client)["two-out-of-tree-plugins"]
-    assert c["status"] == "unmet" and c["what_if"] == "would be met on emulated clusters only: not counted"
+    assert (
+        c["status"] == "unmet"
+        and c["what_if"] == "would be met on emulated clusters only: not counted"
+    )
     entry = next(e for e in c["evidence"] if e["kind"] == "submission" and e["id"] == sub)
     assert entry["emulated"] and not entry["counts"]
 

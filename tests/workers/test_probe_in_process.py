@@ -39,8 +39,11 @@ def test_ipvs_services_of_any_parser_shape_become_plain_dicts() -> None:
         def __init__(self) -> None:
             self.vip, self.port, self.reals = "10.0.0.3", 80, [("10.1.0.3", 8080)]
 
-    for service in (Service("10.0.0.1", 80, [("10.1.0.1", 8080)]), Dataclassed("10.0.0.2", 80, [("10.1.0.2", 8080)]),
-                    Plain()):
+    for service in (
+        Service("10.0.0.1", 80, [("10.1.0.1", 8080)]),
+        Dataclassed("10.0.0.2", 80, [("10.1.0.2", 8080)]),
+        Plain(),
+    ):
         data = probe._ipvs_dict(service)
         assert data["port"] == 80 and isinstance(data["reals"][0], list)
 
@@ -52,7 +55,10 @@ def test_an_ipv6_proc_address_keeps_its_text() -> None:
 def test_the_proxier_facts_of_this_host_name_each_tool() -> None:
     facts = probe.proxier_facts(ipvs_loaded=False)
     assert set(facts.tools) == {"iptables-save", "ipvsadm", "nft"}
-    assert all(v == "absent" or v == "ok" or v.startswith(("exit ", "skipped")) for v in facts.tools.values())
+    assert all(
+        v == "absent" or v == "ok" or v.startswith(("exit ", "skipped"))
+        for v in facts.tools.values()
+    )
 
 
 def test_the_echo_client_names_each_failure() -> None:
@@ -73,8 +79,21 @@ def test_connect_over_sctp_without_kernel_sctp_says_why() -> None:
 
 
 def test_the_command_line_connects_several_times_and_fails_if_any_fails(capsys) -> None:
-    assert probe.main(["connect", f"127.0.0.1:{free_port()}", "--protocol", "tcp", "--timeout", "0.5s",
-                       "--count", "2"]) == 1
+    assert (
+        probe.main(
+            [
+                "connect",
+                f"127.0.0.1:{free_port()}",
+                "--protocol",
+                "tcp",
+                "--timeout",
+                "0.5s",
+                "--count",
+                "2",
+            ]
+        )
+        == 1
+    )
     assert capsys.readouterr().out.splitlines() == ["REFUSED", "REFUSED"]
 
 
@@ -91,8 +110,11 @@ def test_serve_says_when_it_cannot_bind_and_echoes_otherwise(tmp_path, capsys) -
     assert "cannot bind tcp" in capsys.readouterr().err
     port, ready = free_port(), tmp_path / "ready"
     answers: list[int] = []
-    server = threading.Thread(target=lambda: answers.append(probe.serve("127.0.0.1", port, ["tcp", "udp"],
-                                                                        str(ready), 1.5, "node-a")))
+    server = threading.Thread(
+        target=lambda: answers.append(
+            probe.serve("127.0.0.1", port, ["tcp", "udp"], str(ready), 1.5, "node-a")
+        )
+    )
     server.start()  # not the main thread: it installs no signal handlers in the test process
     try:
         for _ in range(100):

@@ -29,8 +29,13 @@ def beating(settings):
     settings.EMBEDDED_BROKER = True
     settings.RUN_HEARTBEAT_SECONDS = 0.05
     cluster = f.cluster()
-    run = Run.objects.create(cluster=cluster, plugin=cluster.plugin, proxier=cluster.proxier, battery="basic",
-                             state=Run.State.RUNNING)
+    run = Run.objects.create(
+        cluster=cluster,
+        plugin=cluster.plugin,
+        proxier=cluster.proxier,
+        battery="basic",
+        state=Run.State.RUNNING,
+    )
     lease = Lease(cluster.id, ttl=30, holder=runner.lease_holder(run.id))
     assert lease.acquire()
     beat = runner.Heartbeat(run.id, lease)
@@ -60,7 +65,9 @@ def test_the_heartbeat_notices_a_lost_lease(beating) -> None:
     assert not beat.cancel.is_set()
     from dashboard.models import ClusterLease
 
-    ClusterLease.objects.filter(cluster_id=run.cluster_id).delete()  # as if it expired and was taken
+    ClusterLease.objects.filter(
+        cluster_id=run.cluster_id
+    ).delete()  # as if it expired and was taken
     assert wait_until(beat.cancel.is_set)
     assert beat.reason == "lost the cluster lease"
 

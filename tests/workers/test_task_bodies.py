@@ -36,14 +36,28 @@ def broker(settings, tmp_path: Path):
     folders = {name: tmp_path / name for name in ("out", "processed", "control")}
     for folder in folders.values():
         folder.mkdir()
-    use_broker("filesystem://", {"data_folder_in": str(folders["out"]), "data_folder_out": str(folders["out"]),
-                                 "processed_folder": str(folders["processed"]),
-                                 "control_folder": str(folders["control"]), "store_processed": False})
+    use_broker(
+        "filesystem://",
+        {
+            "data_folder_in": str(folders["out"]),
+            "data_folder_out": str(folders["out"]),
+            "processed_folder": str(folders["processed"]),
+            "control_folder": str(folders["control"]),
+            "store_processed": False,
+        },
+    )
 
     def sent() -> list[tuple[str, list]]:
         messages = [json.loads(p.read_text()) for p in sorted(folders["out"].iterdir())]
-        return sorted((m["headers"]["task"], json.loads(m["headers"]["argsrepr"].replace("(", "[").replace(",)", "]")
-                                                        .replace(")", "]"))) for m in messages)
+        return sorted(
+            (
+                m["headers"]["task"],
+                json.loads(
+                    m["headers"]["argsrepr"].replace("(", "[").replace(",)", "]").replace(")", "]")
+                ),
+            )
+            for m in messages
+        )
 
     yield sent
     use_broker(django_settings.CELERY_BROKER_URL, django_settings.CELERY_BROKER_TRANSPORT_OPTIONS)
@@ -56,14 +70,24 @@ def clock(time_machine):
 
 
 def running_run(cluster, battery: str = "basic") -> Run:
-    return Run.objects.create(cluster=cluster, plugin=cluster.plugin, proxier=cluster.proxier, battery=battery,
-                              state=Run.State.RUNNING, created=now(), started=now(), heartbeat=now())
+    return Run.objects.create(
+        cluster=cluster,
+        plugin=cluster.plugin,
+        proxier=cluster.proxier,
+        battery=battery,
+        state=Run.State.RUNNING,
+        created=now(),
+        started=now(),
+        heartbeat=now(),
+    )
 
 
 # --- the reaper -----------------------------------------------------------------------------------
 
+
 def test_the_reaper_ends_a_run_only_once_its_heartbeat_is_older_than_the_timeout(
-        broker, clock, settings, django_capture_on_commit_callbacks) -> None:
+    broker, clock, settings, django_capture_on_commit_callbacks
+) -> None:
     settings.RUN_HEARTBEAT_TIMEOUT = 60
     cluster = f.cluster()
     run = running_run(cluster)
@@ -79,14 +103,20 @@ def test_the_reaper_ends_a_run_only_once_its_heartbeat_is_older_than_the_timeout
     assert run.state == Run.State.ERROR and run.finished == T0 + timedelta(seconds=61)
     assert run.error == "worker lost: no heartbeat since 2026-11-02 09:00:00 UTC"
     outcomes = dict(run.results.values_list("test_key", "outcome"))
-    assert outcomes == {k: (Outcome.PASSED if k == "declare-sctp-ports" else Outcome.NOT_RUN) for k in BASIC_KEYS}
-    assert set(run.results.filter(outcome=Outcome.NOT_RUN).values_list("reason", flat=True)) == {run.error}
+    assert outcomes == {
+        k: (Outcome.PASSED if k == "declare-sctp-ports" else Outcome.NOT_RUN) for k in BASIC_KEYS
+    }
+    assert set(run.results.filter(outcome=Outcome.NOT_RUN).values_list("reason", flat=True)) == {
+        run.error
+    }
     assert Lease.holder_of(cluster.id) is None  # the dead run's lease is free for the next run
     assert broker() == [("workers.tasks.sweep_cluster", [cluster.id])]  # its namespaces get swept
     assert tasks.reap_stale() == []  # once
 
 
-def test_the_reaper_leaves_a_lease_that_another_run_holds_and_runs_that_beat(broker, clock, settings) -> None:
+def test_the_reaper_leaves_a_lease_that_another_run_holds_and_runs_that_beat(
+    broker, clock, settings
+) -> None:
     settings.RUN_HEARTBEAT_TIMEOUT = 60
     cluster, other = f.cluster(), f.cluster()
     dead, alive = running_run(cluster), running_run(other)
@@ -102,7 +132,10 @@ def test_the_reaper_leaves_a_lease_that_another_run_holds_and_runs_that_beat(bro
 
 # --- the dispatcher ---------------------------------------------------------------------------------
 
-def test_the_dispatcher_sends_queued_runs_the_broker_never_got_and_those_it_lost(broker, clock) -> None:
+
+def test_the_dispatcher_sends_queued_runs_the_broker_never_got_and_those_it_lost(
+    broker, clock
+) -> None:
     cluster = f.cluster()
     run = request_run(cluster, "basic", dispatch_on_commit=False)  # as if the broker had been down
     clock.shift(4)
@@ -122,7 +155,9 @@ def test_the_dispatcher_sends_queued_runs_the_broker_never_got_and_those_it_lost
     assert tasks.dispatch_lost() == 0
 
 
-def test_a_dispatch_while_the_broker_is_down_leaves_the_run_queued_for_the_next_beat(broker) -> None:
+def test_a_dispatch_while_the_broker_is_down_leaves_the_run_queued_for_the_next_beat(
+    broker,
+) -> None:
     # the real clock: kombu's connection timeout must elapse (a frozen one never would)
     from workers import app
 
@@ -139,6 +174,7 @@ def test_a_dispatch_while_the_broker_is_down_leaves_the_run_queued_for_the_next_
 
 
 # --- the busy retry -----------------------------------------------------------------------------------
+
 
 # runner.execute starts with close_old_connections(), as a worker must: these tests commit
 @pytest.mark.django_db(transaction=True)
@@ -168,7 +204,9 @@ def test_busy_retries_back_off_exponentially_to_two_minutes() -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_run_whose_cluster_cannot_be_reached_ends_in_error_says_why_and_frees_the_lease(broker) -> None:
+def test_a_run_whose_cluster_cannot_be_reached_ends_in_error_says_why_and_frees_the_lease(
+    broker,
+) -> None:
     cluster = f.cluster(kubeconfig="apiVersion: v1\nkind: Config\nclusters: []\n")
     run = request_run(cluster, "basic", dispatch_on_commit=False)
     result = tasks.execute_run.apply(args=[run.id])  # the task, eagerly in this process
@@ -188,7 +226,9 @@ def test_a_run_that_is_gone_or_taken_is_not_executed_twice(broker, clock) -> Non
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_lost_lease_store_forgets_the_dispatch_so_the_dispatcher_sends_it_again(broker, clock, settings) -> None:
+def test_a_lost_lease_store_forgets_the_dispatch_so_the_dispatcher_sends_it_again(
+    broker, clock, settings
+) -> None:
     settings.EMBEDDED_BROKER = False  # Redis leases, and no Redis answers
     settings.REDIS_URL = "redis://127.0.0.1:1/0"
     from workers.lease import _redis
@@ -206,6 +246,7 @@ def test_a_lost_lease_store_forgets_the_dispatch_so_the_dispatcher_sends_it_agai
 
 # --- the duplicate beat -------------------------------------------------------------------------------
 
+
 def test_a_schedule_starts_one_run_per_interval_whatever_beat_fires_twice(broker, clock) -> None:
     cluster = f.cluster()
     schedule = Schedule.objects.create(cluster=cluster, battery="basic", interval_minutes=60)
@@ -214,12 +255,18 @@ def test_a_schedule_starts_one_run_per_interval_whatever_beat_fires_twice(broker
     assert tasks.run_schedule(schedule.id) is None  # a second beat at the same moment
     Run.objects.filter(pk=first).update(state=Run.State.FINISHED, finished=now())
     clock.shift(timedelta(minutes=29))
-    assert tasks.start_scheduled(schedule.id) is None  # the first run started less than half an interval ago
+    assert (
+        tasks.start_scheduled(schedule.id) is None
+    )  # the first run started less than half an interval ago
     clock.shift(timedelta(minutes=2))
     second = tasks.start_scheduled(schedule.id)
     assert second is not None and second != first
     run = Run.objects.get(pk=second)
-    assert (run.schedule_id, run.trigger, run.battery) == (schedule.id, Run.Trigger.PERIODIC, "basic")
+    assert (run.schedule_id, run.trigger, run.battery) == (
+        schedule.id,
+        Run.Trigger.PERIODIC,
+        "basic",
+    )
 
 
 @pytest.mark.parametrize("what", ["paused", "cluster disabled", "deleted"])
@@ -239,11 +286,14 @@ def test_a_paused_or_gone_schedule_starts_nothing(broker, clock, what: str) -> N
 
 # --- sweeps and the ping --------------------------------------------------------------------------------
 
+
 def test_the_sweep_of_all_clusters_sends_one_sweep_per_enabled_cluster(broker) -> None:
     a, b = f.cluster(), f.cluster()
     f.cluster(enabled=False)
     assert tasks.sweep_all_clusters() == 2
-    assert broker() == sorted([("workers.tasks.sweep_cluster", [a.id]), ("workers.tasks.sweep_cluster", [b.id])])
+    assert broker() == sorted(
+        [("workers.tasks.sweep_cluster", [a.id]), ("workers.tasks.sweep_cluster", [b.id])]
+    )
 
 
 def test_a_sweep_of_a_cluster_without_credentials_or_gone_does_nothing(broker) -> None:

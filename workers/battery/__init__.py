@@ -13,11 +13,16 @@ from typing import Any
 # Attributes load on first use (PEP 562): `import workers.battery.implemented` or `.nodeparse`
 # must not pull in the kubernetes client and every check.
 _LAZY = {
-    "BatteryReport": "workers.battery.base", "ClusterSpec": "workers.battery.base",
-    "TestOutcome": "workers.battery.base", "Timeouts": "workers.battery.base",
-    "BASIC_KEYS": "workers.battery.registry", "BATTERIES": "workers.battery.registry",
-    "CONNECTIVITY_KEYS": "workers.battery.registry", "REGISTRY": "workers.battery.registry",
-    "run_battery": "workers.battery.runner", "sweep_namespaces": "workers.battery.runner",
+    "BatteryReport": "workers.battery.base",
+    "ClusterSpec": "workers.battery.base",
+    "TestOutcome": "workers.battery.base",
+    "Timeouts": "workers.battery.base",
+    "BASIC_KEYS": "workers.battery.registry",
+    "BATTERIES": "workers.battery.registry",
+    "CONNECTIVITY_KEYS": "workers.battery.registry",
+    "REGISTRY": "workers.battery.registry",
+    "run_battery": "workers.battery.runner",
+    "sweep_namespaces": "workers.battery.runner",
 }
 
 

@@ -39,7 +39,9 @@ _WORD_LINE = re.compile(r"^(TIMEOUT|REFUSED|DNS|OTHER|UNKNOWN)(?::\s*(.*))?$")
 # Kubernetes RBAC's words: `User "x" cannot create resource "pods" in API group "" in the
 # namespace "y"` (staging/src/k8s.io/apiserver/pkg/endpoints/handlers/responsewriters).
 # For a non-resource URL: `User "x" cannot get path "/version/"`.
-_RBAC = re.compile(r'cannot (\S+) (?:resource "([^"]+)"(?: in API group "([^"]*)")?|path "([^"]+)")')
+_RBAC = re.compile(
+    r'cannot (\S+) (?:resource "([^"]+)"(?: in API group "([^"]*)")?|path "([^"]+)")'
+)
 RBAC_PREFIX = "the battery's credentials lack the RBAC permission to "
 TESTER_PORT = 9080  # upstream's testContainerHTTPPort: netexec in the test container
 
@@ -62,7 +64,7 @@ def parse_connect_log(log: str) -> tuple[str, str]:
 
 
 def refusal_kind(exc: ApiException) -> str | None:
-    """"rbac" for an RBAC 403, "admission" for an admission refusal, None otherwise.
+    """ "rbac" for an RBAC 403, "admission" for an admission refusal, None otherwise.
 
     Pod Security admission answers 403 (`violates PodSecurity`); a validating webhook
     answers its own code, 400 unless it says otherwise (`admission webhook "…" denied the
@@ -215,7 +217,9 @@ class RunContext:
                 self.deleted_namespaces.add(name)
                 return None
             rbac = exc.status == 403 and refusal_kind(exc) == "rbac"
-            return f"deleting namespace {name}: {rbac_reason(exc) if rbac else api_error_message(exc)}"
+            return (
+                f"deleting namespace {name}: {rbac_reason(exc) if rbac else api_error_message(exc)}"
+            )
         except Exception as exc:  # cleanup must never hide the run's own outcome
             return f"deleting namespace {name}: {exc}"
         return None
@@ -486,8 +490,12 @@ class TestContext:
             timeouts.pod_start + max_time + 5 * timeouts.poll_interval,
         )
         if pod.status.phase != "Succeeded":
-            return DialResult([], [(f"curl to the test container failed (exit "
-                                   f"{self._exit_code(pod)})")], name, reached_tester=False)
+            return DialResult(
+                [],
+                [(f"curl to the test container failed (exit {self._exit_code(pod)})")],
+                name,
+                reached_tester=False,
+            )
         try:
             data = json.loads(log.strip().splitlines()[-1] if log.strip() else "{}")
         except ValueError:
@@ -527,8 +535,11 @@ class TestContext:
                 f"{what}: {protocol.upper()} dial to {pods.connect_target(host, port)} "
                 f"({tries} tries) from the test container via {result.pod}: hostnames "
                 f"{sorted(set(result.responses))}"
-                + (f", {len(result.errors)} error(s), last: {result.errors[-1]}"
-                   if result.errors else "")
+                + (
+                    f", {len(result.errors)} error(s), last: {result.errors[-1]}"
+                    if result.errors
+                    else ""
+                )
                 + f" (attempt {attempt}/{attempts}, expected {sorted(expected)})"
             )
             if seen == expected:
@@ -540,7 +551,9 @@ class TestContext:
     def node_ip(self, node: str) -> str:
         """The address upstream's NodePort checks use: ExternalIP, else InternalIP."""
         obj = self.kube.call(self.kube.core.read_node, node)
-        addresses = {a.type: a.address for a in ((obj.status.addresses if obj.status else None) or [])}
+        addresses = {
+            a.type: a.address for a in ((obj.status.addresses if obj.status else None) or [])
+        }
         ip = addresses.get("ExternalIP") or addresses.get("InternalIP")
         if not ip:
             raise TestError(f"node {node} reports no ExternalIP or InternalIP")
@@ -548,8 +561,9 @@ class TestContext:
 
     def delete_pod(self, name: str) -> None:
         try:
-            self.kube.call(self.kube.core.delete_namespaced_pod, name, self.namespace,
-                           grace_period_seconds=0)
+            self.kube.call(
+                self.kube.core.delete_namespaced_pod, name, self.namespace, grace_period_seconds=0
+            )
         except ApiException as exc:
             if exc.status != 404:
                 raise
@@ -593,7 +607,8 @@ class TestContext:
                 if endpoint.conditions and endpoint.conditions.ready is False:
                     continue
                 ref = (endpoint.target_ref.name if endpoint.target_ref else None) or ",".join(
-                    endpoint.addresses or [])
+                    endpoint.addresses or []
+                )
                 out["EndpointSlice"].setdefault(ref, []).extend(ports)
         return out
 

@@ -25,4 +25,6 @@ IMPLEMENTED: dict[str, str] = {
 
 def implemented_keys() -> frozenset[str]:
     """The catalog keys whose module is present in this installation (found, not imported)."""
-    return frozenset(key for key, module in IMPLEMENTED.items() if importlib.util.find_spec(module) is not None)
+    return frozenset(
+        key for key, module in IMPLEMENTED.items() if importlib.util.find_spec(module) is not None
+    )

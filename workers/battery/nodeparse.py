@@ -150,13 +150,23 @@ def iptables_service_path(save_text: str, vip: str, port: int) -> IptablesServic
         if not chain.startswith("KUBE-SVC-"):
             continue
         path = IptablesServicePath(jump=line, chain=chain)
-        rules = [(raw.strip(), _rule_tokens(raw.strip())) for raw in nat.splitlines()
-                 if raw.strip().startswith("-A ")]
-        endpoints = [_jump(t) for _l, t in rules
-                     if len(t) > 1 and t[1] == chain and _jump(t).startswith("KUBE-SEP-")]
+        rules = [
+            (raw.strip(), _rule_tokens(raw.strip()))
+            for raw in nat.splitlines()
+            if raw.strip().startswith("-A ")
+        ]
+        endpoints = [
+            _jump(t)
+            for _l, t in rules
+            if len(t) > 1 and t[1] == chain and _jump(t).startswith("KUBE-SEP-")
+        ]
         for text, tokens in rules:
-            if len(tokens) > 1 and tokens[1] in endpoints and _jump(tokens) == "DNAT" \
-                    and _protocol_is_sctp(tokens):
+            if (
+                len(tokens) > 1
+                and tokens[1] in endpoints
+                and _jump(tokens) == "DNAT"
+                and _protocol_is_sctp(tokens)
+            ):
                 path.dnat.append(text)
                 path.destinations += _option_values(tokens, "--to-destination")
         return path
@@ -248,15 +258,23 @@ def proxier_modes_with(
     modes: list[str] = []
     for raw in iptables_table(iptables, "nat").splitlines():
         tokens = _rule_tokens(raw.strip())
-        if (len(tokens) > 1 and tokens[1] == "KUBE-SERVICES" and _dest_matches(tokens, vip)
-                and _dport_matches(tokens, port) and _jump(tokens).startswith("KUBE-SVC-")
-                and proto in [v.lower() for v in _option_values(tokens, "-p", "--protocol")]):
+        if (
+            len(tokens) > 1
+            and tokens[1] == "KUBE-SERVICES"
+            and _dest_matches(tokens, vip)
+            and _dport_matches(tokens, port)
+            and _jump(tokens).startswith("KUBE-SVC-")
+            and proto in [v.lower() for v in _option_values(tokens, "-p", "--protocol")]
+        ):
             modes.append("iptables")
             break
     for raw in (ipvs or "").splitlines():
         fields = raw.split()
-        if len(fields) >= 2 and fields[0].lower() == proto and \
-                _split_host_port(fields[1]) == (vip, port):
+        if (
+            len(fields) >= 2
+            and fields[0].lower() == proto
+            and _split_host_port(fields[1]) == (vip, port)
+        ):
             modes.append("ipvs")
             break
     element = re.compile(rf"(?<![0-9.]){re.escape(vip)}\s*\.\s*{proto}\s*\.\s*{port}\s*:")

@@ -155,8 +155,13 @@ def curl_pod(
 def proxy_mode_pod(name: str, image: str, node: str) -> dict[str, Any]:
     """A host-network pod whose own container asks kube-proxy for its mode, as upstream's
     ProxyMode does (no nsenter, no privilege: only the node's network namespace)."""
-    manifest = _pod(name, image, command=["sh", "-c", PROXY_MODE_CMD],
-                    labels={LABEL_ROLE: "proxy-mode"}, node=node)
+    manifest = _pod(
+        name,
+        image,
+        command=["sh", "-c", PROXY_MODE_CMD],
+        labels={LABEL_ROLE: "proxy-mode"},
+        node=node,
+    )
     manifest["spec"]["hostNetwork"] = True
     manifest["spec"]["tolerations"] = [{"operator": "Exists"}]
     return manifest

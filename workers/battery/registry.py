@@ -33,12 +33,20 @@ BATTERIES: dict[str, tuple[str, ...]] = dict(vocabulary.BATTERY_KEYS)
 
 # The catalog is the vocabulary's; the classes must implement exactly it, in its batteries, and
 # implemented.IMPLEMENTED (what the web process reads without importing this) must agree.
-if tuple(REGISTRY) != vocabulary.ALL_KEYS or any(t.battery != vocabulary.battery_of(t.key) for t in _TESTS):
-    raise ImportError("workers.battery.registry does not implement the catalog of workers.vocabulary")
+if tuple(REGISTRY) != vocabulary.ALL_KEYS or any(
+    t.battery != vocabulary.battery_of(t.key) for t in _TESTS
+):
+    raise ImportError(
+        "workers.battery.registry does not implement the catalog of workers.vocabulary"
+    )
 if {k: t.__module__ for k, t in REGISTRY.items()} != IMPLEMENTED:
     raise ImportError("workers.battery.implemented.IMPLEMENTED disagrees with the registry")
 
 # Network conformance checks the basic battery adds after the catalog tests (KEP: "a few other
 # network conformance tests"); reported separately, never part of a criterion.
 EXTRAS: dict[str, type[BatteryTest]] = {test.key: test for test in EXTRA_BASIC}
-EXTRAS_OF: dict[str, tuple[str, ...]] = {"basic": tuple(EXTRAS), "connectivity": (), "all": tuple(EXTRAS)}
+EXTRAS_OF: dict[str, tuple[str, ...]] = {
+    "basic": tuple(EXTRAS),
+    "connectivity": (),
+    "all": tuple(EXTRAS),
+}

@@ -263,10 +263,18 @@ def _modes_with_probe_service(run: RunContext, probe: TestContext) -> list[str]:
     run must not need SCTP for this, and a cluster with the SCTP gate off still answers)."""
     labels = {"app": "proxier-probe"}
     try:
-        probe.start_server(pods.pause_pod("proxier-probe", run.spec.agnhost_image,
-                                          [pods.port(8080, "TCP")], labels, run.nodes[0]))
+        probe.start_server(
+            pods.pause_pod(
+                "proxier-probe",
+                run.spec.agnhost_image,
+                [pods.port(8080, "TCP")],
+                labels,
+                run.nodes[0],
+            )
+        )
         service = probe.create_service(
-            pods.service("proxier-probe", labels, 80, 8080, protocol="TCP"))
+            pods.service("proxier-probe", labels, 80, 8080, protocol="TCP")
+        )
         probe.wait_endpoints("proxier-probe", "TCP")
         vip = service.spec.cluster_ip
         node = run.nodes[0]
@@ -277,7 +285,8 @@ def _modes_with_probe_service(run: RunContext, probe: TestContext) -> list[str]:
         }
     except (ApiException, TestVerdict, KubeError) as exc:
         run.report.fingerprint["proxier_tables_error"] = (
-            api_error_message(exc) if isinstance(exc, ApiException) else str(exc))
+            api_error_message(exc) if isinstance(exc, ApiException) else str(exc)
+        )
         return []
     return nodeparse.proxier_modes_with(vip, 80, "tcp", **outputs)
 
@@ -337,7 +346,9 @@ def _run_one(run: RunContext, test: BatteryTest) -> TestOutcome:
             run.report.errors.append(problem)
             if RBAC_PREFIX in problem:
                 # Objects stay behind on the cluster: the harness broke, whatever the test saw.
-                outcome.reason = f"{problem} (the test itself ended {outcome.outcome}: {outcome.reason})"
+                outcome.reason = (
+                    f"{problem} (the test itself ended {outcome.outcome}: {outcome.reason})"
+                )
                 outcome.outcome = "error"
     return outcome
 

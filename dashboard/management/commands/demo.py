@@ -34,7 +34,9 @@ def redis_reachable(url: str) -> bool:
     try:
         import redis
 
-        return bool(redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=0.5).ping())
+        return bool(
+            redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=0.5).ping()
+        )
     except Exception:
         return False
 
@@ -58,7 +60,11 @@ class Command(BaseCommand):
         if not embedded and not redis_reachable(settings.CELERY_BROKER_URL):
             embedded = True
             env["CELERY_BROKER_URL"] = "filesystem://"
-        broker = "embedded broker (no Redis found)" if embedded else f"Redis at {settings.CELERY_BROKER_URL}"
+        broker = (
+            "embedded broker (no Redis found)"
+            if embedded
+            else f"Redis at {settings.CELERY_BROKER_URL}"
+        )
         call_command("migrate", verbosity=0)
         self.ensure_users()
         if opts["setup_only"]:
@@ -66,8 +72,12 @@ class Command(BaseCommand):
         py, manage = sys.executable, str(settings.BASE_DIR / "manage.py")
         self.serve_like_production(env)
         # DEBUG=false hashes static file names: collect them with the children's settings.
-        subprocess.run([py, manage, "collectstatic", "--noinput", "-v", "0"], env=env, cwd=settings.BASE_DIR,
-                       check=True)
+        subprocess.run(
+            [py, manage, "collectstatic", "--noinput", "-v", "0"],
+            env=env,
+            cwd=settings.BASE_DIR,
+            check=True,
+        )
         procs: dict[str, tuple[list[str], subprocess.Popen]] = {}
         restarts: dict[str, int] = {}
 
@@ -77,17 +87,36 @@ class Command(BaseCommand):
         # The web first: the first page should not wait for the lab and the workers to boot.
         if not opts["no_web"]:
             start("web", [py, manage, "runserver", WEB, "--noreload"])
-        start("lab", [py, manage, "lab", "--profiles", str(settings.BASE_DIR / "lab" / "profiles"),
-                      "--port", str(LAB_PORT), "--register", "--kickoff"])
+        start(
+            "lab",
+            [
+                py,
+                manage,
+                "lab",
+                "--profiles",
+                str(settings.BASE_DIR / "lab" / "profiles"),
+                "--port",
+                str(LAB_PORT),
+                "--register",
+                "--kickoff",
+            ],
+        )
         celery = [py, "-m", "celery", "-A", "workers"]
         start("worker", [*celery, "worker", "-l", "warning", "--concurrency", "4", "-n", "demo@%h"])
-        start("beat", [*celery, "beat", "-l", "warning", "-s", str(settings.VAR_DIR / "celerybeat-schedule")])
+        start(
+            "beat",
+            [*celery, "beat", "-l", "warning", "-s", str(settings.VAR_DIR / "celerybeat-schedule")],
+        )
         # Two vendor submissions made from the lab's own runs once they finish (emulated: never counted).
         threading.Thread(target=self.seed_submissions, name="demo-seed", daemon=True).start()
-        self.stdout.write(self.style.SUCCESS(f"\nSCTP readiness dashboard: http://{WEB}/  ({broker})"))
-        self.stdout.write("Log in as maintainer / maintainer-demo, calico-vendor / calico-demo, "
-                          "cilium-vendor / cilium-demo; the Django admin (/admin/) as admin / admin-demo. "
-                          "Ctrl-C stops everything.\n")
+        self.stdout.write(
+            self.style.SUCCESS(f"\nSCTP readiness dashboard: http://{WEB}/  ({broker})")
+        )
+        self.stdout.write(
+            "Log in as maintainer / maintainer-demo, calico-vendor / calico-demo, "
+            "cilium-vendor / cilium-demo; the Django admin (/admin/) as admin / admin-demo. "
+            "Ctrl-C stops everything.\n"
+        )
         stop = False
 
         def on_signal(signum, frame):
@@ -104,7 +133,9 @@ class Command(BaseCommand):
                     # A crashed child is restarted a few times; then the demo stops and says why.
                     restarts[name] = restarts.get(name, 0) + 1
                     if restarts[name] > 3:
-                        self.stderr.write(f"{name} keeps exiting (status {proc.returncode}); stopping the demo")
+                        self.stderr.write(
+                            f"{name} keeps exiting (status {proc.returncode}); stopping the demo"
+                        )
                         stop = True
                         break
                     self.stderr.write(f"{name} exited with status {proc.returncode}; restarting it")
@@ -130,7 +161,9 @@ class Command(BaseCommand):
         env.setdefault("SECURE_COOKIES", "false")
         host = WEB.rsplit(":", 1)[0].strip("[]")
         if "ALLOWED_HOSTS" not in env:
-            env["ALLOWED_HOSTS"] = "*" if host in ("0.0.0.0", "::", "") else f"{host},127.0.0.1,localhost"
+            env["ALLOWED_HOSTS"] = (
+                "*" if host in ("0.0.0.0", "::", "") else f"{host},127.0.0.1,localhost"
+            )
 
     def seed_submissions(self) -> None:
         from django.db import connection
@@ -140,8 +173,10 @@ class Command(BaseCommand):
         try:
             made = seed_submissions()
             if made:
-                self.stdout.write(f"demo: {len(made)} vendor submissions made from the lab's runs "
-                                  f"({', '.join(f'/submissions/{s.id}/' for s in made)})")
+                self.stdout.write(
+                    f"demo: {len(made)} vendor submissions made from the lab's runs "
+                    f"({', '.join(f'/submissions/{s.id}/' for s in made)})"
+                )
         except Exception as exc:  # the demo goes on without them
             self.stderr.write(f"demo: could not seed vendor submissions: {exc}")
         finally:
@@ -165,4 +200,3 @@ class Command(BaseCommand):
                 vendor.members.add(user)
                 for plugin in Plugin.objects.filter(slug__in=slugs):
                     vendor.plugins.add(plugin)
-

@@ -34,18 +34,25 @@ class Command(BaseCommand):
                 raise CommandError("--vendor needs --plugins SLUG[,SLUG…]")
             for slug in slugs:
                 if not SLUG_RE.match(slug):
-                    raise CommandError(f"invalid plugin slug {slug!r}: lowercase letters, digits and dashes")
+                    raise CommandError(
+                        f"invalid plugin slug {slug!r}: lowercase letters, digits and dashes"
+                    )
             vendor, _ = Vendor.objects.get_or_create(name=name)
             for slug in slugs:
                 plugin, created = Plugin.objects.get_or_create(
-                    slug=slug, defaults={"name": slug, "in_tree": False, "implements_network_policy": True}
+                    slug=slug,
+                    defaults={"name": slug, "in_tree": False, "implements_network_policy": True},
                 )
                 if created:
-                    self.stderr.write(f"created plugin {slug} (out-of-tree, implements NetworkPolicy)")
+                    self.stderr.write(
+                        f"created plugin {slug} (out-of-tree, implements NetworkPolicy)"
+                    )
                 vendor.plugins.add(plugin)
             _, token = ApiToken.issue(role=ApiToken.Role.VENDOR, vendor=vendor)
             AuditEvent.record("manage.py", "token.issue", f"vendor {name}", plugins=slugs)
-            self.stderr.write(f"vendor {name} acts for: {', '.join(sorted(vendor.plugins.values_list('slug', flat=True)))}")
+            self.stderr.write(
+                f"vendor {name} acts for: {', '.join(sorted(vendor.plugins.values_list('slug', flat=True)))}"
+            )
         else:
             name = opts["maintainer"].strip()
             if not name:

@@ -17,9 +17,15 @@ class Command(BaseCommand):
         parser.add_argument("--profiles", required=True, help="directory of lab profile YAML files")
         parser.add_argument("--port", type=int, default=8070)
         parser.add_argument("--host", default="127.0.0.1")
-        parser.add_argument("--public-host", default="", help="host name other processes reach the lab at")
-        parser.add_argument("--register", action="store_true", help="create or update a cluster per profile")
-        parser.add_argument("--kickoff", action="store_true", help="request a first run on clusters without one")
+        parser.add_argument(
+            "--public-host", default="", help="host name other processes reach the lab at"
+        )
+        parser.add_argument(
+            "--register", action="store_true", help="create or update a cluster per profile"
+        )
+        parser.add_argument(
+            "--kickoff", action="store_true", help="request a first run on clusters without one"
+        )
         parser.add_argument("--verbose", action="store_true")
 
     def handle(self, *args, **opts):
@@ -33,7 +39,9 @@ class Command(BaseCommand):
         if not profiles:
             raise CommandError(f"no profiles (*.yaml) in {opts['profiles']}")
         try:
-            server = LabServer(profiles, host=opts["host"], port=opts["port"], verbose=opts["verbose"]).start()
+            server = LabServer(
+                profiles, host=opts["host"], port=opts["port"], verbose=opts["verbose"]
+            ).start()
         except OSError as exc:
             raise CommandError(f"cannot listen on {opts['host']}:{opts['port']}: {exc}") from exc
         public = f"http://{opts['public_host']}:{server.port}" if opts["public_host"] else None
@@ -60,5 +68,7 @@ class Command(BaseCommand):
         try:
             check_server(url)
         except ServerNotAllowed as exc:
-            self.stderr.write(f"warning: runs on the lab clusters will be refused: {exc}; "
-                              "allow the lab's network explicitly, e.g. CLUSTER_ALLOWED_NETWORKS=127.0.0.0/8")
+            self.stderr.write(
+                f"warning: runs on the lab clusters will be refused: {exc}; "
+                "allow the lab's network explicitly, e.g. CLUSTER_ALLOWED_NETWORKS=127.0.0.0/8"
+            )

@@ -24,18 +24,38 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--context", help="your kubeconfig context for the cluster")
-        parser.add_argument("--kubeconfig", help="your kubeconfig (default: $KUBECONFIG or ~/.kube/config)")
-        parser.add_argument("--namespace", default=sa.DEFAULT_NAMESPACE,
-                            help="namespace of the battery's ServiceAccount (default sctp-battery)")
-        parser.add_argument("--duration", help="token lifetime: 90m, 24h, 7d (default 7d; with --renew, "
-                                               "the current token's lifetime)")
-        parser.add_argument("--output", "-o", help="where to write the kubeconfig (default: stdout)")
-        parser.add_argument("--name", help="cluster name inside the kubeconfig (default: the context)")
-        parser.add_argument("--node-access", action="store_true",
-                            help="also bind deploy/rbac/node-access (OpenShift SCC, PodSecurityPolicy)")
-        parser.add_argument("--renew", metavar="FILE",
-                            help="re-issue the token of a kubeconfig made by this command, in place")
-        parser.add_argument("--cluster", help="with --renew: store the result on this registered cluster")
+        parser.add_argument(
+            "--kubeconfig", help="your kubeconfig (default: $KUBECONFIG or ~/.kube/config)"
+        )
+        parser.add_argument(
+            "--namespace",
+            default=sa.DEFAULT_NAMESPACE,
+            help="namespace of the battery's ServiceAccount (default sctp-battery)",
+        )
+        parser.add_argument(
+            "--duration",
+            help="token lifetime: 90m, 24h, 7d (default 7d; with --renew, "
+            "the current token's lifetime)",
+        )
+        parser.add_argument(
+            "--output", "-o", help="where to write the kubeconfig (default: stdout)"
+        )
+        parser.add_argument(
+            "--name", help="cluster name inside the kubeconfig (default: the context)"
+        )
+        parser.add_argument(
+            "--node-access",
+            action="store_true",
+            help="also bind deploy/rbac/node-access (OpenShift SCC, PodSecurityPolicy)",
+        )
+        parser.add_argument(
+            "--renew",
+            metavar="FILE",
+            help="re-issue the token of a kubeconfig made by this command, in place",
+        )
+        parser.add_argument(
+            "--cluster", help="with --renew: store the result on this registered cluster"
+        )
 
     def handle(self, *args: Any, **opts: Any) -> None:
         try:
@@ -54,18 +74,24 @@ class Command(BaseCommand):
             raise CommandError("--context is required (see: kubectl config get-contexts)")
         try:
             api = k8s_config.new_client_from_config(
-                config_file=opts["kubeconfig"] or None, context=opts["context"], persist_config=False)
+                config_file=opts["kubeconfig"] or None,
+                context=opts["context"],
+                persist_config=False,
+            )
         except Exception as exc:  # ConfigException, missing file, unknown context
             raise CommandError(f"cannot use context {opts['context']!r}: {exc}") from exc
         try:
             for line in sa.apply_rbac(api, sa.rbac_objects(opts["namespace"], opts["node_access"])):
                 self.stderr.write(line)
-            token, expires = sa.request_token(api, opts["namespace"], sa.SERVICE_ACCOUNT,
-                                              seconds or sa.DEFAULT_DURATION)
+            token, expires = sa.request_token(
+                api, opts["namespace"], sa.SERVICE_ACCOUNT, seconds or sa.DEFAULT_DURATION
+            )
             target = sa.target_of(api)
         finally:
             api.close()
-        text = sa.kubeconfig_text(target, token, opts["name"] or opts["context"], opts["namespace"], expires)
+        text = sa.kubeconfig_text(
+            target, token, opts["name"] or opts["context"], opts["namespace"], expires
+        )
         self._write(opts["output"], text)
         self.stderr.write(f"token valid until {expires:%Y-%m-%dT%H:%M:%SZ}")
 
@@ -85,8 +111,12 @@ class Command(BaseCommand):
                 raise CommandError(f"no registered cluster named {opts['cluster']!r}")
             cluster.kubeconfig = text  # encrypted on save
             cluster.save(update_fields=["kubeconfig"])
-            AuditEvent.record("make_kubeconfig", "cluster.token_renewed", f"cluster {opts['cluster']}",
-                              expires=f"{expires:%Y-%m-%dT%H:%M:%SZ}")
+            AuditEvent.record(
+                "make_kubeconfig",
+                "cluster.token_renewed",
+                f"cluster {opts['cluster']}",
+                expires=f"{expires:%Y-%m-%dT%H:%M:%SZ}",
+            )
         self.stderr.write(f"token renewed, valid until {expires:%Y-%m-%dT%H:%M:%SZ}")
 
     def _write(self, output: str | None, text: str) -> None:

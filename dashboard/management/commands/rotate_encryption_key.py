@@ -18,21 +18,36 @@ class Command(BaseCommand):
 
         count, unreadable = 0, []
         with connection.cursor() as cursor:
-            cursor.execute("SELECT id, name, kubeconfig FROM dashboard_cluster WHERE kubeconfig <> ''")
+            cursor.execute(
+                "SELECT id, name, kubeconfig FROM dashboard_cluster WHERE kubeconfig <> ''"
+            )
             for pk, name, token in cursor.fetchall():
                 if not is_decryptable(token):  # marked on its cluster; the others are still rotated
-                    cursor.execute("UPDATE dashboard_cluster SET credentials_error = %s WHERE id = %s",
-                                   [CREDENTIALS_UNREADABLE[:200], pk])
+                    cursor.execute(
+                        "UPDATE dashboard_cluster SET credentials_error = %s WHERE id = %s",
+                        [CREDENTIALS_UNREADABLE[:200], pk],
+                    )
                     unreadable.append(name)
                     continue
-                cursor.execute("UPDATE dashboard_cluster SET kubeconfig = %s WHERE id = %s", [rotate(token), pk])
+                cursor.execute(
+                    "UPDATE dashboard_cluster SET kubeconfig = %s WHERE id = %s",
+                    [rotate(token), pk],
+                )
                 count += 1
-            cursor.execute("SELECT id, secret FROM dashboard_notificationchannel WHERE secret <> ''")
+            cursor.execute(
+                "SELECT id, secret FROM dashboard_notificationchannel WHERE secret <> ''"
+            )
             for pk, token in cursor.fetchall():
                 if not is_decryptable(token):
-                    raise ImproperlyConfigured(f"notification channel {pk}: its secret cannot be decrypted")
-                cursor.execute("UPDATE dashboard_notificationchannel SET secret = %s WHERE id = %s",
-                               [rotate(token), pk])
+                    raise ImproperlyConfigured(
+                        f"notification channel {pk}: its secret cannot be decrypted"
+                    )
+                cursor.execute(
+                    "UPDATE dashboard_notificationchannel SET secret = %s WHERE id = %s",
+                    [rotate(token), pk],
+                )
         self.stdout.write(f"re-encrypted {count} kubeconfig(s) with the first key")
         if unreadable:
-            self.stderr.write(f"not decryptable with any key, marked on the cluster: {', '.join(unreadable)}")
+            self.stderr.write(
+                f"not decryptable with any key, marked on the cluster: {', '.join(unreadable)}"
+            )

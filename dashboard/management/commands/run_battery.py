@@ -22,8 +22,12 @@ class Command(BaseCommand):
         parser.add_argument("--battery", choices=Battery.values, default=Battery.ALL)
         parser.add_argument("--sync", action="store_true", help="run here, not on a worker")
         parser.add_argument("--json", action="store_true", help="print one JSON object")
-        parser.add_argument("--wait-lease", type=int, default=600,
-                            help="seconds to wait while another run holds the cluster (--sync)")
+        parser.add_argument(
+            "--wait-lease",
+            type=int,
+            default=600,
+            help="seconds to wait while another run holds the cluster (--sync)",
+        )
 
     def handle(self, *args, **opts):
         from workers import runner
@@ -33,20 +37,28 @@ class Command(BaseCommand):
             known = ", ".join(Cluster.objects.values_list("name", flat=True)) or "none"
             raise CommandError(f"no cluster named {opts['cluster']!r} (registered: {known})")
         try:
-            run = request_run(cluster, opts["battery"], trigger=Run.Trigger.MANUAL,
-                              dispatch_on_commit=not opts["sync"])
+            run = request_run(
+                cluster,
+                opts["battery"],
+                trigger=Run.Trigger.MANUAL,
+                dispatch_on_commit=not opts["sync"],
+            )
         except RunRequestError as exc:
             raise CommandError(exc.message) from exc
         if not opts["sync"]:
-            self.stdout.write(json.dumps({"run": run.id, "status": run.state}) if opts["json"] else
-                              f"run {run.id} queued")
+            self.stdout.write(
+                json.dumps({"run": run.id, "status": run.state})
+                if opts["json"]
+                else f"run {run.id} queued"
+            )
             return
         deadline = time.monotonic() + opts["wait_lease"]
         worker = f"run_battery@{socket.gethostname()}"
         while runner.execute(run.id, worker=worker) == runner.BUSY:
             if time.monotonic() > deadline:
                 Run.objects.filter(pk=run.id, state=Run.State.QUEUED).update(
-                    state=Run.State.ERROR, error="another run held the cluster for too long")
+                    state=Run.State.ERROR, error="another run held the cluster for too long"
+                )
                 break
             time.sleep(1)
         run = Run.objects.select_related("cluster", "plugin").get(pk=run.id)
@@ -55,8 +67,14 @@ class Command(BaseCommand):
             "run": run.id,
             "status": run.state,
             "error": run.error or None,
-            "results": {k: {"outcome": v["outcome"], "reason": v["reason"]} for k, v in data["results"].items()},
-            "conformance": {k: {"outcome": v["outcome"], "reason": v["reason"]} for k, v in data["conformance"].items()},
+            "results": {
+                k: {"outcome": v["outcome"], "reason": v["reason"]}
+                for k, v in data["results"].items()
+            },
+            "conformance": {
+                k: {"outcome": v["outcome"], "reason": v["reason"]}
+                for k, v in data["conformance"].items()
+            },
             "fingerprint": run.fingerprint,
         }
         if opts["json"]:

@@ -6,5 +6,10 @@ from . import iptables_and_ipvs, periodic_basic_passing, tests_written, two_out_
 
 CRITERIA = {
     module.KEY: module
-    for module in (tests_written, periodic_basic_passing, two_out_of_tree_plugins, iptables_and_ipvs)
+    for module in (
+        tests_written,
+        periodic_basic_passing,
+        two_out_of_tree_plugins,
+        iptables_and_ipvs,
+    )
 }

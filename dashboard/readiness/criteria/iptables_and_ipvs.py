@@ -29,8 +29,11 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
     used: set[str] = set()
     for mode in Proxier.values:
         # Evidence of this mode: demonstrated, or (to say why not) declared for it.
-        pairs = [(i, pol.assess(i, KEY, relax)) for i in items
-                 if i.proxier == mode or (not i.proxier and i.declared_proxier == mode)]
+        pairs = [
+            (i, pol.assess(i, KEY, relax))
+            for i in items
+            if i.proxier == mode or (not i.proxier and i.declared_proxier == mode)
+        ]
         evidence += [evidence_entry(i, a) for i, a in pairs]
         good = [(i, a) for i, a in pairs if a.counts]
         required = mode in REQUIRED
@@ -45,19 +48,42 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
                 stale.append(f"{mode} ({why})")
         else:
             state = "not demonstrated"
-            why = f"{pairs[0][0].kind} {pairs[0][0].id}: {pairs[0][1].why}" if pairs else "no evidence"
+            why = (
+                f"{pairs[0][0].kind} {pairs[0][0].id}: {pairs[0][1].why}"
+                if pairs
+                else "no evidence"
+            )
             if required:
                 missing.append(f"{mode} ({why})" if pairs else mode)
-        rows.append({"proxier": mode, "required": required, "status": state, "why": why,
-                     "evidence": evidence_entry(*good[0]) if good else None})
+        rows.append(
+            {
+                "proxier": mode,
+                "required": required,
+                "status": state,
+                "why": why,
+                "evidence": evidence_entry(*good[0]) if good else None,
+            }
+        )
     nft = next(r for r in rows if r["proxier"] == Proxier.NFTABLES)
     note = f"; nftables (not required): {nft['status']}"
     if not missing and not stale:
-        return Verdict(KEY, TITLE, "met", "pod-to-service passed on both iptables and ipvs" + note,
-                       evidence, rows), used
+        return Verdict(
+            KEY,
+            TITLE,
+            "met",
+            "pod-to-service passed on both iptables and ipvs" + note,
+            evidence,
+            rows,
+        ), used
     if not missing:
-        return Verdict(KEY, TITLE, "stale", "only stale evidence for " + ", ".join(stale) + note,
-                       evidence, rows), used
+        return Verdict(
+            KEY,
+            TITLE,
+            "stale",
+            "only stale evidence for " + ", ".join(stale) + note,
+            evidence,
+            rows,
+        ), used
     detail = "needs fresh counted evidence of pod-to-service passing on " + "; ".join(missing)
     if stale:
         detail += "; stale: " + ", ".join(stale)

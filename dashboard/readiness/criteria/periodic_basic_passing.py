@@ -36,7 +36,8 @@ def _schedules(ctx: Context) -> tuple[list[Schedule], dict[tuple[str, int], Item
     annotations = {f"run_{i}": Subquery(recent.values("id")[i : i + 1]) for i in range(n)}
     schedules = list(
         Schedule.objects.filter(enabled=True, battery__in=[Battery.BASIC, Battery.ALL])
-        .select_related("cluster").annotate(**annotations)
+        .select_related("cluster")
+        .annotate(**annotations)
     )
     run_ids = {getattr(s, f"run_{i}") for s in schedules for i in range(n)} - {None}
     plugins = ctx.memo("plugins", plugins_by_id)
@@ -47,19 +48,32 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
     n = ctx.periodic_runs
     schedules, items = ctx.memo("periodic", lambda: _schedules(ctx))
     if not schedules:
-        return Verdict(KEY, TITLE, "unmet", "no enabled periodic schedule runs the basic battery"), set()
+        return Verdict(
+            KEY, TITLE, "unmet", "no enabled periodic schedule runs the basic battery"
+        ), set()
     pol = ctx.policy
     candidates = []
     for s in schedules:
-        last = [items[("run", rid)] for i in range(n) if ("run", rid := getattr(s, f"run_{i}")) in items]
+        last = [
+            items[("run", rid)] for i in range(n) if ("run", rid := getattr(s, f"run_{i}")) in items
+        ]
         assessed = [(r, pol.assess(r, KEY, relax)) for r in last]
         evidence = [evidence_entry(r, a) for r, a in assessed]
         bad = [(r, a) for r, a in assessed if not a.counts]
         used = set().union(*(a.relied for _, a in assessed)) if assessed else set()
-        row = {"schedule": s.pk, "cluster": s.cluster.name, "interval_minutes": s.interval_minutes,
-               "runs": [r.id for r in last], "evidence": evidence, "passing": not bad and len(last) == n}
+        row = {
+            "schedule": s.pk,
+            "cluster": s.cluster.name,
+            "interval_minutes": s.interval_minutes,
+            "runs": [r.id for r in last],
+            "evidence": evidence,
+            "passing": not bad and len(last) == n,
+        }
         if not last:
-            status, why = "unmet", f"{s.cluster.name}: no scheduled run has ended yet; the last {n} must be conclusive"
+            status, why = (
+                "unmet",
+                f"{s.cluster.name}: no scheduled run has ended yet; the last {n} must be conclusive",
+            )
         elif bad:
             r, a = bad[0]
             status = "unmet"
@@ -67,14 +81,21 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
             if len(last) < n:
                 why += f" (and only {plural(len(last), 'scheduled run')} of the {n} needed)"
         elif len(last) < n:
-            status, why = "unmet", (f"{s.cluster.name}: only {plural(len(last), 'scheduled run')} "
-                                    f"of the last {n} needed (all conclusive so far)")
+            status, why = (
+                "unmet",
+                (
+                    f"{s.cluster.name}: only {plural(len(last), 'scheduled run')} "
+                    f"of the last {n} needed (all conclusive so far)"
+                ),
+            )
         else:
             when = last[0].when
             if when is None or ctx.now - when > 2 * s.interval:
                 status = "stale"
-                why = (f"{s.cluster.name}: last {n} scheduled runs were conclusive, but the newest is from "
-                       f"{day(when)}, older than twice the {s.interval_minutes}-minute interval")
+                why = (
+                    f"{s.cluster.name}: last {n} scheduled runs were conclusive, but the newest is from "
+                    f"{day(when)}, older than twice the {s.interval_minutes}-minute interval"
+                )
             else:
                 status = "met"
                 why = f"{s.cluster.name}: last {n} scheduled basic runs conclusive and passing, newest {day(when)}"

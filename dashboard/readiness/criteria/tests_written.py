@@ -43,21 +43,32 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
 
     def example(outcomes: list[str]) -> Subquery:
         # Unordered on purpose: "LIMIT 1" on the (test_key, outcome) index stays cheap.
-        return Subquery(results.filter(test_key=OuterRef("key"), outcome__in=outcomes).values("run_id")[:1])
+        return Subquery(
+            results.filter(test_key=OuterRef("key"), outcome__in=outcomes).values("run_id")[:1]
+        )
 
-    latest_any = Subquery(TestResult.objects.filter(test_key=OuterRef("key")).order_by("-id").values("run_id")[:1])
-    tests = list(CatalogTest.objects.annotate(
-        verdict_run=example([Outcome.PASSED, Outcome.FAILED]),
-        skip_run=example([Outcome.SKIPPED]),
-        latest_run=latest_any,
-    ).values("key", "verdict_run", "skip_run", "latest_run"))
+    latest_any = Subquery(
+        TestResult.objects.filter(test_key=OuterRef("key")).order_by("-id").values("run_id")[:1]
+    )
+    tests = list(
+        CatalogTest.objects.annotate(
+            verdict_run=example([Outcome.PASSED, Outcome.FAILED]),
+            skip_run=example([Outcome.SKIPPED]),
+            latest_run=latest_any,
+        ).values("key", "verdict_run", "skip_run", "latest_run")
+    )
     absent = [k for k in ALL_KEYS if k not in {t["key"] for t in tests}]
     if absent:  # the catalog itself is incomplete (its seed migration did not run)
-        return Verdict(KEY, TITLE, "unmet", "catalog is missing: " + ", ".join(absent), [], []), set()
+        return Verdict(
+            KEY, TITLE, "unmet", "catalog is missing: " + ", ".join(absent), [], []
+        ), set()
 
     plugins = ctx.memo("plugins", plugins_by_id)
-    sub_ids = list(Submission.objects.filter(countable_submissions_q(pol, relax=relax))
-                   .order_by("-created").values_list("id", flat=True)[:RECENT_SUBMISSIONS])
+    sub_ids = list(
+        Submission.objects.filter(countable_submissions_q(pol, relax=relax))
+        .order_by("-created")
+        .values_list("id", flat=True)[:RECENT_SUBMISSIONS]
+    )
     run_ids = [t[k] for t in tests for k in ("verdict_run", "skip_run", "latest_run")]
     items = load(run_ids, sub_ids, plugins)
     submissions = [items[("submission", i)] for i in sub_ids if ("submission", i) in items]
@@ -81,9 +92,14 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
                 if a.counts and key in verdict_keys(item):
                     found = (item, a)
                     break
-        row = {"key": key, "implemented": key in implemented, "recorded": found is not None,
-               "run": found[0].id if found and found[0].kind == "run" else None,
-               "evidence": evidence_entry(*found) if found else None, "why": ""}
+        row = {
+            "key": key,
+            "implemented": key in implemented,
+            "recorded": found is not None,
+            "run": found[0].id if found and found[0].kind == "run" else None,
+            "evidence": evidence_entry(*found) if found else None,
+            "why": "",
+        }
         if found is not None:
             used |= found[1].relied
             evidence.append(evidence_entry(*found))
@@ -92,9 +108,11 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
             if latest is not None:
                 a = pol.assess(latest, KEY, relax)
                 outcome = latest.outcome(key).replace("_", " ")
-                why = (f"run {latest.id}: {key} {outcome}"
-                       + ("" if key in verdict_keys(latest) else " (no verdict)")
-                       + ("" if a.counts else f"; {a.why}"))
+                why = (
+                    f"run {latest.id}: {key} {outcome}"
+                    + ("" if key in verdict_keys(latest) else " (no verdict)")
+                    + ("" if a.counts else f"; {a.why}")
+                )
                 evidence.append(evidence_entry(latest, a))
             else:
                 why = "never run"
@@ -105,7 +123,9 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
         rows.append(row)
 
     if not missing_impl and not unrecorded:
-        detail = f"all {len(tests)} catalog tests are implemented and have verdicts in counted evidence"
+        detail = (
+            f"all {len(tests)} catalog tests are implemented and have verdicts in counted evidence"
+        )
         return Verdict(KEY, TITLE, "met", detail, evidence, rows), used
     parts = []
     if missing_impl:

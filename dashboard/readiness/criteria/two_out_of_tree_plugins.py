@@ -42,10 +42,15 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
         evidence += [evidence_entry(i, a) for i, a in pairs]
         good = [(i, a) for i, a in pairs if a.counts]
         eligible = [(i, a) for i, a in pairs if a.counts or a.outcome_only]
-        row = {"plugin": p.slug, "name": p.name, "in_tree": p.in_tree, "status": "no evidence",
-               "qualifying": evidence_entry(*good[0]) if good else None,
-               "latest": evidence_entry(*pairs[0]) if pairs else None,
-               "why": pairs[0][1].why if pairs else "no connectivity evidence"}
+        row = {
+            "plugin": p.slug,
+            "name": p.name,
+            "in_tree": p.in_tree,
+            "status": "no evidence",
+            "qualifying": evidence_entry(*good[0]) if good else None,
+            "latest": evidence_entry(*pairs[0]) if pairs else None,
+            "why": pairs[0][1].why if pairs else "no connectivity evidence",
+        }
         if good:
             counted.append(p.slug)
             for _, a in good:
@@ -55,9 +60,11 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
             row["why"] = good[0][1].why
             if not newest.counts:
                 row["status"] = "counted, at risk"
-                at_risk.append(f"{p.slug}: newest counted connectivity evidence ({newest_item.kind} "
-                               f"{newest_item.id}, {_day(newest_item)}) does not qualify: "
-                               f"{newest.why.removeprefix('not counted: ')}")
+                at_risk.append(
+                    f"{p.slug}: newest counted connectivity evidence ({newest_item.kind} "
+                    f"{newest_item.id}, {_day(newest_item)}) does not qualify: "
+                    f"{newest.why.removeprefix('not counted: ')}"
+                )
         elif any(a.stale_only for _, a in pairs):
             item, _a = next((i, a) for i, a in pairs if a.stale_only)
             row["status"] = "stale"
@@ -78,18 +85,39 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
 
     if len(counted) >= NEEDED:
         if at_risk:
-            return Verdict(KEY, TITLE, "at_risk", f"{len(counted)} plugins counted ({', '.join(counted)}); "
-                           + "; ".join(at_risk), evidence, rows), used
-        return Verdict(KEY, TITLE, "met", f"{len(counted)} out-of-tree plugins pass: {', '.join(counted)}",
-                       evidence, rows), used
+            return Verdict(
+                KEY,
+                TITLE,
+                "at_risk",
+                f"{len(counted)} plugins counted ({', '.join(counted)}); " + "; ".join(at_risk),
+                evidence,
+                rows,
+            ), used
+        return Verdict(
+            KEY,
+            TITLE,
+            "met",
+            f"{len(counted)} out-of-tree plugins pass: {', '.join(counted)}",
+            evidence,
+            rows,
+        ), used
     have = f"counted: {', '.join(counted)}" if counted else "none counted yet"
     if len(counted) + len(stale_only) >= NEEDED:
-        return Verdict(KEY, TITLE, "stale", f"{have}; only stale evidence (older than {ctx.fresh_days} days) "
-                       f"for {', '.join(stale_only)}", evidence, rows), used
+        return Verdict(
+            KEY,
+            TITLE,
+            "stale",
+            f"{have}; only stale evidence (older than {ctx.fresh_days} days) "
+            f"for {', '.join(stale_only)}",
+            evidence,
+            rows,
+        ), used
     missing = NEEDED - len(counted)
     detail = f"needs {plural(missing, 'more out-of-tree plugin')} with fresh counted qualifying evidence ({have})"
     if notes:
-        detail += "; " + "; ".join(notes[:6]) + (f"; and {len(notes) - 6} more" if len(notes) > 6 else "")
+        detail += (
+            "; " + "; ".join(notes[:6]) + (f"; and {len(notes) - 6} more" if len(notes) > 6 else "")
+        )
     if stale_only:
         detail += "; stale: " + ", ".join(stale_only)
     return Verdict(KEY, TITLE, "unmet", detail, evidence, rows), used

@@ -33,10 +33,14 @@ def iptables(vip: str, port: int, name: str, endpoints: list[str]) -> str:
         "-A KUBE-MARK-MASQ -j MARK --set-xmark 0x4000/0x4000",
         "-A KUBE-POSTROUTING -m mark ! --mark 0x4000/0x4000 -j RETURN",
         "-A KUBE-POSTROUTING -j MARK --set-xmark 0x4000/0x0",
-        ('-A KUBE-POSTROUTING -m comment --comment "kubernetes service traffic requiring SNAT" '
-        "-j MASQUERADE --random-fully"),
-        (f'-A KUBE-SERVICES -d {vip}/32 -p sctp -m comment --comment "{name} cluster IP" '
-        f"-m sctp --dport {port} -j {svc}"),
+        (
+            '-A KUBE-POSTROUTING -m comment --comment "kubernetes service traffic requiring SNAT" '
+            "-j MASQUERADE --random-fully"
+        ),
+        (
+            f'-A KUBE-SERVICES -d {vip}/32 -p sctp -m comment --comment "{name} cluster IP" '
+            f"-m sctp --dport {port} -j {svc}"
+        ),
     ]
     for i, (ep, sep) in enumerate(zip(endpoints, seps, strict=True)):
         remaining = len(endpoints) - i
@@ -69,10 +73,14 @@ def nftables(vip: str, port: int, name: str, endpoints: list[str]) -> str:
     lines = [
         f'add table {t} {{ comment "rules for kube-proxy" ; }}',
         f'add set {t} cluster-ips {{ type ipv4_addr ; comment "Active ClusterIPs" ; }}',
-        (f"add map {t} service-ips {{ type ipv4_addr . inet_proto . inet_service : verdict ; "
-        'comment "ClusterIP, ExternalIP and LoadBalancer IP traffic" ; }'),
-        (f"add map {t} service-nodeports {{ type inet_proto . inet_service : verdict ; "
-        'comment "NodePort traffic" ; }'),
+        (
+            f"add map {t} service-ips {{ type ipv4_addr . inet_proto . inet_service : verdict ; "
+            'comment "ClusterIP, ExternalIP and LoadBalancer IP traffic" ; }'
+        ),
+        (
+            f"add map {t} service-nodeports {{ type inet_proto . inet_service : verdict ; "
+            'comment "NodePort traffic" ; }'
+        ),
         f"add chain {t} mark-for-masquerade",
         f"add chain {t} masquerading",
         f"add chain {t} nat-output {{ type nat hook output priority -100 ; }}",

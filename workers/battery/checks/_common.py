@@ -66,9 +66,16 @@ def start_endpoint_pods(ctx: TestContext, labels: dict[str, str]) -> list[Any]:
     names = []
     for index, node in enumerate(ctx.run.nodes):
         name = f"netserver-{index}"
-        ctx.create_pod(pods.netexec_pod(name, ctx.image, labels, node,
-                                        http_port=ENDPOINT_HTTP_PORT,
-                                        sctp_port=ENDPOINT_SCTP_PORT))
+        ctx.create_pod(
+            pods.netexec_pod(
+                name,
+                ctx.image,
+                labels,
+                node,
+                http_port=ENDPOINT_HTTP_PORT,
+                sctp_port=ENDPOINT_SCTP_PORT,
+            )
+        )
         names.append(name)
     running = []
     for name in names:
@@ -80,7 +87,9 @@ def start_endpoint_pods(ctx: TestContext, labels: dict[str, str]) -> list[Any]:
 
 def start_test_container(ctx: TestContext, node: str | None) -> str:
     """upstream's test-container-pod: netexec on 9080 whose /dial makes the SCTP exchanges."""
-    pod = ctx.start_server(pods.netexec_pod("test-container-pod", ctx.image,
-                                            {"app": "test-container"}, node,
-                                            http_port=TESTER_PORT))
+    pod = ctx.start_server(
+        pods.netexec_pod(
+            "test-container-pod", ctx.image, {"app": "test-container"}, node, http_port=TESTER_PORT
+        )
+    )
     return str(pod.status.pod_ip)

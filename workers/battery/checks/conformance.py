@@ -21,17 +21,22 @@ class _PodToServiceOver(BatteryTest):
 
     def run(self, ctx: TestContext) -> str:
         labels = {"app": f"{self.protocol}-server"}
-        ctx.start_server(pods.netexec_tcp_udp_pod("server", ctx.image, TARGET_PORT, labels, ctx.node(0)))
+        ctx.start_server(
+            pods.netexec_tcp_udp_pod("server", ctx.image, TARGET_PORT, labels, ctx.node(0))
+        )
         name = f"{self.protocol}-svc"
         service = ctx.create_service(
             pods.service(name, labels, SERVICE_PORT, TARGET_PORT, protocol=self.protocol.upper())
         )
         vip = service.spec.cluster_ip
         ctx.wait_endpoints(name, self.protocol.upper())
-        result = ctx.connect_expect(vip, SERVICE_PORT, self.protocol, expect_ok=True, node=ctx.node(1))
+        result = ctx.connect_expect(
+            vip, SERVICE_PORT, self.protocol, expect_ok=True, node=ctx.node(1)
+        )
         if not result.ok:
-            raise TestFailed(f"{self.protocol.upper()} to the ClusterIP {vip}:{SERVICE_PORT} "
-                             f"{why(result)}")
+            raise TestFailed(
+                f"{self.protocol.upper()} to the ClusterIP {vip}:{SERVICE_PORT} {why(result)}"
+            )
         return f"{self.protocol.upper()} connected from a pod to the ClusterIP {vip}:{SERVICE_PORT}"
 
 

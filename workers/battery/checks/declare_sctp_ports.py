@@ -32,7 +32,9 @@ class DeclareSctpPorts(BatteryTest):
         # into "feature gate off" by the runner for every test alike).
         ctx.run.feature_gate = "on"
         read = ctx.kube.call(ctx.kube.core.read_namespaced_service, SERVICE, ctx.namespace)
-        _expect_sctp("Service", [p.protocol for p in (read.spec.ports if read.spec else None) or []])
+        _expect_sctp(
+            "Service", [p.protocol for p in (read.spec.ports if read.spec else None) or []]
+        )
         ctx.note(f"service {SERVICE}: ClusterIP {service.spec.cluster_ip}, port {SCTP_PORT}/SCTP")
         _endpoints_step(ctx, {}, "before the pod exists")
 
@@ -54,8 +56,11 @@ class DeclareSctpPorts(BatteryTest):
         )
         _expect_sctp(
             "NetworkPolicy",
-            [p.protocol for rule in (policy.spec.ingress if policy.spec else None) or []
-             for p in rule.ports or []],
+            [
+                p.protocol
+                for rule in (policy.spec.ingress if policy.spec else None) or []
+                for p in rule.ports or []
+            ],
         )
         ctx.note("network policy sctp-declare: ingress port 5060/SCTP round-tripped")
 

@@ -34,9 +34,7 @@ class HostportKubenet(BatteryTest):
             node,
         )
         pod = ctx.start_server(body)  # an admission refusal ends it `skipped` (the runner)
-        declared = [
-            (p.host_port, p.protocol) for c in pod.spec.containers for p in c.ports or []
-        ]
+        declared = [(p.host_port, p.protocol) for c in pod.spec.containers for p in c.ports or []]
         if (SCTP_PORT, "SCTP") not in declared:
             raise TestFailed(
                 f"the pod did not keep hostPort {SCTP_PORT}/SCTP (read back {declared})"
@@ -60,8 +58,10 @@ class HostportKubenet(BatteryTest):
             node,
             "iptables-save",
             lambda text: nodeparse.iptables_sctp_rules(
-                nodeparse.iptables_table(text, "nat"), dport=SCTP_PORT,
-                chain_prefix="KUBE-HOSTPORTS"),
+                nodeparse.iptables_table(text, "nat"),
+                dport=SCTP_PORT,
+                chain_prefix="KUBE-HOSTPORTS",
+            ),
         )
         if not rules:
             raise TestFailed(

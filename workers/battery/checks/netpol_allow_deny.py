@@ -58,8 +58,16 @@ CASES: list[tuple[str, dict[str, Any], list[Probe]]] = [
         "allow-ns-y-pod-b",
         {
             "pod_selector": {"pod": "a"},
-            "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {NS_LABEL: "y"}},
-                                   "podSelector": {"matchLabels": {"pod": "b"}}}]}],
+            "ingress": [
+                {
+                    "from": [
+                        {
+                            "namespaceSelector": {"matchLabels": {NS_LABEL: "y"}},
+                            "podSelector": {"matchLabels": {"pod": "b"}},
+                        }
+                    ]
+                }
+            ],
         },
         [
             Probe("y/b", "x/a", P80, True),
@@ -104,21 +112,28 @@ class NetpolAllowDeny(BatteryTest):
         ips: dict[str, str] = {}
         for target, ports in SERVERS.items():
             letter, pod = target.split("/")
-            body = pods.porter_multi_pod(f"server-{pod}", ctx.image, ports, {"pod": pod},
-                                         ctx.node(0 if letter == "x" else 1))
+            body = pods.porter_multi_pod(
+                f"server-{pod}", ctx.image, ports, {"pod": pod}, ctx.node(0 if letter == "x" else 1)
+            )
             spaces[letter].create_pod(body)
         for target in SERVERS:
             letter, pod = target.split("/")
-            ready = spaces[letter].wait_pod(f"server-{pod}", ("Running",),
-                                            ctx.spec.timeouts.pod_start)
+            ready = spaces[letter].wait_pod(
+                f"server-{pod}", ("Running",), ctx.spec.timeouts.pod_start
+            )
             ips[target] = ready.status.pod_ip
             ctx.note(f"server {target} at {ips[target]} serving SCTP {SERVERS[target]}")
 
         def probe(p: Probe, what: str) -> str | None:
             letter, label = p.source.split("/")
             result = spaces[letter].connect_expect(
-                ips[p.target], p.port, "sctp", expect_ok=p.allowed, node=ctx.node(1),
-                labels={"pod": label}, what=f"{what}, {p.source} -> {p.target}:{p.port}",
+                ips[p.target],
+                p.port,
+                "sctp",
+                expect_ok=p.allowed,
+                node=ctx.node(1),
+                labels={"pod": label},
+                what=f"{what}, {p.source} -> {p.target}:{p.port}",
             )
             if result.ok == p.allowed:
                 return None

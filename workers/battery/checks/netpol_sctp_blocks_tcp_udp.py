@@ -34,11 +34,11 @@ class NetpolSctpBlocksTcpUdp(BatteryTest):
         labels = {"app": "netpol-server"}
         control_labels = {"app": "netpol-control"}
         # TCP and UDP only: an SCTP listener would load sctp.ko, which a basic test must not.
-        ctx.create_pod(pods.netexec_tcp_udp_pod("netpol-server", ctx.image, PORT, labels,
-                                                ctx.node(0)))
+        ctx.create_pod(
+            pods.netexec_tcp_udp_pod("netpol-server", ctx.image, PORT, labels, ctx.node(0))
+        )
         control = ctx.start_server(
-            pods.netexec_tcp_udp_pod("netpol-control", ctx.image, PORT, control_labels,
-                                     ctx.node(0))
+            pods.netexec_tcp_udp_pod("netpol-control", ctx.image, PORT, control_labels, ctx.node(0))
         )
         server = ctx.wait_pod("netpol-server", ("Running",), ctx.spec.timeouts.pod_start)
         ip, control_ip = server.status.pod_ip, control.status.pod_ip
@@ -75,7 +75,11 @@ class NetpolSctpBlocksTcpUdp(BatteryTest):
             )
         for protocol in ("tcp", "udp"):
             result = ctx.connect_expect(
-                control_ip, PORT, protocol, expect_ok=True, node=client_node,
+                control_ip,
+                PORT,
+                protocol,
+                expect_ok=True,
+                node=client_node,
                 what="positive control, unselected pod",
             )
             if not result.ok:

@@ -48,9 +48,7 @@ class PodToLoadBalancer(BatteryTest):
             )
         result = ctx.connect_expect(address, SCTP_PORT, "sctp", expect_ok=True, node=ctx.node(1))
         if not result.ok:
-            raise TestFailed(
-                f"SCTP to the load balancer {address}:{SCTP_PORT} {why(result)}"
-            )
+            raise TestFailed(f"SCTP to the load balancer {address}:{SCTP_PORT} {why(result)}")
         return f"SCTP connected from a pod to the load balancer {address}:{SCTP_PORT}"
 
     @staticmethod

@@ -41,8 +41,14 @@ class PodToService(BatteryTest):
         expected = {pod.metadata.name for pod in endpoints}
         tester_ip = start_test_container(ctx, ctx.node(1))
         service = ctx.create_service(
-            pods.service("node-port-service", labels, SERVICE_PORT, TARGET_PORT,
-                         service_type="NodePort", port_name="sctp")
+            pods.service(
+                "node-port-service",
+                labels,
+                SERVICE_PORT,
+                TARGET_PORT,
+                service_type="NodePort",
+                port_name="sctp",
+            )
         )
         vip = service.spec.cluster_ip
         node_port = service.spec.ports[0].node_port
