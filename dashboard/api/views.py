@@ -280,7 +280,10 @@ class SubmissionPages(BasePagination):
             raise ApiError(400, "page and page_size must be numbers") from exc
         self.request = request
         self.total = queryset.count()
-        return list(queryset[(self.page - 1) * self.size : self.page * self.size])
+        start = (self.page - 1) * self.size
+        if start >= self.total:
+            return []  # past the end: no query (an OFFSET past 2**63 is a database error, a 500)
+        return list(queryset[start : start + self.size])
 
     def link(self, number: int) -> str | None:
         if number < 1 or (number - 1) * self.size >= self.total:
