@@ -10,13 +10,13 @@ from django.db import migrations, models
 CACHE_TABLE = "dashboard_cache"
 
 
-def create_cache_table(apps, schema_editor):  # type: ignore[no-untyped-def]
+def create_cache_table(apps, schema_editor):
     call_command(
         "createcachetable", CACHE_TABLE, database=schema_editor.connection.alias, verbosity=0
     )
 
 
-def drop_cache_table(apps, schema_editor):  # type: ignore[no-untyped-def]
+def drop_cache_table(apps, schema_editor):
     schema_editor.execute(f"DROP TABLE IF EXISTS {schema_editor.quote_name(CACHE_TABLE)}")
 
 
