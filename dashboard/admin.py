@@ -72,8 +72,10 @@ class ClusterAdmin(admin.ModelAdmin):
         "lab",
         "enabled",
     ]
-    list_filter = ["proxier", "plugin", "lab", "enabled"]
+    list_filter = ["proxier", "plugin", "lab", "enabled", "approved", "emulated"]
     search_fields = ["name"]
+    # Trust decisions go through dashboard.trust (the cluster page or the API): audited there.
+    readonly_fields = ["approved", "approved_by", "approved_at", "emulated"]
 
 
 @admin.register(models.Vendor)
@@ -86,6 +88,8 @@ class VendorAdmin(admin.ModelAdmin):
 class PluginAdmin(admin.ModelAdmin):
     list_display = ["slug", "name", "in_tree", "implements_network_policy"]
     filter_horizontal = ["vendors"]
+    # NetworkPolicy exemptions are recorded on the plugin page (dashboard.trust), audited there.
+    readonly_fields = ["netpol_exemption_reason", "netpol_exempted_by", "netpol_exempted_at"]
 
 
 @admin.register(models.ApiToken)
