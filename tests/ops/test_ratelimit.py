@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import socket
+import time
 
 import pytest
+import time_machine
 from django.contrib.auth import get_user_model
 from django.test import Client
 
@@ -31,10 +33,17 @@ def test_the_api_answers_429_with_retry_after_once_a_token_is_over_its_limit(
     settings.API_RATE_LIMIT_TOKEN = "3/60"
     c = factories.cluster("calico-a", owner=factories.vendor("Calico vendor", ("calico",)))
     client = Client()
-    assert 429 not in [post_run(client, vendor_token, c.name).status_code for _ in range(3)]
-    refused = post_run(client, vendor_token, c.name)
+    # The wait is what is left of the limit's duration since the oldest counted request:
+    # three requests at t0, t0+10 and t0+10, the refused fourth at t0+20, leave 40 s.
+    with time_machine.travel(time.time(), tick=False) as clock:
+        statuses = [post_run(client, vendor_token, c.name).status_code]
+        clock.shift(10)
+        statuses += [post_run(client, vendor_token, c.name).status_code for _ in range(2)]
+        clock.shift(10)
+        refused = post_run(client, vendor_token, c.name)
+    assert 429 not in statuses
     assert refused.status_code == 429
-    assert 1 <= int(refused["Retry-After"]) <= 60
+    assert refused["Retry-After"] == "40"
     assert "too many requests with this token" in refused.json()["error"]
     # another token from the same address is not held back, and reads are never limited
     assert post_run(client, other_vendor_token, c.name).status_code == 403
