@@ -81,9 +81,10 @@ def submission_detail(request: HttpRequest, sub_id: int) -> HttpResponse:
     )
     report = sub.report or {}
     qualifying = dict(report.get("qualifying") or {"qualifying": sub.qualifying})
-    # The ingest report says nothing when the file qualifies; the stored flags say why.
-    # The stored flags name what is missing or failed; the report's reason may only say "not qualifying".
-    reason = sub.qualifying_reason or qualifying.get("reason") or ""
+    # The report's verdict and reason come from the evidence policy's rule with the plugin's
+    # facts at upload; the stored flag is only the criteria's prefilter (wider for plugins without
+    # NetworkPolicy), so its reason is the fallback for reports written before the policy.
+    reason = qualifying.get("reason") or sub.qualifying_reason or ""
     if reason.strip().lower() in ("qualifying", "not qualifying", "qualifies", "does not qualify"):
         reason = ""
     qualifying["reason"] = reason
