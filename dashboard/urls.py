@@ -12,6 +12,7 @@ admin.site.login_form = LockoutAdminAuthenticationForm
 urlpatterns = [
     path("", front.index, name="readiness"),
     path("favicon.ico", front.favicon, name="favicon"),
+    path("robots.txt", front.robots, name="robots"),
     # Django's LoginView, refusing a user name + address after LOGIN_RATE_LIMIT failures.
     path("login/", RateLimitedLoginView.as_view(template_name="accounts/login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),

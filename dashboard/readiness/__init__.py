@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections.abc import Callable, Hashable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
@@ -25,6 +26,7 @@ __all__ = [
     "Verdict",
     "cached_evaluate",
     "current_stage",
+    "derived",
     "evaluate",
     "invalidate",
     "publish",
@@ -32,6 +34,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+_MISSING = object()
 
 
 def current_stage() -> str:
@@ -115,7 +120,7 @@ def _load(computed: datetime) -> dict[str, Any]:
     from dashboard.models import PublishedReadiness
 
     row = PublishedReadiness.objects.filter(pk=1).values_list("data", "badges", "computed").first()
-    entry = {"computed": row[2], "data": row[0], "badges": row[1], "json": None} if row else {}
+    entry = {"computed": row[2], "data": row[0], "badges": row[1]} if row else {}
     with _memo_lock:
         _memo.clear()
         _memo.update(entry)
@@ -138,32 +143,41 @@ def published() -> dict[str, Any]:
 cached_evaluate = published  # the name the views used before the evaluation was stored
 
 
-def published_json() -> bytes:
-    """The published evaluation as the API's JSON body, encoded once per publication."""
+def _entry() -> dict[str, Any]:
+    """This process's copy of the current publication (publishing first when there is none)."""
     computed, fresh = _current()
     if not (fresh and computed is not None and _usable(_load(computed))):
         publish()
         computed, _ = _current()
-    entry = _load(computed) if computed is not None else {}
-    if not entry:
-        return json.dumps(evaluate(), cls=DjangoJSONEncoder).encode()
-    if entry.get("json") is None:
-        body = json.dumps(entry["data"], cls=DjangoJSONEncoder).encode()
-        with _memo_lock:
-            if _memo.get("computed") == computed:
-                _memo["json"] = body
-        return body
-    stored: bytes = entry["json"]
-    return stored
+    return _load(computed) if computed is not None else {}
+
+
+def derived(name: Hashable, build: Callable[[dict[str, Any]], T]) -> T:
+    """What `build` makes of the published evaluation, made once per publication in this
+    process: the API's JSON body, the readiness page's rendered body. `build` must not modify
+    the evaluation. A new publication (evidence changed, or the beat's minute) drops them all."""
+    entry = _entry()
+    if not entry:  # nothing could be stored: build from an evaluation made here
+        return build(evaluate())
+    made = (entry.get("derived") or {}).get(name, _MISSING)
+    if made is not _MISSING:
+        return cast(T, made)
+    value = build(entry["data"])
+    with _memo_lock:
+        if _memo.get("computed") == entry["computed"]:
+            _memo.setdefault("derived", {})[name] = value
+    return value
+
+
+def published_json() -> bytes:
+    """The published evaluation as the API's JSON body, encoded once per publication."""
+    return derived("json", lambda data: json.dumps(data, cls=DjangoJSONEncoder).encode())
 
 
 def published_badge(slug: str) -> dict[str, Any] | None:
     """A plugin's badge status as last published ({status, message, why}), None if unknown."""
-    computed, fresh = _current()
-    if not (fresh and computed is not None and _usable(_load(computed))):
-        publish()
-        computed, _ = _current()
-    return (_load(computed).get("badges") or {}).get(slug) if computed is not None else None
+    badge: dict[str, Any] | None = (_entry().get("badges") or {}).get(slug)
+    return badge
 
 
 def publish(evaluation: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -183,7 +197,7 @@ def publish(evaluation: dict[str, Any] | None = None) -> dict[str, Any]:
     if stored is not None:
         with _memo_lock:
             _memo.clear()
-            _memo.update({"computed": stored[1], "data": stored[0], "badges": badges, "json": None})
+            _memo.update({"computed": stored[1], "data": stored[0], "badges": badges})
     return evaluation
 
 

@@ -61,4 +61,46 @@ def test_its_query_count_does_not_grow_with_history(client: Client) -> None:
     before = queries(client, "/")
     grow_history(c, 60)
     grow_submissions(20)
-    assert queries(client, "/") == before == 2
+    # the publication's check; the body is rendered once per publication (sign-offs included)
+    assert queries(client, "/") == before == 1
+
+
+def test_its_body_is_rendered_once_per_publication_and_role(client: Client, maintainer) -> None:
+    from django.test.signals import template_rendered
+
+    rendered: list[str] = []
+
+    def seen(sender, template, **kwargs) -> None:
+        rendered.append(template.name)
+
+    template_rendered.connect(seen)
+    try:
+        client.get("/")
+        first = rendered.count("front/_readiness_body.html")
+        body = client.get("/").content.decode()
+        assert first == 1 and rendered.count("front/_readiness_body.html") == 1
+        assert "Review and sign off" not in body
+
+        client.force_login(maintainer)  # another role: its own body, with the maintainer's button
+        assert "Review and sign off" in client.get("/").content.decode()
+        client.logout()
+        assert "Review and sign off" not in client.get("/").content.decode()
+        assert rendered.count("front/_readiness_body.html") == 2
+
+        # new evidence: a new publication, a new body that shows it
+        run = factories.run(factories.cluster("calico-a"))
+        body = client.get("/").content.decode()
+        assert rendered.count("front/_readiness_body.html") == 3
+        assert f'href="/runs/{run.id}/"' in body
+
+        # a sign-off changes the page too (it bumps the publication)
+        SignOff.objects.create(
+            from_stage="alpha",
+            to_stage="beta",
+            maintainer=maintainer,
+            comment="ok",
+            snapshot=readiness.evaluate(),
+        )
+        assert "Signed off alpha → beta by maria" in client.get("/").content.decode()
+    finally:
+        template_rendered.disconnect(seen)

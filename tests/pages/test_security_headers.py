@@ -68,3 +68,17 @@ def test_no_template_has_inline_script_handlers_or_styles():
         assert not INLINE_HANDLER.search(text), f"{path}: inline event handler"
         assert "javascript:" not in text.lower(), f"{path}: javascript: URL"
         assert 'style="' not in text and "<style" not in text, f"{path}: inline style"
+
+
+def test_robots_txt_is_a_constant_answer_through_every_middleware(client: Client) -> None:
+    # The load benchmark's baseline: a real view behind the whole stack, unlike /healthz.
+    resp = client.get("/robots.txt")
+    assert resp.status_code == 200
+    assert resp["Content-Type"] == "text/plain; charset=utf-8"
+    assert resp.content.decode().splitlines() == [
+        "User-agent: *",
+        "Disallow: /admin/",
+        "Disallow: /api/",
+    ]
+    assert "default-src" in policy(resp) and resp["X-Frame-Options"] == "DENY"
+    assert client.post("/robots.txt").status_code in (403, 405)  # GET only (CSRF may answer first)
