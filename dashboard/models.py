@@ -274,6 +274,12 @@ class Run(EvidenceMixin):
             models.Index(fields=["plugin", "state", "qualifying", "-finished"]),
             # iptables-and-ipvs: newest run per proxier with pod-to-service passed
             models.Index(fields=["proxier", "state", "pod_to_service_passed", "-finished"]),
+            # connectivity candidates: per cluster, its newest run of each kind of evidence
+            models.Index(fields=["cluster", "state", "has_connectivity", "-finished"]),
+            models.Index(fields=["cluster", "state", "qualifying", "-finished"]),
+            models.Index(fields=["cluster", "state", "pod_to_service_passed", "-finished"]),
+            # tests-written: finished runs newest first, inside the freshness window
+            models.Index(fields=["state", "-finished"]),
             # periodic-basic-passing: last N scheduled runs of a schedule
             models.Index(fields=["schedule", "-created"]),
             # the reaper and the dispatcher
@@ -309,8 +315,11 @@ class TestResult(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["run", "test_key"], name="one_result_per_test")
         ]
-        # tests-written: "has this key ever had a recorded outcome?"
-        indexes = [models.Index(fields=["test_key", "outcome"])]
+        indexes = [
+            models.Index(fields=["test_key", "outcome"]),  # /metrics: outcomes per test
+            # tests-written: a key's newest result, when no counted run has a verdict for it
+            models.Index(fields=["test_key", "-id"]),
+        ]
 
     def __str__(self) -> str:
         return f"{self.test_key}: {self.outcome}"

@@ -4,10 +4,10 @@ instead have a counted `skipped` for want of an SCTP load balancer, which the KE
 
 from __future__ import annotations
 
-from django.db.models import OuterRef, Subquery
+from django.db.models import Case, Exists, OuterRef, Subquery, When
 
 from dashboard.catalog import ALL_KEYS, Outcome, criterion_title
-from dashboard.models import CatalogTest, Submission, TestResult
+from dashboard.models import CatalogTest, Run, Submission, TestResult
 from dashboard.policy import (
     LB_KEY,
     TESTS_WRITTEN,
@@ -38,24 +38,28 @@ def evaluate(ctx: Context) -> Verdict:
 
 def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
     pol = ctx.policy
-    q = countable_runs_q(pol, relax=relax, prefix="run__")
-    results = TestResult.objects.filter(q)
+    runs = Run.objects.filter(countable_runs_q(pol, relax=relax))
 
-    def example(outcomes: list[str]) -> Subquery:
-        # Unordered on purpose: "LIMIT 1" on the (test_key, outcome) index stays cheap.
-        return Subquery(
-            results.filter(test_key=OuterRef("key"), outcome__in=outcomes).values("run_id")[:1]
+    def newest(outcome: str) -> Subquery:
+        # The newest counted run with this outcome for the key: runs are walked newest first on
+        # the finished index, each checked on the (run, test_key) constraint, so the cost is
+        # bounded by the runs inside the freshness window, not by the whole history.
+        has = TestResult.objects.filter(
+            run=OuterRef("pk"), test_key=OuterRef(OuterRef("key")), outcome=outcome
         )
+        return Subquery(runs.filter(Exists(has)).order_by("-finished").values("id")[:1])
 
     latest_any = Subquery(
         TestResult.objects.filter(test_key=OuterRef("key")).order_by("-id").values("run_id")[:1]
     )
     tests = list(
         CatalogTest.objects.annotate(
-            verdict_run=example([Outcome.PASSED, Outcome.FAILED]),
-            skip_run=example([Outcome.SKIPPED]),
+            passed_run=newest(Outcome.PASSED),
+            failed_run=newest(Outcome.FAILED),
+            # only pod-to-loadbalancer may count a skip (for want of a load balancer)
+            skip_run=Case(When(key=LB_KEY, then=newest(Outcome.SKIPPED))),
             latest_run=latest_any,
-        ).values("key", "verdict_run", "skip_run", "latest_run")
+        ).values("key", "passed_run", "failed_run", "skip_run", "latest_run")
     )
     absent = [k for k in ALL_KEYS if k not in {t["key"] for t in tests}]
     if absent:  # the catalog itself is incomplete (its seed migration did not run)
@@ -69,7 +73,7 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
         .order_by("-created")
         .values_list("id", flat=True)[:RECENT_SUBMISSIONS]
     )
-    run_ids = [t[k] for t in tests for k in ("verdict_run", "skip_run", "latest_run")]
+    run_ids = [t[k] for t in tests for k in ("passed_run", "failed_run", "skip_run", "latest_run")]
     items = load(run_ids, sub_ids, plugins)
     submissions = [items[("submission", i)] for i in sub_ids if ("submission", i) in items]
 
@@ -79,7 +83,7 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
     for t in tests:
         key = t["key"]
         found = None
-        for rid in (t["verdict_run"], t["skip_run"] if key == LB_KEY else None):
+        for rid in (t["passed_run"], t["failed_run"], t["skip_run"]):
             item = items.get(("run", rid)) if rid else None
             if item is not None:
                 a = pol.assess(item, KEY, relax)
