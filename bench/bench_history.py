@@ -3,11 +3,12 @@
 Generates 200 clusters x 365 daily periodic runs x 8 tests (584,000 results) and 2,000
 submissions with bulk inserts into its own PostgreSQL database (sctp_bench, dropped and
 created anew), with evidence flags set by dashboard.evidence as the worker sets them and one
-periodic schedule per cluster. Measures each page first with one day of history, then with the
-full year, in the same process: median time, the ratio (target <= 1.5) and query counts (which
-must not grow with history). A page over target gets its slowest queries EXPLAIN ANALYZEd.
+periodic schedule per cluster. Measures each page after one day of history, after a week and
+after the full year, in the same process, evaluating afresh on every request: median time, the
+year / week ratio (target <= 1.5) and query counts (the same after the year as after the week).
+A page over target gets its slowest queries EXPLAIN ANALYZEd.
 
-Run: .venv/bin/python bench/bench_history.py [--clusters N] [--days N] [--keep]
+Run: .venv/bin/python bench/bench_history.py [--clusters N] [--days N] [--database NAME]
 """
 
 from __future__ import annotations
@@ -284,10 +285,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clusters", type=int, default=200)
     parser.add_argument("--days", type=int, default=365)
     parser.add_argument("--submissions", type=int, default=2000)
+    parser.add_argument(
+        "--database",
+        default=DB_NAME,
+        help="dropped and created anew (bench_load.py reads sctp_bench)",
+    )
     args = parser.parse_args(argv)
 
     setup_started = time.perf_counter()
-    url = recreate_database(DB_NAME)
+    url = recreate_database(args.database)
     setup_django(url)
     migrate()
     setup_seconds = time.perf_counter() - setup_started
@@ -339,7 +345,9 @@ def main(argv: list[str] | None = None) -> int:
             continue
         ratio_week = full["median"] / week["median"]
         ratio_day = full["median"] / small["median"]
-        same = small["queries"] == week["queries"] == full["queries"]
+        # From a week on, every criterion's working set is complete (after one day some have
+        # nothing to load yet, e.g. a single submission): the count must not grow after it.
+        same = week["queries"] == full["queries"]
         verdict = "ok" if ratio_week <= TARGET_RATIO and same else "MISSED"
         if verdict != "ok":
             over.append(path)
@@ -356,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         table(
             f"history: median of {ROUNDS} requests (ms) as history grows; target: {args.days} days <= "
-            f"{TARGET_RATIO} x a week, query count independent of history",
+            f"{TARGET_RATIO} x a week, query count the same after a week as after the full history",
             [
                 "page",
                 "1 day",
