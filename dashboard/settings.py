@@ -32,6 +32,11 @@ def env_int(name: str, default: int) -> int:
     return int(value) if value else default
 
 
+def env_float(name: str, default: float) -> float:
+    value = env(name, "")
+    return float(value) if value else default
+
+
 DEBUG = env_bool("DEBUG", True)
 SECRET_KEY = env("SECRET_KEY", "dev-only-insecure-secret-key-change-me")
 ALLOWED_HOSTS = [
@@ -188,10 +193,14 @@ READINESS_PERIODIC_RUNS = env_int("READINESS_PERIODIC_RUNS", 3)
 # Evidence of an older Kubernetes minor never counts; empty: three minors below the newest
 # release the catalog knows (dashboard.catalog.DEFAULT_MIN_MINOR).
 READINESS_MIN_KUBERNETES = env("READINESS_MIN_KUBERNETES", "")
-# The public page and API share one evaluation this long at most (0: evaluate every request).
 # The public page, API and badges serve the stored evaluation (dashboard.models.PublishedReadiness)
-# until evidence changes or it is this old; beat recomputes it every minute.
+# until evidence changes or it is this old (0: evaluate every request); beat recomputes it every
+# minute.
 READINESS_MAX_AGE_SECONDS = env_int("READINESS_MAX_AGE_SECONDS", 120)
+# How long a web process trusts its last look at the stored evaluation's version before it asks
+# the database again (0: every request). A change made in this process is seen at once; one made
+# elsewhere (a worker's run, another web process) within this many seconds.
+READINESS_RECHECK_SECONDS = env_float("READINESS_RECHECK_SECONDS", 1.0)
 # After a commit that changed evidence, ask a worker to recompute it (at most every 10 s).
 READINESS_REFRESH_ON_COMMIT = env_bool("READINESS_REFRESH_ON_COMMIT", True)
 SUBMISSION_MAX_BYTES = env_int("SUBMISSION_MAX_BYTES", 50 * 1024 * 1024)

@@ -47,6 +47,9 @@ def fresh_cache_namespace(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     # No refresh tasks sent to a shared broker nobody consumes in tests; readers recompute.
     settings.READINESS_REFRESH_ON_COMMIT = False
+    # Tests change evidence from other processes too (workers) and read at once: look every
+    # request (the one-second window of production is tested in test_readiness_cache.py).
+    settings.READINESS_RECHECK_SECONDS = 0
     redis_cache = (
         caches["default"]["BACKEND"].endswith("RedisCache") and caches["default"]["LOCATION"]
     )

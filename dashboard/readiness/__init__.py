@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Hashable
 from datetime import datetime
 from typing import Any, TypeVar, cast
@@ -77,23 +78,44 @@ _memo: dict[str, Any] = {}
 _memo_lock = threading.Lock()
 
 
+# This process's last look at the stored row: (time.monotonic() when, computed, current version).
+_look: dict[str, Any] = {}
+_clock = time.monotonic
+
+
+def _forget_look(*args: Any, **kwargs: Any) -> None:
+    with _memo_lock:
+        _look.clear()
+
+
 def _current() -> tuple[datetime | None, bool]:
-    """(when the published evaluation was computed, whether it is still current)."""
+    """(when the published evaluation was computed, whether it is still current).
+
+    The version check is one small query, made at most every READINESS_RECHECK_SECONDS per
+    process (under load, requests then cost no query at all); the age check is made every time."""
     from dashboard.models import PublishedReadiness
 
-    row = (
-        PublishedReadiness.objects.filter(pk=1)
-        .values_list("version", "computed_version", "computed")
-        .first()
-    )
-    if row is None:
-        return None, False
-    version, computed_version, computed = row
+    with _memo_lock:
+        look = dict(_look)
+    moment = _clock()
+    if look and moment - look["at"] < settings.READINESS_RECHECK_SECONDS:
+        computed, same_version = look["computed"], look["same_version"]
+    else:
+        row = (
+            PublishedReadiness.objects.filter(pk=1)
+            .values_list("version", "computed_version", "computed")
+            .first()
+        )
+        if row is None:
+            return None, False
+        version, computed_version, computed = row
+        same_version = computed_version == version
+        with _memo_lock:
+            _look.update(at=moment, computed=computed, same_version=same_version)
     if computed is None:
         return None, False
     fresh = (
-        computed_version == version
-        and (tz_now() - computed).total_seconds() < settings.READINESS_MAX_AGE_SECONDS
+        same_version and (tz_now() - computed).total_seconds() < settings.READINESS_MAX_AGE_SECONDS
     )
     return computed, fresh
 
@@ -198,6 +220,7 @@ def publish(evaluation: dict[str, Any] | None = None) -> dict[str, Any]:
         with _memo_lock:
             _memo.clear()
             _memo.update({"computed": stored[1], "data": stored[0], "badges": badges})
+    _forget_look()  # the next reader looks at the new row
     return evaluation
 
 
@@ -230,6 +253,8 @@ def invalidate(*args: Any, **kwargs: Any) -> None:
     from dashboard.models import PublishedReadiness
 
     PublishedReadiness.objects.filter(pk=1).update(version=F("version") + 1)
+    _forget_look()  # this process sees its own change at once (and again once it is committed)
+    transaction.on_commit(_forget_look)
     if settings.READINESS_REFRESH_ON_COMMIT:
         transaction.on_commit(_request_refresh)
 

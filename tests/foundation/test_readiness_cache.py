@@ -99,3 +99,54 @@ def test_the_badge_is_served_from_the_published_evaluation(client):
     with CaptureQueriesContext(connection) as ctx:
         body = client.get("/badge/calico.svg").content.decode()
     assert "connectivity passing" in body and len(ctx.captured_queries) == 1
+
+
+def test_a_busy_process_looks_at_the_stored_row_once_per_recheck_window(
+    client, settings, monkeypatch
+):
+    from dashboard import readiness
+    from dashboard.models import PublishedReadiness
+
+    settings.READINESS_RECHECK_SECONDS = 1.0
+    clock = [1000.0]
+    monkeypatch.setattr(readiness, "_clock", lambda: clock[0])
+    f.run(f.cluster(proxier="iptables"))
+    f.run(f.cluster(proxier="ipvs"))
+    assert status(client, "iptables-and-ipvs")[0] == "met"
+    assert status(client, "iptables-and-ipvs") == ("met", 0)  # within the second: no query
+    clock[0] += 1.1
+    assert status(client, "iptables-and-ipvs") == ("met", 1)  # looks again: still current
+    assert status(client, "iptables-and-ipvs") == ("met", 0)
+
+    # Another process (a worker) changes evidence: its bump is seen once the window is over.
+    r = Run.objects.filter(proxier="ipvs").get()
+    Run.objects.filter(pk=r.pk).update(pod_to_service_passed=False)
+    TestResult.objects.filter(run=r, test_key="pod-to-service").update(outcome="failed")
+    PublishedReadiness.objects.filter(pk=1).update(
+        version=PublishedReadiness.objects.get().version + 1
+    )
+    clock[0] += 0.5
+    assert status(client, "iptables-and-ipvs") == ("met", 0)
+    clock[0] += 0.6
+    assert status(client, "iptables-and-ipvs")[0] == "unmet"
+
+    # A change made in this process is seen at once, inside the window.
+    assert status(client, "iptables-and-ipvs") == ("unmet", 0)
+    f.run(f.cluster(proxier="ipvs"))  # its signals bump the version here
+    assert status(client, "iptables-and-ipvs")[0] == "met"
+
+
+def test_the_age_limit_holds_inside_the_recheck_window(client, settings, monkeypatch):
+    import time_machine
+    from django.utils.timezone import now
+
+    from dashboard import readiness
+
+    settings.READINESS_RECHECK_SECONDS = 3600.0  # the version is never looked at again
+    monkeypatch.setattr(readiness, "_clock", lambda: 1000.0)
+    f.run(f.cluster(proxier="iptables"), days_ago=89.99)
+    f.run(f.cluster(proxier="ipvs"), days_ago=1)
+    assert status(client, "iptables-and-ipvs")[0] == "met"
+    assert status(client, "iptables-and-ipvs") == ("met", 0)
+    with time_machine.travel(now() + timedelta(days=1)):  # older than READINESS_MAX_AGE_SECONDS
+        assert status(client, "iptables-and-ipvs")[0] == "stale"

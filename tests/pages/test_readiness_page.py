@@ -104,3 +104,33 @@ def test_its_body_is_rendered_once_per_publication_and_role(client: Client, main
         assert "Signed off alpha → beta by maria" in client.get("/").content.decode()
     finally:
         template_rendered.disconnect(seen)
+
+
+def test_visitors_without_a_session_share_one_page_and_signed_in_users_get_their_own(
+    client: Client, vendor_user
+) -> None:
+    first, second = Client(), Client()
+    a, b = first.get("/"), second.get("/")
+    assert a.status_code == b.status_code == 200 and a.content == b.content
+    assert a["Content-Type"] == "text/html; charset=utf-8"
+    assert "Cookie" in a["Vary"]  # a shared cache must not hand it to a signed-in user
+    assert "Log in" in a.content.decode() and "victor" not in a.content.decode()
+    assert a.has_header("Content-Security-Policy")  # the middleware still answers for it
+
+    client.force_login(vendor_user)
+    mine = client.get("/").content.decode()
+    assert "victor" in mine and "Log out" in mine and "Log in</a>" not in mine
+    client.post("/logout/")
+    assert "victor" not in client.get("/").content.decode()
+
+
+def test_a_pending_message_is_shown_to_a_visitor(client: Client) -> None:
+    from django.contrib.messages.storage.base import Message
+    from django.contrib.messages.storage.cookie import CookieStorage
+    from django.http import HttpRequest
+
+    waiting = CookieStorage(HttpRequest())._encode([Message(20, "Thanks for the upload")])
+    client.cookies[CookieStorage.cookie_name] = waiting
+    assert "Thanks for the upload" in client.get("/").content.decode()
+    del client.cookies[CookieStorage.cookie_name]
+    assert "Thanks for the upload" not in client.get("/").content.decode()
