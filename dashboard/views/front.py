@@ -9,20 +9,17 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.contrib.messages.storage.cookie import CookieStorage
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
 from django.template.loader import render_to_string
-from django.utils.cache import patch_vary_headers
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_GET
 
-from dashboard import readiness
 from dashboard.catalog import Stage
 from dashboard.models import SignOff
 from dashboard.readiness.history import statuses_of
-from dashboard.roles import is_maintainer
+
+from .published import published_page
 
 SYMBOLS = {"met": "✔", "unmet": "✘", "at_risk": "⚠", "stale": "⌛"}
 LABELS = {"met": "met", "unmet": "unmet", "at_risk": "at risk", "stale": "stale"}
@@ -159,39 +156,8 @@ def readiness_body(evaluation: dict[str, Any], maintainer: bool) -> SafeString:
     )
 
 
-def _first_visit(request: HttpRequest) -> bool:
-    """No session and no pending message: the page is the same for every such visitor."""
-    return (
-        settings.SESSION_COOKIE_NAME not in request.COOKIES
-        and CookieStorage.cookie_name not in request.COOKIES
-    )
-
-
 def index(request: HttpRequest) -> HttpResponse:
-    # The body is rendered once per publication and role, in this process (the page's cost was
-    # its template); the request only pays for the frame around it (who is logged in). Visitors
-    # with no session (READMEs' readers, crawlers, most of the load) get the whole page as made
-    # once per publication.
-    if request.method == "GET" and _first_visit(request):
-        page = readiness.derived(
-            "readiness-page-visitor",
-            lambda data: render(request, "front/readiness.html", {"body": _body(data, False)}),
-        )
-        response = HttpResponse(page.content, content_type=page["Content-Type"])
-    else:
-        response = render(
-            request, "front/readiness.html", {"body": _body(None, is_maintainer(request.user))}
-        )
-    patch_vary_headers(response, ("Cookie",))  # a shared cache must not mix the two
-    return response
-
-
-def _body(data: dict[str, Any] | None, maintainer: bool) -> SafeString:
-    if data is not None:
-        return readiness_body(data, maintainer)
-    return readiness.derived(
-        ("readiness-page", maintainer), lambda data: readiness_body(data, maintainer)
-    )
+    return published_page(request, "readiness-page", "Readiness", readiness_body, by_role=True)
 
 
 ROBOTS = "User-agent: *\nDisallow: /admin/\nDisallow: /api/\n"

@@ -15,9 +15,9 @@ from typing import Any
 
 from django.db.models import OuterRef, Subquery
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.utils.html import format_html
-from django.utils.safestring import mark_safe
+from django.utils.safestring import SafeString, mark_safe
 
 from dashboard.catalog import (
     ALL_KEYS,
@@ -32,6 +32,7 @@ from dashboard.catalog import (
 from dashboard.models import Cluster, Plugin, Run, Submission, TestResult
 
 from .outcomes import SHORT, cell
+from .published import published_page
 
 TRUST = {"run": "our run", "verified": "verified vendor", "pending": "pending vendor"}
 TRUST_SHORT = {"run": "ours", "verified": "vendor ✓", "pending": "vendor ?"}
@@ -360,5 +361,13 @@ def build_matrix() -> dict[str, Any]:
     }
 
 
+def matrix_body(evaluation: dict[str, Any], maintainer: bool) -> SafeString:
+    """The matrix for one publication: every source it reads (runs, results, submissions,
+    clusters, plugins) bumps the publication when it changes."""
+    return mark_safe(  # the template's own autoescaped output
+        render_to_string("matrix/_matrix_body.html", {"matrix": build_matrix(), "trust": TRUST})
+    )
+
+
 def matrix(request: HttpRequest) -> HttpResponse:
-    return render(request, "matrix/matrix.html", {"matrix": build_matrix(), "trust": TRUST})
+    return published_page(request, "matrix", "Matrix", matrix_body)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from dashboard.catalog import Outcome
 from dashboard.models import Submission
@@ -96,11 +98,29 @@ def test_its_query_count_does_not_grow_with_history(client: Client) -> None:
     b = factories.cluster("cilium-b", plugin_slug="cilium", proxier="ipvs")
     grow_history(a, 3)
     grow_submissions(2)
-    before = queries(client, "/matrix/")
+    before = build_queries()
     grow_history(a, 60)
     grow_history(b, 30)
     grow_submissions(40)
-    assert queries(client, "/matrix/") == before == 7
+    assert build_queries() == before == 7
+    # Served: the check of the publication; the matrix is built once per publication.
+    assert queries(client, "/matrix/") == 1
+
+
+def build_queries() -> int:
+    with CaptureQueriesContext(connection) as ctx:
+        build_matrix()
+    return len(ctx.captured_queries)
+
+
+def test_it_is_built_once_per_publication_and_shows_new_evidence_at_once(client: Client) -> None:
+    c = factories.cluster("calico-a")
+    assert "calico-a" not in client.get("/matrix/").content.decode()
+    run = factories.run(c)
+    assert f'href="/runs/{run.id}/"' in client.get("/matrix/").content.decode()
+    with CaptureQueriesContext(connection) as ctx:
+        assert f'href="/runs/{run.id}/"' in client.get("/matrix/").content.decode()
+    assert len(ctx.captured_queries) == 1
 
 
 def test_an_old_connectivity_run_stays_visible_behind_many_newer_basic_runs() -> None:
