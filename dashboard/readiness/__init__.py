@@ -253,8 +253,9 @@ def invalidate(*args: Any, **kwargs: Any) -> None:
     from dashboard.models import PublishedReadiness
 
     PublishedReadiness.objects.filter(pk=1).update(version=F("version") + 1)
-    _forget_look()  # this process sees its own change at once (and again once it is committed)
-    transaction.on_commit(_forget_look)
+    # This process sees its own change at once; other processes (and this one's other threads,
+    # if they look before the commit) within READINESS_RECHECK_SECONDS.
+    _forget_look()
     if settings.READINESS_REFRESH_ON_COMMIT:
         transaction.on_commit(_request_refresh)
 

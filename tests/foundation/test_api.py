@@ -19,6 +19,23 @@ def test_the_catalog_lists_the_eight_tests_in_the_contract_shape(client):
     assert next(t for t in data if t["key"] == "pod-to-loadbalancer")["upstream_names"] == []
 
 
+def test_the_catalog_is_encoded_once_per_publication_and_a_change_shows_at_once(client):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from dashboard.models import CatalogTest
+
+    client.get("/api/v1/catalog/")
+    with CaptureQueriesContext(connection) as ctx:
+        client.get("/api/v1/catalog/")
+    assert len(ctx.captured_queries) == 1  # the publication's check only
+    test = CatalogTest.objects.get(key="pod-to-pod")
+    test.title = "Pod to pod over SCTP (renamed)"
+    test.save()  # bumps the publication
+    data = client.get("/api/v1/catalog/").json()
+    assert next(t for t in data if t["key"] == "pod-to-pod")["title"] == test.title
+
+
 def test_readiness_answers_the_contract_shape(client):
     data = client.get("/api/v1/readiness/").json()
     assert data["feature"] == "sctp" and data["stage"] == "alpha"
