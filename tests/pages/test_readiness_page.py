@@ -125,12 +125,13 @@ def test_visitors_without_a_session_share_one_page_and_signed_in_users_get_their
 
 
 def test_a_pending_message_is_shown_to_a_visitor(client: Client) -> None:
-    from django.contrib.messages.storage.base import Message
     from django.contrib.messages.storage.cookie import CookieStorage
-    from django.http import HttpRequest
+    from django.http import HttpRequest, HttpResponse
 
-    waiting = CookieStorage(HttpRequest())._encode([Message(20, "Thanks for the upload")])
-    client.cookies[CookieStorage.cookie_name] = waiting
+    storage, carrier = CookieStorage(HttpRequest()), HttpResponse()
+    storage.add(20, "Thanks for the upload")
+    storage.update(carrier)  # as a redirect after a form would set it
+    client.cookies[CookieStorage.cookie_name] = carrier.cookies[CookieStorage.cookie_name].value
     assert "Thanks for the upload" in client.get("/").content.decode()
     del client.cookies[CookieStorage.cookie_name]
     assert "Thanks for the upload" not in client.get("/").content.decode()
