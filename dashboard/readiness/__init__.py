@@ -153,25 +153,46 @@ def published() -> dict[str, Any]:
     """The evaluation the public page and API serve: the stored one while no evidence changed
     since and it is younger than READINESS_MAX_AGE_SECONDS, else recomputed here. Callers must
     not modify it (copy.deepcopy it first): it is shared by the requests of this process."""
-    computed, fresh = _current()
-    if fresh and computed is not None:
-        entry = _load(computed)
-        if _usable(entry):
-            data: dict[str, Any] = entry["data"]
-            return data
-    return publish()
+    entry = _entry()
+    data: dict[str, Any] = entry["data"] if entry else evaluate()
+    return data
 
 
 cached_evaluate = published  # the name the views used before the evaluation was stored
 
 
+# One evaluation at a time per process: when the stored one is out of date, the requests that
+# find it so wait for the first one's evaluation and serve it, instead of each evaluating.
+_publish_lock = threading.Lock()
+
+
+def _served() -> dict[str, Any] | None:
+    """This process's copy of the stored evaluation, when it may be served."""
+    computed, fresh = _current()
+    if fresh and computed is not None:
+        entry = _load(computed)
+        if _usable(entry):
+            return entry
+    return None
+
+
 def _entry() -> dict[str, Any]:
     """This process's copy of the current publication (publishing first when there is none)."""
-    computed, fresh = _current()
-    if not (fresh and computed is not None and _usable(_load(computed))):
+    entry = _served()
+    if entry is not None:
+        return entry
+    with _publish_lock:
+        _forget_look()
+        entry = _served()  # published by the request this one waited for
+        if entry is not None:
+            return entry
         publish()
+        entry = _served()
+        if entry is not None:
+            return entry
+        # evidence changed during the evaluation: serve it this once, the next reader redoes it
         computed, _ = _current()
-    return _load(computed) if computed is not None else {}
+        return _load(computed) if computed is not None else {}
 
 
 def derived(name: Hashable, build: Callable[[dict[str, Any]], T]) -> T:

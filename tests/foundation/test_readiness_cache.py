@@ -150,3 +150,30 @@ def test_the_age_limit_holds_inside_the_recheck_window(client, settings, monkeyp
     assert status(client, "iptables-and-ipvs") == ("met", 0)
     with time_machine.travel(now() + timedelta(days=1)):  # older than READINESS_MAX_AGE_SECONDS
         assert status(client, "iptables-and-ipvs")[0] == "stale"
+
+
+def test_requests_that_find_it_out_of_date_wait_for_one_evaluation(monkeypatch):
+    import threading
+    import time
+
+    from dashboard import readiness
+
+    stored: dict = {}
+    evaluations: list[int] = []
+
+    def publish() -> dict:
+        evaluations.append(1)
+        time.sleep(0.2)  # an evaluation over a long history
+        stored.update(computed="t1", data={"stage": "alpha"})
+        return stored["data"]
+
+    monkeypatch.setattr(readiness, "_served", lambda: dict(stored) if stored else None)
+    monkeypatch.setattr(readiness, "publish", publish)
+    got: list[dict] = []
+    threads = [threading.Thread(target=lambda: got.append(readiness._entry())) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(5)
+    assert len(evaluations) == 1 and len(got) == 6
+    assert all(g["data"] == {"stage": "alpha"} for g in got)
