@@ -151,7 +151,17 @@ def main(argv: list[str] | None = None) -> int:
         print("wrk is not installed (Debian: apt-get install wrk): the load benchmark needs it")
         return 1
 
-    from common import free_port
+    import psycopg
+    from common import PG_ADMIN, free_port
+
+    with psycopg.connect(PG_ADMIN.replace("postgres://", "postgresql://")) as conn:
+        found = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [args.database])
+        if found.fetchone() is None:
+            print(
+                f"database {args.database} does not exist: bench_history.py builds it "
+                "(bench/run.py --only history load)"
+            )
+            return 1
 
     port = free_port()
     var = Path(tempfile.mkdtemp(prefix="sctp-bench-load-"))

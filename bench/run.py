@@ -3,7 +3,7 @@
   ingest   bench_ingest.py   the real v1.30 JUnit through dashboard.ingest vs junitparser
   hostile  bench_hostile.py  peak memory and time of ingest for each hostile upload shape
   history  bench_history.py  a year of history (into sctp_bench): pages 1 day vs 365 days
-  load     bench_load.py     50 clients for 30 s on gunicorn, against sctp_bench
+  load     bench_load.py     wrk, 50 connections for 15 s per path on gunicorn, against sctp_bench
   fanout   bench_fanout.py   200 lab clusters' basic batteries at once, 2 real workers
 
 Run: .venv/bin/python bench/run.py [--only NAME ...]
