@@ -154,8 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     import psycopg
     from common import PG_ADMIN, free_port
 
-    with psycopg.connect(PG_ADMIN.replace("postgres://", "postgresql://")) as conn:
-        found = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [args.database])
+    with psycopg.connect(PG_ADMIN.replace("postgres://", "postgresql://")) as admin:
+        found = admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", [args.database])
         if found.fetchone() is None:
             print(
                 f"database {args.database} does not exist: bench_history.py builds it "
