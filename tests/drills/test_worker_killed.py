@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 import pytest
 from django.test import Client
@@ -55,21 +54,20 @@ def test_a_killed_worker_s_run_ends_in_error_its_lease_frees_its_namespaces_go_a
             assert Lease.holder_of(cluster.id) == f"run-{run_id}"
             os.killpg(worker["proc"].pid, signal.SIGKILL)
             worker["proc"].wait()
-            killed_at = time.monotonic()
         left_behind = battery_namespaces(server, "drill-killed")
         assert left_behind, "a killed worker cannot have cleaned up"
 
-        with (
-            celery_worker() as worker
-        ):  # the replacement worker: it runs the sweep the reaper schedules
-            # The reaper, as beat calls it every 30 s; the first call finds the run still fresh.
-            assert run_id not in reap_stale_runs()
+        # The reaper, as beat calls it every 30 s (in this process). The first call, right after
+        # the kill, finds the run's heartbeat still fresh.
+        assert run_id not in reap_stale_runs()
+
+        # The replacement worker: the sweep the reaper queues goes to it, then a retry.
+        with celery_worker() as worker:
             wait_for(
                 lambda: run_id in reap_stale_runs(),
                 settings.RUN_HEARTBEAT_TIMEOUT + 5,
                 "the reaper",
             )
-            assert time.monotonic() - killed_at <= settings.RUN_HEARTBEAT_TIMEOUT + 5
             run = Run.objects.get(pk=run_id)
             assert run.state == "error" and run.error.startswith("worker lost"), run.error
             assert run.finished is not None
