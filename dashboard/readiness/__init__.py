@@ -83,7 +83,7 @@ _look: dict[str, Any] = {}
 _clock = time.monotonic
 
 
-def _forget_look(*args: Any, **kwargs: Any) -> None:
+def _forget_look() -> None:
     with _memo_lock:
         _look.clear()
 

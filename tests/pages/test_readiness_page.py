@@ -14,6 +14,17 @@ from .conftest import grow_history, grow_submissions, queries
 pytestmark = pytest.mark.django_db
 
 
+def sign_off_beta(maintainer) -> SignOff:
+    """alpha → beta, with the evaluation of the moment as its snapshot."""
+    return SignOff.objects.create(
+        from_stage="alpha",
+        to_stage="beta",
+        maintainer=maintainer,
+        comment="ok",
+        snapshot=readiness.evaluate(),
+    )
+
+
 def test_it_shows_a_card_per_criterion_with_status_and_gap(client: Client) -> None:
     body = client.get("/").content.decode()
     for key in (
@@ -38,13 +49,7 @@ def test_it_links_the_evidence_behind_a_met_criterion(client: Client) -> None:
 
 
 def test_it_says_what_changed_since_the_last_sign_off(client: Client, maintainer) -> None:
-    SignOff.objects.create(
-        from_stage="alpha",
-        to_stage="beta",
-        maintainer=maintainer,
-        comment="ok",
-        snapshot=readiness.evaluate(),
-    )
+    sign_off_beta(maintainer)
     factories.run(factories.cluster("calico-a"))
     factories.run(factories.cluster("cilium-b", plugin_slug="cilium"))
     body = client.get("/").content.decode()
@@ -94,13 +99,7 @@ def test_its_body_is_rendered_once_per_publication_and_role(client: Client, main
         assert f'href="/runs/{run.id}/"' in body
 
         # a sign-off changes the page too (it bumps the publication)
-        SignOff.objects.create(
-            from_stage="alpha",
-            to_stage="beta",
-            maintainer=maintainer,
-            comment="ok",
-            snapshot=readiness.evaluate(),
-        )
+        sign_off_beta(maintainer)
         assert "Signed off alpha → beta by maria" in client.get("/").content.decode()
     finally:
         template_rendered.disconnect(seen)
