@@ -204,6 +204,10 @@ READINESS_RECHECK_SECONDS = env_float("READINESS_RECHECK_SECONDS", 1.0)
 # After a commit that changed evidence, ask a worker to recompute it (at most every 10 s).
 READINESS_REFRESH_ON_COMMIT = env_bool("READINESS_REFRESH_ON_COMMIT", True)
 SUBMISSION_MAX_BYTES = env_int("SUBMISSION_MAX_BYTES", 50 * 1024 * 1024)
+# Per-vendor quotas (0: none): submissions waiting for review (429 past it), and bytes uploaded
+# in the last 24 hours (413 past it). A refused upload stores nothing.
+SUBMISSION_MAX_PENDING = env_int("SUBMISSION_MAX_PENDING", 20)
+SUBMISSION_MAX_BYTES_PER_DAY = env_int("SUBMISSION_MAX_BYTES_PER_DAY", 250 * 1024 * 1024)
 # Any other request body (forms, kubeconfigs, JSON): larger is refused from Content-Length, unread.
 REQUEST_MAX_BYTES = env_int("REQUEST_MAX_BYTES", 2 * 1024 * 1024)
 AGENT_RUN_MAX_BYTES = env_int(
