@@ -391,6 +391,9 @@ NOTIFY_MAX_ATTEMPTS = env_int("NOTIFY_MAX_ATTEMPTS", 5)
 NOTIFY_BACKOFF_SECONDS = env_int("NOTIFY_BACKOFF_SECONDS", 30)  # 30 s, 60 s, 120 s, … capped
 NOTIFY_BACKOFF_MAX_SECONDS = env_int("NOTIFY_BACKOFF_MAX_SECONDS", 1800)
 NOTIFY_TIMEOUT_SECONDS = env_int("NOTIFY_TIMEOUT_SECONDS", 10)
+# CIDRs webhooks may use although loopback or private (like CLUSTER_ALLOWED_NETWORKS, which
+# applies when this is not set).
+WEBHOOK_ALLOWED_NETWORKS = os.environ.get("WEBHOOK_ALLOWED_NETWORKS")
 
 CELERY_BEAT_SCHEDULE["refresh-readiness"] = {
     "task": "workers.tasks.refresh_readiness",

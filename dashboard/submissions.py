@@ -44,9 +44,7 @@ def check_quota(vendor: Vendor, size: int) -> None:
     bytes it sent in the last 24 hours past SUBMISSION_MAX_BYTES_PER_DAY. 0 turns a quota off."""
     max_pending = int(getattr(settings, "SUBMISSION_MAX_PENDING", 20))
     if max_pending:
-        pending = Submission.objects.filter(
-            vendor=vendor, status=Submission.Status.PENDING
-        ).count()
+        pending = Submission.objects.filter(vendor=vendor, status=Submission.Status.PENDING).count()
         if pending >= max_pending:
             raise SubmissionError(
                 429,
