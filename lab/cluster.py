@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from lab import dataplane, nodetools, validation
+from lab.daemonsets import node_annotations
 from lab.errors import ApiError, already_exists, invalid, not_found
 from lab.labels import matches_query, service_selector_matches
 from lab.workloads import Workload, read_pod
@@ -44,6 +45,12 @@ API_VERSION_OF = {"pods": "v1", "services": "v1", "networkpolicies": "networking
 
 def timestamp(when: float) -> str:
     return datetime.fromtimestamp(when, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def boot_id(cluster: Cluster, node: Node) -> str:
+    """/proc/sys/kernel/random/boot_id as the kubelet reports it: one per kernel."""
+    seed = cluster.name if cluster.profile.get("shared_kernel") else f"{cluster.name}/{node.name}"
+    return str(uuid.UUID(int=zlib.crc32(seed.encode()) << 64 | 0x4000, version=4))
 
 
 def version_tuple(version: str) -> tuple[int, int]:
@@ -190,9 +197,12 @@ class Cluster:
         return str(name or "")
 
     def module_load(self, node: Node, cause: str) -> None:
-        if not node.sctp_loaded:
-            node.sctp_loaded = True
-            self.module_events.append(ModuleEvent(self.clock(), node.name, cause))
+        # Nodes sharing the host's kernel (kind) share its modules: loaded on one, on all.
+        shared = self.profile.get("shared_kernel")
+        for each in self.nodes if shared else [node]:
+            if not each.sctp_loaded:
+                each.sctp_loaded = True
+                self.module_events.append(ModuleEvent(self.clock(), each.name, cause))
 
     def node_by_name(self, name: str) -> Node | None:
         return next((n for n in self.nodes if n.name == name), None)
@@ -1104,6 +1114,7 @@ class Cluster:
                 "resourceVersion": str(self.resource_version),
                 "creationTimestamp": created,
                 "labels": labels,
+                "annotations": node_annotations(self, node.host_ip),
             },
             "spec": spec,
             "status": {
@@ -1123,7 +1134,8 @@ class Cluster:
                 ],
                 "nodeInfo": {
                     "architecture": "amd64",
-                    "bootID": f"lab-{node.index}",
+                    # kind's nodes are containers on one host: one kernel, one boot ID.
+                    "bootID": boot_id(self, node),
                     "containerRuntimeVersion": "containerd://1.7.18",
                     "kernelVersion": "6.8.0-45-generic",
                     "kubeProxyVersion": version,

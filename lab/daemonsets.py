@@ -62,15 +62,68 @@ def _daemonset(
     }
 
 
+def _with_container(ds: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    ds["spec"]["template"]["spec"]["containers"][0].update(fields)
+    return ds
+
+
+SERVICE_DATAPLANE_OWNER = {
+    "cilium-ebpf": "cilium",
+    "calico-ebpf": "calico",
+    "antrea-proxy": "antrea",
+    "ovn": "ovn-kubernetes",
+    "kube-router-ipvs": "kube-router",
+}
+# The platform's own system DaemonSets, as each platform names them.
+FLAVOR_DAEMONSETS: dict[str, list[str]] = {
+    "eks": ["amazon-vpc-cni"],
+    "aks": ["azure-cni"],
+    "gke-dpv2": ["gke-dataplane-v2"],
+    "k3s": [],  # flannel and the policy controller are built into the k3s binary
+}
+
+
+def _cni_daemonset(cluster: Cluster, cni: str, version: str) -> dict[str, Any] | None:
+    profile = cluster.profile
+    if cni == "kubenet" or (cni == "flannel" and profile["flavor"] == "k3s"):
+        return None  # the kubelet's own / built into k3s: no DaemonSet
+    ns, name, labels, image = cni_daemonset(cni)
+    ds = _daemonset(cluster, ns, name, labels, image.format(v=version))
+    dataplane = profile["service_dataplane"]
+    if cni == "calico" and dataplane == "calico-ebpf":
+        _with_container(ds, env=[{"name": "FELIX_BPFENABLED", "value": "true"}])
+    if cni == "calico" and cni != profile["cni"]:  # policy only on top of another CNI
+        _with_container(ds, env=[{"name": "CALICO_NETWORKING_BACKEND", "value": "none"}])
+    if cni == "kube-router":
+        service_proxy = "true" if dataplane == "kube-router-ipvs" else "false"
+        _with_container(
+            ds,
+            args=[
+                f"--run-router={'true' if cni == profile['cni'] else 'false'}",
+                "--run-firewall=true",
+                f"--run-service-proxy={service_proxy}",
+            ],
+        )
+    return ds
+
+
 def daemonsets(cluster: Cluster, namespace: str | None = None) -> list[dict[str, Any]]:
     profile = cluster.profile
     out: list[dict[str, Any]] = []
-    cni = profile["cni"]
     version = profile.get("plugin_version") or "1.0.0"
-    if cni != "kubenet":  # kubenet is the kubelet's own: no DaemonSet
-        ns, name, labels, image = cni_daemonset(cni)
-        out.append(_daemonset(cluster, ns, name, labels, image.format(v=version)))
-    if profile["kube_proxy"] != "none":
+    cnis = list(FLAVOR_DAEMONSETS.get(profile["flavor"] or "", []))
+    for cni in (profile["cni"], profile["policy_by"]):
+        if cni and cni not in cnis:
+            cnis.append(cni)
+    # A Service dataplane runs as its CNI's agent (AKS: Azure CNI powered by Cilium).
+    owner = SERVICE_DATAPLANE_OWNER.get(profile["service_dataplane"])
+    if owner and owner not in cnis and not (owner == "cilium" and "gke-dataplane-v2" in cnis):
+        cnis.append(owner)
+    for cni in cnis:
+        ds = _cni_daemonset(cluster, cni, version if cni == profile["cni"] else "1.0.0")
+        if ds is not None:
+            out.append(ds)
+    if profile["kube_proxy"] != "none" and profile["flavor"] != "k3s":  # k3s embeds it
         out.append(
             _daemonset(
                 cluster,
@@ -104,22 +157,39 @@ def configmaps(cluster: Cluster, namespace: str | None = None) -> list[dict[str,
     and kube-proxy's: what the battery reads to tell who really programs Services."""
     profile = cluster.profile
     out: list[dict[str, Any]] = []
-    cni = profile["cni"]
-    replaced = profile["kube_proxy"] == "none"
-    if cni == "cilium":
+    names = {d["metadata"]["name"] for d in daemonsets(cluster)}
+    dataplane = profile["service_dataplane"]
+    if names & {"cilium", "anetd"}:
+        chaining = "none"
+        data = {
+            "kube-proxy-replacement": "true" if dataplane == "cilium-ebpf" else "false",
+            "cni-chaining-mode": chaining,
+            "enable-ipv4": "true" if "IPv4" in profile["ip_families"] else "false",
+            "enable-ipv6": "true" if "IPv6" in profile["ip_families"] else "false",
+        }
+        if profile["flavor"] == "aks":
+            data["ipam"] = "delegated-plugin"
+        out.append(_configmap(cluster, "kube-system", "cilium-config", data))
+    if "antrea-agent" in names:
+        proxy_all = "true" if dataplane == "antrea-proxy" else "false"
+        conf = (
+            "featureGates:\n  AntreaProxy: true\n"
+            f"antreaProxy:\n  enable: true\n  proxyAll: {proxy_all}\n"
+        )
+        out.append(_configmap(cluster, "kube-system", "antrea-config", {"antrea-agent.conf": conf}))
+    if "aws-node" in names:
+        enabled = "true" if profile["policy_by"] in (None, "amazon-vpc-cni") else "false"
+        if profile["dataplane"]["network_policy"] == "none":
+            enabled = "false"
         out.append(
             _configmap(
                 cluster,
                 "kube-system",
-                "cilium-config",
-                {
-                    "kube-proxy-replacement": "true" if replaced else "false",
-                    "cni-chaining-mode": "none",
-                    "tunnel-protocol": "vxlan",
-                },
+                "amazon-vpc-cni",
+                {"enable-network-policy-controller": enabled},
             )
         )
-    if profile["kube_proxy"] != "none":
+    if profile["kube_proxy"] != "none" and profile["flavor"] != "k3s":
         mode = profile["kube_proxy"]
         out.append(
             _configmap(
@@ -136,3 +206,16 @@ def configmaps(cluster: Cluster, namespace: str | None = None) -> list[dict[str,
             )
         )
     return [c for c in out if namespace is None or c["metadata"]["namespace"] == namespace]
+
+
+def node_annotations(cluster: Cluster, node_ip: str) -> dict[str, str]:
+    """What a platform writes on its nodes: k3s its arguments and its built-in flannel's."""
+    if cluster.profile["flavor"] != "k3s":
+        return {}
+    return {
+        "k3s.io/node-args": '["server"]',
+        "k3s.io/internal-ip": node_ip,
+        "flannel.alpha.coreos.com/backend-type": "vxlan",
+        "flannel.alpha.coreos.com/kube-subnet-manager": "true",
+        "flannel.alpha.coreos.com/public-ip": node_ip,
+    }

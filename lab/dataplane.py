@@ -184,6 +184,13 @@ def connect_word(
         return TIMEOUT  # a stale endpoint: the pod behind it is gone
     if protocol == "SCTP" and not cluster.dataplane[path]:
         return TIMEOUT
+    if (
+        protocol == "SCTP"
+        and server == client
+        and path != "pod_to_pod"
+        and not cluster.dataplane.get("hairpin", True)
+    ):
+        return TIMEOUT  # no hairpin: a pod cannot reach itself through its own Service
     if not ingress_allowed(cluster, client, server, protocol, server_port):
         return TIMEOUT
     if (
@@ -392,7 +399,8 @@ def _through_service(
 
 
 def _cilium_service_lb(cluster: Cluster) -> bool:
-    return cluster.profile["cni"] == "cilium" and cluster.profile["kube_proxy"] == "none"
+    """Cilium's eBPF (its kube-proxy replacement, or GKE Dataplane V2's) carries Services."""
+    return cluster.profile.get("service_dataplane") == "cilium-ebpf"
 
 
 # ---------------------------------------------------------------- NetworkPolicy

@@ -84,6 +84,10 @@ def service_ports(cluster: Cluster) -> list[ServicePort]:
     return out
 
 
+def _kube_router_ipvs(cluster: Cluster) -> bool:
+    return cluster.profile.get("service_dataplane") == "kube-router-ipvs"
+
+
 def kube_proxy_mode(cluster: Cluster) -> str:
     """The mode kube-proxy really runs (profile `kube_proxy`), not the one registered."""
     return str(cluster.profile.get("kube_proxy") or cluster.profile["proxier"])
@@ -178,7 +182,7 @@ def _lsmod_line(name: str, size: int, used: int, holders: str) -> str:
 def lsmod(cluster: Cluster, node: Node) -> str:
     modules = list(_BASE_MODULES)
     proxier = kube_proxy_mode(cluster)
-    if proxier == "ipvs":
+    if proxier == "ipvs" or _kube_router_ipvs(cluster):
         modules = [
             ("ip_vs_rr", 12288, 4, ""),
             ("ip_vs_wrr", 12288, 0, ""),
@@ -515,7 +519,8 @@ def ipvsadm(cluster: Cluster) -> str:
         "Prot LocalAddress:Port Scheduler Flags\n"
         "  -> RemoteAddress:Port           Forward Weight ActiveConn InActConn\n"
     )
-    if kube_proxy_mode(cluster) != "ipvs":
+    # kube-router's service proxy programs IPVS the way kube-proxy's ipvs mode does.
+    if kube_proxy_mode(cluster) != "ipvs" and not _kube_router_ipvs(cluster):
         return head
     virtuals: list[tuple[str, str, int, list[tuple[str, int]]]] = []
     for sp in service_ports(cluster):

@@ -15,6 +15,35 @@ KUBE_PROXY_MODES = (*PROXIERS, "none")  # none: no kube-proxy (a replacement suc
 # namespace denies all ingress to all its pods, so only a positive control tells it apart.
 NETWORK_POLICY_MODES = ("none", "full", "sctp-as-tcp", "no-sctp", "deny-all")
 ENDPOINTS_REACHABLE = ("all", "one")
+IP_FAMILIES = (("IPv4",), ("IPv6",), ("IPv4", "IPv6"), ("IPv6", "IPv4"))
+# Who really programs Services: kube-proxy, or a replacement that carries the traffic even
+# while kube-proxy runs beside it (and its rules sit unused in the node's tables).
+SERVICE_DATAPLANES = (
+    "kube-proxy",
+    "cilium-ebpf",
+    "calico-ebpf",
+    "antrea-proxy",
+    "ovn",
+    "kube-router-ipvs",
+)
+# The CNI that implies a replacement when kube-proxy is absent, and the one each replacement
+# belongs to (a replacement needs its CNI).
+REPLACEMENT_OF_CNI = {
+    "cilium": "cilium-ebpf",
+    "gke-dataplane-v2": "cilium-ebpf",
+    "calico": "calico-ebpf",
+    "antrea": "antrea-proxy",
+    "ovn-kubernetes": "ovn",
+    "kube-router": "kube-router-ipvs",
+}
+FLAVORS = ("eks", "aks", "gke-dpv2", "k3s")
+# A platform's own CNI (its system DaemonSets), used when the profile names no `cni`.
+FLAVOR_CNI = {
+    "eks": "amazon-vpc-cni",
+    "aks": "azure-cni",
+    "gke-dpv2": "gke-dataplane-v2",
+    "k3s": "flannel",
+}
 PRIVILEGED_PODS = ("allow", "forbid", "webhook-deny")
 
 _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -42,6 +71,11 @@ _TOP: dict[str, tuple[str, Any]] = {
     "seed": ("int", None),
     "description": ("str", ""),
     "rbac": ("str", None),  # a role file (lab/rbac.py); relative to the profile's directory
+    "ip_families": ("list", None),  # default [IPv4]
+    "service_dataplane": ("str", None),  # default: kube-proxy, or the CNI's replacement
+    "policy_by": ("str", None),  # a second plugin enforcing NetworkPolicy on top of `cni`
+    "shared_kernel": ("bool", False),  # nodes are containers on one host kernel (kind)
+    "flavor": ("str", None),  # eks | aks | gke-dpv2 | k3s
 }
 _DATAPLANE: dict[str, tuple[str, Any]] = {
     "pod_to_pod": ("bool", True),
@@ -51,6 +85,8 @@ _DATAPLANE: dict[str, tuple[str, Any]] = {
     "via_node_port": ("bool", True),
     "endpoints_reachable": ("str", "all"),
     "namespace_selector": ("bool", True),
+    "hairpin": ("bool", True),  # an endpoint pod reaches itself through its Service
+    "secondary_family": ("bool", True),  # SCTP through a dual-stack Service's second family
 }
 _ADMISSION: dict[str, tuple[str, Any]] = {
     "privileged_pods": ("str", "allow"),
@@ -82,6 +118,8 @@ def _type_ok(kind: str, value: Any) -> bool:
         return isinstance(value, str)
     if kind == "dict":
         return isinstance(value, dict)
+    if kind == "list":
+        return isinstance(value, list)
     raise AssertionError(kind)
 
 
@@ -91,6 +129,7 @@ _TYPE_WORDS = {
     "number": "a number",
     "str": "a string (quote versions)",
     "dict": "a mapping",
+    "list": "a list",
 }
 
 
@@ -182,11 +221,36 @@ def validate_profile(data: Any, source: str = "<profile>") -> dict[str, Any]:
     # is sent the privileged pod, so the battery meets (and quotes) the refusal itself.
     if not profile["node_access"] and profile["admission"]["privileged_pods"] == "allow":
         profile["admission"]["privileged_pods"] = "forbid"
+    flavor = profile["flavor"]
+    if flavor is not None:
+        _choice(flavor, FLAVORS, "flavor", source)
     if profile["cni"] is None:
-        profile["cni"] = profile["plugin"]
+        cloud = FLAVOR_CNI.get(flavor or "")
+        # On a platform, its own CNI runs unless the plugin under test replaces it; a plugin
+        # that only enforces policy there (Calico on EKS) is given as policy_by.
+        profile["cni"] = cloud if cloud and profile["plugin"] in (cloud, "kubenet") else None
+        profile["cni"] = profile["cni"] or profile["plugin"]
     if profile["kube_proxy"] is None:
-        profile["kube_proxy"] = profile["proxier"]
+        profile["kube_proxy"] = "none" if flavor == "gke-dpv2" else profile["proxier"]
     _choice(profile["kube_proxy"], KUBE_PROXY_MODES, "kube_proxy", source)
+    families = profile["ip_families"] or ["IPv4"]
+    if tuple(families) not in IP_FAMILIES:
+        raise ValueError(
+            f"{source}: field ip_families must be one of "
+            f"{', '.join('[' + ', '.join(f) + ']' for f in IP_FAMILIES)}, got {families!r}"
+        )
+    profile["ip_families"] = list(families)
+    if profile["service_dataplane"] is None:
+        implied = REPLACEMENT_OF_CNI.get(profile["cni"])
+        if flavor == "gke-dpv2":  # Dataplane V2 runs without kube-proxy (anetd, eBPF)
+            profile["service_dataplane"] = "cilium-ebpf"
+        elif profile["cni"] == "ovn-kubernetes":  # OVN load balancers, always
+            profile["service_dataplane"] = "ovn"
+        elif profile["kube_proxy"] == "none" and implied:
+            profile["service_dataplane"] = implied
+        else:
+            profile["service_dataplane"] = "kube-proxy"
+    _choice(profile["service_dataplane"], SERVICE_DATAPLANES, "service_dataplane", source)
     profile["faults"] = _fill(profile["faults"] or {}, _FAULTS, "faults.", source, "fault")
     faults = profile["faults"]
     if not 0.0 <= faults["api_error_rate"] <= 1.0:

@@ -210,25 +210,33 @@ def sweep_cluster(cluster_id: int) -> list[str]:
 
 def sweep(cluster_id: int) -> list[str]:
     """Deletes namespaces left behind by runs that are no longer alive."""
-    from workers.battery import sweep_namespaces
+    from workers.battery import pods, sweep_namespaces
     from workers.kubeconfig import api_client_from_kubeconfig
 
     cluster = Cluster.objects.filter(pk=cluster_id).first()
     if cluster is None or not cluster.__dict__.get("kubeconfig"):
         return []
-    live = {
-        str(i)
-        for i in Run.objects.filter(
-            cluster=cluster, state__in=[Run.State.QUEUED, Run.State.RUNNING]
-        ).values_list("id", flat=True)
-    }
+    # Every live run, whatever cluster row it belongs to: the same cluster may be registered
+    # twice (by its kubeconfig and by `lab --register`, or by two vendors), and a run on one
+    # registration must not lose its namespaces to the other's sweep (issue 23: "pods
+    # client-sctp-52 not found"). Run ids are unique, so their namespace labels are too.
+    live_states = [Run.State.QUEUED, Run.State.RUNNING]
+    live = {str(i) for i in Run.objects.filter(state__in=live_states).values_list("id", flat=True)}
+
+    def still_live(label: str) -> bool:
+        """Asked again just before a deletion: a run may have started since `live` was read."""
+        ids = [
+            str(i) for i in Run.objects.filter(state__in=live_states).values_list("id", flat=True)
+        ]
+        return label in {pods.dns_label(i) for i in ids}
+
     try:
         text = runner.kubeconfig_of(cluster)
     except runner.CredentialsUnreadable:
         return []
     api_client = api_client_from_kubeconfig(text)
     try:
-        return sweep_namespaces(api_client, live)
+        return sweep_namespaces(api_client, live, still_live=still_live)
     finally:
         api_client.close()
 

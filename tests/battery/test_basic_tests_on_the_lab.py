@@ -117,10 +117,15 @@ def test_without_node_access_the_node_tests_are_skipped_and_the_invariant_not_ch
         assert report.results[key].outcome == "skipped"
         assert report.results[key].reason.startswith("no node access: 403 Forbidden")
     declare = report.results["declare-sctp-ports"]
-    assert declare.outcome == "passed"
-    assert declare.reason.endswith("(module invariant not checked: no node access)")
+    # Without node access the invariant is never checked: inconclusive, never a pass.
+    assert declare.outcome == "skipped"
+    assert declare.reason.startswith(
+        "inconclusive: the sctp.ko invariant could not be checked (no node access); "
+        "the test itself: "
+    )
     assert "violates PodSecurity" in declare.evidence
     assert report.fingerprint["node_access"] is False
+    assert not [r for r in report.results.values() if r.outcome == "passed"]
 
 
 def test_a_cluster_registered_without_node_access_is_never_sent_a_hostexec_pod(start_lab):
@@ -173,11 +178,16 @@ def test_admission_refusing_privileged_pods_skips_node_checks_and_the_run_goes_o
         assert result.outcome == "skipped", (key, result.reason)
         assert result.reason.startswith(f"no node access: {code}: ")
         assert words in result.reason
-    # Tests that need no privileged pod still ran and passed; nothing ended in error.
-    assert report.results["declare-sctp-ports"].outcome == "passed"
+    # Basic tests cannot check sctp.ko: inconclusive (skipped), never passed. Connectivity
+    # tests still ran and passed; nothing ended in error.
+    assert report.results["declare-sctp-ports"].outcome == "skipped"
     assert report.results["pod-to-service"].outcome == "passed"
     assert "error" not in {r.outcome for r in report.results.values()}
-    assert report.fingerprint["proxier_detected"] is None  # no host-network pod either
+    assert report.fingerprint["kube_proxy_mode"] is None  # no host-network pod either
+    assert report.fingerprint["proxier_detected"] is None
+    assert report.fingerprint["proxier_demonstrated"]["detail"] == (
+        "not demonstrated: no node access"
+    )
 
 
 def test_endpoints_that_are_never_removed_fail_declare_sctp_ports(start_lab):
@@ -224,7 +234,9 @@ def test_service_iptables_rules_is_skipped_when_kube_proxy_reports_another_mode(
     assert result.reason == (
         f"The test doesn't work if kube-proxy is not in iptables mode (detected proxier: {mode})"
     )
-    assert report.fingerprint["proxier_detected"] == mode
+    assert report.fingerprint["kube_proxy_mode"] == mode
+    # kube-proxy's word is no demonstration: a basic run carries no Service under test
+    assert report.fingerprint["proxier_detected"] is None
 
 
 def test_a_plugin_that_loads_sctp_ko_for_declared_ports_fails_the_invariant(start_lab):

@@ -19,8 +19,11 @@ def test_the_fingerprint_carries_the_agreed_keys(start_lab):
     for key in ("emulated", "proxier_detected", "cni_detected"):
         assert key in fingerprint
     assert fingerprint["emulated"] is True  # the lab's /version says so
-    assert fingerprint["proxier_detected"] == "iptables"
+    assert fingerprint["kube_proxy_mode"] == "iptables"
     assert fingerprint["proxier_source"] == "proxyMode"
+    # a basic run carries no Service under test: no proxier is demonstrated by it
+    assert fingerprint["proxier_detected"] is None
+    assert fingerprint["proxier_demonstrated"]["status"] == "not demonstrated"
     assert fingerprint["cni_detected"] == "calico"
     assert fingerprint["cni_daemonsets"] == ["calico-system/calico-node"]
     assert fingerprint["cni_mismatch"] is None
@@ -42,7 +45,7 @@ def test_the_proxier_is_what_kube_proxy_runs_never_what_was_registered(start_lab
     lab = start_lab(proxier="ipvs", kube_proxy="iptables")  # registered ipvs, runs iptables
     report = lab.run("basic")
     assert report.fingerprint["proxier_declared"] == "ipvs"
-    assert report.fingerprint["proxier_detected"] == "iptables"
+    assert report.fingerprint["kube_proxy_mode"] == "iptables"
     assert report.results["service-iptables-rules"].outcome == "passed"
 
 
@@ -77,7 +80,7 @@ def test_without_proxy_mode_the_probe_services_rules_tell_the_mode(start_lab, mo
         dataplane, "curl", lambda c, k, url: (7, "") if "10249" in url else plain(c, k, url)
     )
     report = start_lab(proxier="nftables").run("basic")
-    assert report.fingerprint["proxier_detected"] == "nftables"
+    assert report.fingerprint["kube_proxy_mode"] == "nftables"
     assert report.fingerprint["proxier_source"] == "rules"
     assert report.fingerprint["proxier_tables"] == ["nftables"]
 

@@ -45,10 +45,21 @@ def test_a_module_loaded_before_makes_it_inconclusive():
     )
 
 
-def test_without_node_access_the_invariant_is_not_checked():
-    (_, reason), evidence = apply("passed", None, None)
-    assert reason == "it worked (module invariant not checked: no node access)"
+def test_without_node_access_the_run_is_inconclusive_never_a_pass():
+    (outcome, reason), evidence = apply("passed", None, None)
+    assert outcome == "skipped"
+    assert reason == (
+        "inconclusive: the sctp.ko invariant could not be checked (no node access); "
+        "the test itself: it worked"
+    )
     assert evidence == ["module invariant not checked: no node access: 403"]
+    # a failure stays a failure
+    assert apply("failed", None, None)[0] == ("failed", "it worked")
+
+
+def test_lsmod_unreadable_on_every_node_is_no_pass():
+    (outcome, reason), _ = apply("passed", {"n1": None, "n2": None}, NOT_LOADED)
+    assert outcome == "error" and "could not be checked" in reason
 
 
 def test_an_unreadable_lsmod_is_said_not_hidden():

@@ -58,7 +58,11 @@ def test_a_minimal_profile_gets_every_default() -> None:
         "via_node_port": True,
         "endpoints_reachable": "all",
         "namespace_selector": True,
+        "hairpin": True,
+        "secondary_family": True,
     }
+    assert got["ip_families"] == ["IPv4"] and got["service_dataplane"] == "kube-proxy"
+    assert got["policy_by"] is None and got["shared_kernel"] is False and got["flavor"] is None
     assert got["admission"] == {"privileged_pods": "allow"}
     assert (got["cni"], got["kube_proxy"]) == ("calico", "iptables")
     assert got["faults"]["hostport_loads_module"] is False
@@ -94,6 +98,12 @@ def test_validation_is_idempotent() -> None:
         ("plugin: calico\nload_balancers: true\n", "load_balancers"),
         ("name: calico-iptables\n", "plugin"),
         ("name: Not_A_Label\nplugin: calico\n", "name"),
+        ("plugin: calico\nip_families: [IPv5]\n", "ip_families"),
+        ("plugin: calico\nip_families: IPv4\n", "ip_families"),
+        ("plugin: calico\nservice_dataplane: magic\n", "service_dataplane"),
+        ("plugin: calico\nflavor: openshift\n", "flavor"),
+        ("plugin: calico\nshared_kernel: 1\n", "shared_kernel"),
+        ("plugin: calico\ndataplane: {hairpin: 'no'}\n", "dataplane.hairpin"),
     ],
 )
 def test_bad_input_names_the_file_and_the_field(tmp_path: Path, text: str, field: str) -> None:
@@ -152,3 +162,27 @@ def test_node_access_false_and_privileged_pods_forbid_mean_the_same() -> None:
 def test_the_new_keys_are_checked(data, words) -> None:
     with pytest.raises(ValueError, match=words):
         validate_profile({"name": "x", "plugin": "calico", **data}, "x.yaml")
+
+
+def test_what_the_new_keys_imply() -> None:
+    eks = validate_profile({"name": "x", "plugin": "amazon-vpc-cni", "flavor": "eks"})
+    assert (eks["cni"], eks["service_dataplane"]) == ("amazon-vpc-cni", "kube-proxy")
+    gke = validate_profile({"name": "x", "plugin": "gke-dataplane-v2", "flavor": "gke-dpv2"})
+    assert (gke["cni"], gke["kube_proxy"], gke["service_dataplane"]) == (
+        "gke-dataplane-v2",
+        "none",
+        "cilium-ebpf",
+    )
+    cilium = validate_profile({"name": "x", "plugin": "cilium", "kube_proxy": "none"})
+    assert cilium["service_dataplane"] == "cilium-ebpf"
+    ovn = validate_profile({"name": "x", "plugin": "ovn-kubernetes", "proxier": "nftables"})
+    assert ovn["service_dataplane"] == "ovn"  # OVN load balancers, whatever kube-proxy runs
+    up = validate_profile(
+        {
+            "name": "x",
+            "plugin": "cilium",
+            "kube_proxy": "iptables",
+            "service_dataplane": "cilium-ebpf",
+        }
+    )
+    assert (up["kube_proxy"], up["service_dataplane"]) == ("iptables", "cilium-ebpf")

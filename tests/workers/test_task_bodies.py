@@ -301,6 +301,33 @@ def test_a_sweep_of_a_cluster_without_credentials_or_gone_does_nothing(broker) -
     assert tasks.sweep_cluster(999_999) == []
 
 
+def test_a_sweep_counts_the_live_runs_of_every_registration_of_the_cluster(
+    broker, monkeypatch
+) -> None:
+    """The same cluster registered twice: a run live on one registration keeps its
+    namespaces when the other one is swept (issue 23: pods client-sctp-52 not found)."""
+    from workers.battery import runner as battery_runner
+
+    mine, other = f.cluster(kubeconfig="apiVersion: v1\n"), f.cluster()
+    live = f.run(other, state=Run.State.RUNNING)
+    seen = {}
+
+    def sweep_namespaces(api_client, live_run_ids, still_live=None, **kwargs):
+        seen["live"] = set(live_run_ids)
+        seen["still_live"] = still_live(str(live.id)), still_live("999999")
+        return []
+
+    monkeypatch.setattr(battery_runner, "sweep_namespaces", sweep_namespaces)
+    # the one seam: no API server to build a client for
+    monkeypatch.setattr(
+        "workers.kubeconfig.api_client_from_kubeconfig",
+        lambda text: type("Client", (), {"close": lambda self: None})(),
+    )
+    assert tasks.sweep(mine.id) == []
+    assert str(live.id) in seen["live"]
+    assert seen["still_live"] == (True, False)
+
+
 def test_the_ping_answers_its_value_and_writes_nothing(db) -> None:
     assert tasks.ping("hello") == "hello"
     assert not AuditEvent.objects.exists()  # health checks are no decisions: the trail stays clean

@@ -8,6 +8,7 @@ cancellation.
 
 from __future__ import annotations
 
+import ipaddress
 import itertools
 import json
 import re
@@ -16,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import urllib3
+from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 
 from workers import cni
@@ -45,6 +48,7 @@ _RBAC = re.compile(
 )
 RBAC_PREFIX = "the battery's credentials lack the RBAC permission to "
 TESTER_PORT = 9080  # upstream's testContainerHTTPPort: netexec in the test container
+WATCH_RESYNC = 5.0  # seconds: a pod watch is re-read at least this often (heartbeat, cancel)
 
 
 class Cancelled(Exception):
@@ -145,7 +149,10 @@ class RunContext:
         self.cni: cni.Detection = cni.Detection()
         self.node_access: bool | None = None
         self.node_access_reason = ""
+        # kube-proxy's mode as kube-proxy reports it (/proxyMode, else a probe's tables):
+        # which basic checks apply. Never credited by itself: see proxier_demonstrated.
         self.proxier_detected: str | None = None
+        self.proxier_demonstrated: dict[str, Any] | None = None
         self.feature_gate: str | None = None
         self.cancelled = False
         self.no_endpoint_slices = False
@@ -297,25 +304,86 @@ class TestContext:
     # --- pods -----------------------------------------------------------------------------
 
     def wait_pod(self, name: str, phases: tuple[str, ...], timeout: float) -> Any:
-        """Poll the pod until its phase is one of `phases`; TestError on timeout."""
+        """Wait until the pod's phase is one of `phases`; TestError on timeout.
+
+        As upstream's framework waits (watchtools.UntilWithSync): read the pod, then watch it
+        from that resourceVersion, and read it again (a resync) whenever the watch ends, says
+        410 Gone or breaks, at least every WATCH_RESYNC seconds so that the run heartbeats
+        and notices cancellation. A pod the API no longer has is an error at once.
+        """
         deadline = self.run.clock() + timeout
         phase = "unknown"
         while True:
             self.run.tick()
-            pod = self.kube.call(self.kube.core.read_namespaced_pod, name, self.namespace)
-            phase = (pod.status.phase if pod.status else None) or "Pending"
-            if phase in phases:
+            try:
+                pod = self.kube.call(self.kube.core.read_namespaced_pod, name, self.namespace)
+            except ApiException as exc:
+                if exc.status == 404:
+                    raise TestError(
+                        f"pod {name} is gone from namespace {self.namespace} "
+                        f"({api_error_message(exc)})"
+                    ) from exc
+                raise
+            phase = self._check_phase(name, pod, phases)
+            if phase is None:
                 return pod
-            if phase in FINISHED_PHASES and "Running" in phases:
-                raise TestError(
-                    f"pod {name} ended {phase} instead of running: {self.pod_log(name)[-300:]!r}"
-                )
-            if self.run.clock() >= deadline:
+            left = deadline - self.run.clock()
+            if left <= 0:
                 raise TestError(
                     f"pod {name} did not reach {'/'.join(phases)} within {timeout:g}s "
                     f"(phase {phase})"
                 )
+            found = self._watch_pod(name, pod, phases, min(left, WATCH_RESYNC))
+            if found is not None:
+                return found
+
+    def _check_phase(self, name: str, pod: Any, phases: tuple[str, ...]) -> str | None:
+        """None when the pod is in one of `phases`, else its phase; TestError when it ended
+        while it should run."""
+        phase = (pod.status.phase if pod.status else None) or "Pending"
+        if phase in phases:
+            return None
+        if phase in FINISHED_PHASES and "Running" in phases:
+            raise TestError(
+                f"pod {name} ended {phase} instead of running: {self.pod_log(name)[-300:]!r}"
+            )
+        return str(phase)
+
+    def _watch_pod(self, name: str, pod: Any, phases: tuple[str, ...], seconds: float) -> Any:
+        """Watch one pod for up to `seconds`; the pod once it is in `phases`, else None."""
+        version = pod.metadata.resource_version if pod.metadata else None
+        started = self.run.clock()
+        watcher = watch.Watch()
+        try:
+            for event in watcher.stream(
+                self.kube.core.list_namespaced_pod,
+                self.namespace,
+                field_selector=f"metadata.name={name}",
+                resource_version=version,
+                timeout_seconds=max(1, int(seconds)),
+                _request_timeout=seconds + self.spec.timeouts.request,
+            ):
+                kind = event.get("type")
+                obj = event.get("object")
+                if kind == "ERROR":
+                    return None  # 410 Gone and the like: resync by reading the pod
+                if kind == "DELETED":
+                    raise TestError(f"pod {name} was deleted while the battery waited for it")
+                if obj is not None and self._check_phase(name, obj, phases) is None:
+                    return obj
+                if self.run.clock() - started >= seconds:
+                    return None
+        except ApiException as exc:
+            if exc.status == 403 and refusal_kind(exc) == "rbac":
+                raise
+            if exc.status == 410:
+                return None
             self.run.pause(self.spec.timeouts.poll_interval)
+        except (OSError, ValueError, urllib3.exceptions.HTTPError):
+            self.run.pause(self.spec.timeouts.poll_interval)  # a broken stream: resync
+        finally:
+            watcher.stop()
+        return None
 
     def pod_log(self, name: str) -> str:
         try:
@@ -474,7 +542,14 @@ class TestContext:
     # --- netexec dial (upstream's DialFromTestContainer, without exec) --------------------
 
     def dial_once(
-        self, tester_ip: str, host: str, port: int, protocol: str, tries: int, node: str | None
+        self,
+        tester_ip: str,
+        host: str,
+        port: int,
+        protocol: str,
+        tries: int,
+        node: str | None,
+        tester_port: int = TESTER_PORT,
     ) -> DialResult:
         """One `curl …/dial?request=hostname…` to the netexec test container, in a pod.
 
@@ -486,7 +561,7 @@ class TestContext:
         max_time = tries * timeouts.connect + 5
         name = self.run.unique(f"dial-{protocol.lower()}")
         url = (
-            f"http://{pods.connect_target(tester_ip, TESTER_PORT)}/dial?request=hostname"
+            f"http://{pods.connect_target(tester_ip, tester_port)}/dial?request=hostname"
             f"&protocol={protocol.lower()}&host={host}&port={port}&tries={tries}"
         )
         pod, log = self.run_oneshot(
@@ -519,6 +594,8 @@ class TestContext:
         *,
         node: str | None,
         what: str,
+        tester_port: int = TESTER_PORT,
+        dialer: str = "the test container",
     ) -> tuple[set[str], list[str]]:
         """Dial until every expected hostname answered (bounded); (hostnames seen, errors).
 
@@ -532,12 +609,12 @@ class TestContext:
         seen: set[str] = set()
         errors: list[str] = []
         for attempt in range(1, attempts + 1):
-            result = self.dial_once(tester_ip, host, port, protocol, tries, node)
+            result = self.dial_once(tester_ip, host, port, protocol, tries, node, tester_port)
             seen |= set(result.responses)
             errors = result.errors
             self.note(
                 f"{what}: {protocol.upper()} dial to {pods.connect_target(host, port)} "
-                f"({tries} tries) from the test container via {result.pod}: hostnames "
+                f"({tries} tries) from {dialer} via {result.pod}: hostnames "
                 f"{sorted(set(result.responses))}"
                 + (
                     f", {len(result.errors)} error(s), last: {result.errors[-1]}"
@@ -551,6 +628,25 @@ class TestContext:
             if attempt < attempts:
                 self.run.pause(self.spec.timeouts.poll_interval)
         return seen, errors
+
+    def node_ip_of_family(self, family: int) -> str | None:
+        """Upstream's NodeIP (framework/network/utils.go setup): the first ExternalIP of the
+        family over the schedulable nodes, else their first InternalIP of that family."""
+        by_name = {
+            str((n.get("metadata") or {}).get("name") or ""): n for n in self.run.node_objects
+        }
+        for kind in ("ExternalIP", "InternalIP"):
+            for name in self.run.nodes:  # schedulable nodes, workers first (as upstream's list)
+                node = by_name.get(name) or {}
+                for address in (node.get("status") or {}).get("addresses") or []:
+                    if address.get("type") != kind:
+                        continue
+                    try:
+                        if ipaddress.ip_address(str(address.get("address"))).version == family:
+                            return str(address["address"])
+                    except ValueError:
+                        continue
+        return None
 
     def node_ip(self, node: str) -> str:
         """The address upstream's NodePort checks use: ExternalIP, else InternalIP."""

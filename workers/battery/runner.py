@@ -19,7 +19,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from workers import cni, sctp_host
-from workers.battery import nodeparse, pods
+from workers.battery import nodeparse, pods, proxier
 from workers.battery.base import (
     MANAGED_BY_LABEL,
     MANAGED_BY_VALUE,
@@ -158,7 +158,14 @@ def run_battery(
             if problem:
                 report.errors.append(problem)
         report.fingerprint["node_access"] = run.node_access
-        report.fingerprint["proxier_detected"] = run.proxier_detected
+        # The demonstrated proxier (contract): the mode whose rules carried the Service under
+        # test, never kube-proxy's own word; what kube-proxy says is kept beside it.
+        demonstrated = run.proxier_demonstrated or proxier.initial(run)
+        if run.node_access is not True and demonstrated["mode"] is None:
+            demonstrated = {**demonstrated, "detail": proxier.NO_NODE_ACCESS}
+        report.fingerprint["kube_proxy_mode"] = run.proxier_detected
+        report.fingerprint["proxier_demonstrated"] = demonstrated
+        report.fingerprint["proxier_detected"] = demonstrated["mode"]
         report.fingerprint["feature_gate"] = run.feature_gate
     return report
 
@@ -183,8 +190,25 @@ def _fingerprint_cluster(run: RunContext) -> None:
     fingerprint["node_names"] = [n["metadata"]["name"] for n in nodes if _node_name(n)]
     run.nodes = _battery_nodes(nodes)
     fingerprint["battery_nodes"] = list(run.nodes)
+    fingerprint["shared_kernel"] = _shared_kernel(nodes, run.nodes)
+    if fingerprint["shared_kernel"]:
+        fingerprint["shared_kernel_note"] = (
+            "the nodes share one kernel (one boot ID: containers on one host, as kind runs "
+            "them): the sctp.ko invariant holds for the host, not per node"
+        )
     if not run.nodes:
         raise KubeError("the cluster has no schedulable Linux node")
+
+
+def _shared_kernel(nodes: list[dict[str, Any]], names: list[str]) -> bool:
+    """True when two or more battery nodes report the same boot ID: one kernel under all of
+    them (kind's nodes are containers on one host; a module loaded is loaded for all)."""
+    boots = [
+        str(((n.get("status") or {}).get("nodeInfo") or {}).get("bootID") or "")
+        for n in nodes
+        if _node_name(n) in names
+    ]
+    return len(boots) > 1 and all(boots) and len(set(boots)) == 1
 
 
 def _node_name(node: dict[str, Any]) -> str:
@@ -487,8 +511,13 @@ def sweep_namespaces(
     live_run_ids: set[str],
     prefix: str = NAMESPACE_PREFIX,
     request_timeout: float = 30.0,
+    still_live: Callable[[str], bool] | None = None,
 ) -> list[str]:
-    """Delete battery namespaces whose run is not live (a worker died mid-run); their names."""
+    """Delete battery namespaces whose run is not live (a worker died mid-run); their names.
+
+    `still_live(run-id label)` is asked again right before each deletion: a run that started
+    after `live_run_ids` was read (on this or another registration of the same cluster) keeps
+    its namespaces."""
     kube = Kube(api_client, request_timeout=request_timeout)
     live = {pods.dns_label(run_id) for run_id in live_run_ids}
     listing = kube.call(
@@ -502,6 +531,8 @@ def sweep_namespaces(
         if not name or not name.startswith(prefix) or labels.get(RUN_ID_LABEL) in live:
             continue
         if namespace.status is not None and namespace.status.phase == "Terminating":
+            continue
+        if still_live is not None and still_live(str(labels.get(RUN_ID_LABEL) or "")):
             continue
         try:
             kube.call(kube.core.delete_namespace, name)

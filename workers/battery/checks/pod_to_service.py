@@ -1,22 +1,35 @@
 """pod-to-service: every endpoint answers SCTP through the ClusterIP (95 -> 8082) and a NodePort.
 
-Upstream's "Granular Checks: Services should function for pod-Service: sctp"
-(test/e2e/network/networking.go): DialFromTestContainer to ClusterIP:95 and to
-NodeIP:NodePort, each expecting the hostname of every endpoint pod.
+Upstream's Granular Checks (test/e2e/network/networking.go) as NetworkingTestConfig runs them
+(test/e2e/framework/network/utils.go), with docs/upstream-mapping.md for the details:
+
+- "should function for pod-Service: sctp": DialFromTestContainer to ClusterIP:95 and to
+  NodeIP:NodePort, each expecting the hostname of every endpoint pod;
+- "should function for endpoint-Service: sctp": the same from the first endpoint pod, which
+  reaches itself through its own Service (the hairpin path);
+- "[Feature:IPv6DualStack] Granular Checks: Secondary IP Family … pod-Service: sctp"
+  (test/e2e/network/dual_stack.go): on a dual-stack cluster, the same through the Service's
+  second ClusterIP and a node's address of that family;
+- NodeIP is the first ExternalIP of the ClusterIP's family over the nodes, else the first
+  InternalIP of that family; with fewer than 2 schedulable nodes upstream skips.
 """
 
 from __future__ import annotations
 
-from workers.battery import nodeparse, pods
-from workers.battery.base import BatteryTest, TestFailed, TestVerdict
+import ipaddress
+
+from workers.battery import pods
+from workers.battery.base import BatteryTest, TestFailed
 from workers.battery.checks._common import (
     CLUSTER_SCTP_PORT,
+    ENDPOINT_HTTP_PORT,
     ENDPOINT_SCTP_PORT,
     plugin_is,
     start_endpoint_pods,
     start_test_container,
 )
-from workers.battery.context import TestContext
+from workers.battery.context import TESTER_PORT, RunContext, TestContext
+from workers.battery.proxier import demonstrate
 from workers.vocabulary import Battery, Key
 
 # Upstream's Granular Checks use these for SCTP: cluster port 95, endpoint port 8082.
@@ -35,94 +48,134 @@ class PodToService(BatteryTest):
     title = "A pod can connect to another pod via SCTP via a Service IP"
     battery = Battery.CONNECTIVITY
 
+    def skip_reason(self, run: RunContext) -> str | None:
+        # Upstream's NetworkingTestConfig.setup: e2eskipper.SkipUnlessNodeCountIsAtLeast(2).
+        if len(run.nodes) < 2:
+            return (
+                "upstream's pod-Service and endpoint-Service specs need at least 2 schedulable "
+                f"nodes (e2eskipper.SkipUnlessNodeCountIsAtLeast(2)); the cluster has "
+                f"{len(run.nodes)}"
+            )
+        return None
+
     def run(self, ctx: TestContext) -> str:
         labels = {"app": "sctp-netserver"}
         endpoints = start_endpoint_pods(ctx, labels)
         expected = {pod.metadata.name for pod in endpoints}
-        tester_ip = start_test_container(ctx, ctx.node(1))
-        service = ctx.create_service(
-            pods.service(
-                "node-port-service",
-                labels,
-                SERVICE_PORT,
-                TARGET_PORT,
-                service_type="NodePort",
-                port_name="sctp",
-            )
+        tester_node = ctx.node(1)
+        tester_ip = start_test_container(ctx, tester_node)
+        body = pods.service(
+            "node-port-service",
+            labels,
+            SERVICE_PORT,
+            TARGET_PORT,
+            service_type="NodePort",
+            port_name="sctp",
         )
-        vip = service.spec.cluster_ip
+        if _dual_stack_api(ctx):
+            # Upstream's EnableDualStack asks RequireDualStack on dual-stack clusters; Prefer
+            # gives the same two ClusterIPs there and one on a single-stack cluster.
+            body["spec"]["ipFamilyPolicy"] = "PreferDualStack"
+        service = ctx.create_service(body)
+        cluster_ips = [ip for ip in (service.spec.cluster_ips or [service.spec.cluster_ip]) if ip]
+        vip = cluster_ips[0]
         node_port = service.spec.ports[0].node_port
         addresses = ctx.wait_endpoints("node-port-service", "SCTP", count=len(endpoints))
+        family = ipaddress.ip_address(vip).version
+        node_ip = ctx.node_ip_of_family(family) or ctx.node_ip(ctx.node(0) or "")
         ctx.note(
-            f"service node-port-service: ClusterIP {vip}:{SERVICE_PORT}, NodePort {node_port} "
-            f"-> {sorted(addresses)} :{TARGET_PORT}"
+            f"service node-port-service: ClusterIP(s) {', '.join(cluster_ips)}:{SERVICE_PORT}, "
+            f"NodePort {node_ip}:{node_port} -> {sorted(addresses)} :{TARGET_PORT}"
         )
-        node_ip = ctx.node_ip(ctx.node(0) or "")
+        targets = [("ClusterIP", vip, SERVICE_PORT), ("NodePort", node_ip, node_port)]
         problems: list[str] = []
-        for what, host, port in (
-            ("ClusterIP", vip, SERVICE_PORT),
-            ("NodePort", node_ip, node_port),
-        ):
-            seen, errors = ctx.dial_expect(
-                tester_ip, host, port, "sctp", expected, node=ctx.node(1), what=what
+        # pod-Service: sctp (test/e2e/network/networking.go): from the test container.
+        for what, host, port in targets:
+            problems += _dial(ctx, tester_ip, TESTER_PORT, host, port, expected, what, "pod")
+        # The demonstrated proxier: the Service's rules on the node that carried the
+        # ClusterIP connection (the test container's).
+        demonstrate(ctx, vip, SERVICE_PORT, tester_node)
+        # endpoint-Service: sctp: from the first endpoint pod to its own Service (hairpin).
+        first = endpoints[0]
+        for what, host, port in targets:
+            problems += _dial(
+                ctx,
+                str(first.status.pod_ip),
+                ENDPOINT_HTTP_PORT,
+                host,
+                port,
+                expected,
+                what,
+                f"endpoint {first.metadata.name}",
             )
-            if seen != expected:
-                missing = sorted(expected - seen)
-                extra = sorted(seen - expected)
-                text = f"through the {what} {pods.connect_target(host, port)}"
-                if missing:
-                    text += f" endpoint(s) {', '.join(missing)} never answered"
-                if extra:
-                    text += f"{',' if missing else ''} unexpected answer(s) {', '.join(extra)}"
-                if errors:
-                    text += f" (last error: {errors[-1]})"
-                problems.append(text)
-        note_proxier_rules(ctx, vip)
+        checked = "pod-Service and endpoint-Service (hairpin)"
+        # Secondary IP Family [Feature:IPv6DualStack] pod-Service: sctp (dual_stack.go).
+        if len(cluster_ips) > 1:
+            second = cluster_ips[1]
+            second_family = ipaddress.ip_address(second).version
+            second_node_ip = ctx.node_ip_of_family(second_family)
+            second_targets = [("secondary-family ClusterIP", second, SERVICE_PORT)]
+            if second_node_ip:
+                second_targets.append(("secondary-family NodePort", second_node_ip, node_port))
+            else:
+                problems.append(f"no node has an IPv{second_family} address for the NodePort")
+            for what, host, port in second_targets:
+                problems += _dial(ctx, tester_ip, TESTER_PORT, host, port, expected, what, "pod")
+            checked += f", and the secondary IP family (IPv{second_family})"
         if problems:
-            reason = f"SCTP from the test container to node-port-service: {'; '.join(problems)}"
+            reason = f"SCTP to node-port-service: {'; '.join(problems)}"
             if plugin_is(ctx.run, "cilium"):
                 reason += f"; {CILIUM_NOTE}"
             raise TestFailed(reason)
         return (
             f"SCTP reached all {len(expected)} endpoint(s), each answering with its hostname, "
-            f"through the ClusterIP {vip}:{SERVICE_PORT} and the NodePort "
-            f"{node_ip}:{node_port}"
+            f"through the ClusterIP {pods.connect_target(vip, SERVICE_PORT)} and the NodePort "
+            f"{pods.connect_target(node_ip, node_port)}: {checked}"
         )
 
 
-def note_proxier_rules(ctx: TestContext, vip: str) -> None:
-    """Evidence of how kube-proxy carries the SCTP service (the iptables-and-ipvs criterion).
-
-    Evidence only: without node access, or when a tool is missing on the node, the verdict
-    still rests on the connection alone. Only the detected mode is read: a registered mode
-    the cluster does not run would show nothing worth recording.
-    """
-    node = ctx.node(0)
-    mode = ctx.run.proxier_detected
-    if ctx.run.node_access is not True or node is None or mode is None:
-        return
+def _dual_stack_api(ctx: TestContext) -> bool:
+    """ipFamilyPolicy exists from 1.20 (dual-stack beta 1.21, GA 1.23)."""
+    version = str(ctx.run.report.fingerprint.get("kubernetes_version") or "")
     try:
-        if mode == "ipvs":
-            found = [
-                f"SCTP {s.vip}:{s.port} {s.scheduler} -> {s.reals}"
-                for s in nodeparse.ipvs_sctp_services(ctx.node_output(node, "ipvsadm -Ln"))
-                if s.vip == vip
-            ]
-        elif mode == "nftables":
-            found = [
-                f"{ip} . sctp . {port} : {verdict}"
-                for ip, port, verdict in nodeparse.nft_sctp_service_elements(
-                    ctx.node_output(node, "nft list ruleset")
-                )
-                if ip == vip
-            ]
-        else:
-            path = nodeparse.iptables_service_path(
-                ctx.node_output(node, "iptables-save"), vip, SERVICE_PORT
-            )
-            found = [path.jump, *path.dnat] if path else []
-    except TestVerdict as exc:
-        ctx.note(f"{mode} rules not read on {node}: {exc.reason}")
-        return
-    ctx.note(f"{mode} rules for SCTP {vip} on {node}: {len(found)}")
-    ctx.evidence.extend(f"  {line}" for line in found)
+        major, minor = (
+            int("".join(c for c in x if c.isdigit()) or 0) for x in version.split(".")[:2]
+        )
+    except ValueError:
+        return False
+    return (major, minor) >= (1, 21)
+
+
+def _dial(
+    ctx: TestContext,
+    dialer_ip: str,
+    dialer_port: int,
+    host: str,
+    port: int,
+    expected: set[str],
+    what: str,
+    case: str,
+) -> list[str]:
+    seen, errors = ctx.dial_expect(
+        dialer_ip,
+        host,
+        port,
+        "sctp",
+        expected,
+        node=None,
+        what=f"{case} -> {what}",
+        tester_port=dialer_port,
+        dialer=dialer_ip,
+    )
+    if seen == expected:
+        return []
+    missing = sorted(expected - seen)
+    extra = sorted(seen - expected)
+    text = f"from the {case} through the {what} {pods.connect_target(host, port)}"
+    if missing:
+        text += f" endpoint(s) {', '.join(missing)} never answered"
+    if extra:
+        text += f"{',' if missing else ''} unexpected answer(s) {', '.join(extra)}"
+    if errors:
+        text += f" (last error: {errors[-1]})"
+    return [text]

@@ -6,9 +6,16 @@ the rule of this service: the nat-table KUBE-SERVICES jump for its VIP and port 
 `-p sctp` to its KUBE-SVC chain, and that chain's DNAT to the endpoint. The filter table's
 `… has no endpoints … -j REJECT` rule names the same VIP, port and protocol and carries no
 traffic: it does not pass.
+
+Upstream removed that spec in 1.27 (kube-proxy's iptables internals are not a conformance
+matter): this check has no upstream counterpart since 1.27 and is kept because the KEP's
+test plan names it (docs/upstream-mapping.md). On IPv6 and dual-stack clusters each
+ClusterIP's rules are read from its family's table: `ip6tables-save` for IPv6.
 """
 
 from __future__ import annotations
+
+import ipaddress
 
 from workers.battery import nodeparse, pods
 from workers.battery.base import BatteryTest, TestFailed
@@ -47,30 +54,43 @@ class ServiceIptablesRules(BatteryTest):
                 "sctp-clusterip", ctx.image, [pods.port(SCTP_PORT, "SCTP")], labels, ctx.node(0)
             )
         )
-        service = ctx.create_service(pods.service("sctp-clusterip", labels, SCTP_PORT, SCTP_PORT))
-        vip = service.spec.cluster_ip
+        body = pods.service("sctp-clusterip", labels, SCTP_PORT, SCTP_PORT)
+        if _dual_stack_api(ctx):
+            body["spec"]["ipFamilyPolicy"] = "PreferDualStack"
+        service = ctx.create_service(body)
+        vips = [ip for ip in (service.spec.cluster_ips or [service.spec.cluster_ip]) if ip]
+        vip = vips[0]
         endpoint = f"{pod.status.pod_ip}:{SCTP_PORT}"
         ctx.note(f"service sctp-clusterip: ClusterIP {vip}, port {SCTP_PORT}/SCTP -> {endpoint}")
         # Real kube-proxy writes the nat KUBE-SERVICES jump only for services with endpoints.
         ctx.wait_endpoints("sctp-clusterip", "SCTP")
 
         missing: list[str] = []
+        pod_ips = [p.ip for p in (pod.status.pod_ips or []) if p.ip] or [pod.status.pod_ip]
         for node in ctx.run.nodes:
-            found: list[nodeparse.IptablesServicePath] = []
+            for vip_of_family in vips:
+                v6 = ipaddress.ip_address(vip_of_family).version == 6
+                ip = next(
+                    (p for p in pod_ips if ipaddress.ip_address(p).version == (6 if v6 else 4)),
+                    pod_ips[0],
+                )
+                want = f"[{ip}]:{SCTP_PORT}" if v6 else f"{ip}:{SCTP_PORT}"
+                command = "ip6tables-save" if v6 else "iptables-save"
 
-            def find(text: str, found: list[nodeparse.IptablesServicePath] = found) -> list[str]:
-                path = nodeparse.iptables_service_path(text, vip, SCTP_PORT)
-                if path is None or endpoint not in path.destinations:
-                    return []
-                found[:] = [path]
-                return [path.jump, *path.dnat]
+                def find(text: str, vip: str = vip_of_family, want: str = want) -> list[str]:
+                    path = nodeparse.iptables_service_path(text, vip, SCTP_PORT)
+                    if path is None or (
+                        want not in path.destinations and want.strip("[]") not in path.destinations
+                    ):
+                        return []
+                    return [path.jump, *path.dnat]
 
-            rules = poll_node_rules(ctx, node, "iptables-save", find)
-            if rules:
-                ctx.note(f"iptables-save on {node} (nat table):")
-                ctx.evidence.extend(f"  {line}" for line in rules)
-            else:
-                missing.append(node)
+                rules = poll_node_rules(ctx, node, command, find)
+                if rules:
+                    ctx.note(f"{command} on {node} (nat table):")
+                    ctx.evidence.extend(f"  {line}" for line in rules)
+                else:
+                    missing.append(f"{node} ({command}, {vip_of_family})")
         if missing:
             raise TestFailed(
                 f"no nat-table KUBE-SERVICES rule with -p sctp for {vip}:{SCTP_PORT} jumping "
@@ -79,5 +99,12 @@ class ServiceIptablesRules(BatteryTest):
             )
         return (
             f"kube-proxy wrote the nat-table KUBE-SERVICES jump for SCTP {vip}:{SCTP_PORT} "
-            f"and its DNAT to {endpoint} on every node"
+            f"and its DNAT to {endpoint} on every node (a check of the KEP's test plan; "
+            "no upstream counterpart since 1.27)"
         )
+
+
+def _dual_stack_api(ctx: TestContext) -> bool:
+    from workers.battery.checks.pod_to_service import _dual_stack_api as dual
+
+    return dual(ctx)
