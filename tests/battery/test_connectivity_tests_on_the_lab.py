@@ -204,17 +204,30 @@ def test_a_worker_that_cannot_reach_the_load_balancer_falls_back_to_a_pod(start_
     assert result.reason.startswith("short-circuited: SCTP reached 172.18.255.")
 
 
+PORTS_FROM_Y = [
+    f"allow-ingress-on-port-81-ns-x: y/{p} -> x/a:81 should be allowed but timed out (TIMEOUT)"
+    for p in "abc"
+]
+POD_AND_NS = (
+    "allow-ns-y-pod-b-via-namespace-pod-selector: y/b -> x/a:80 should be allowed but timed "
+    "out (TIMEOUT)"
+)
+
+
 def test_netpol_allow_deny_passes_when_policies_are_enforced_for_sctp(start_lab):
     lab = start_lab()
     result = lab.run("connectivity").results["netpol-allow-deny"]
     assert result.outcome == "passed"
     assert result.reason == (
-        "SCTP NetworkPolicy cases across namespaces x, y, z (default-deny-ingress, "
-        "allow-ingress-on-port-81, allow-ns-y-pod-b): all 10 allowed and denied probes as "
-        "expected"
+        "upstream's three SCTP NetworkPolicy cases (deny-all, allow-ingress-on-port-81-ns-x, "
+        "allow-ns-y-pod-b-via-namespace-pod-selector): every cell of each 9x9 reachability "
+        "matrix (namespaces x, y, z; pods a, b, c; through each pod's Service) as expected"
     )
-    assert "default-deny-ingress, z/c -> x/a:80: SCTP to 10.244." in result.evidence
-    assert "allow-ns-y-pod-b, y/b -> x/a:80: SCTP" in result.evidence
+    # upstream's truth tables: deny-all leaves x unreachable from everywhere
+    assert "deny-all (port 80): to x/a x/b x/c y/a" in result.evidence
+    assert "| z/c XXX......\n" in result.evidence
+    assert "allow-ingress-on-port-81-ns-x (port 81)" in result.evidence
+    assert "| y/a ......... |" in result.evidence
     assert lab.battery_namespaces() == []  # x, y and z are gone with the test
 
 
@@ -223,25 +236,22 @@ def test_netpol_allow_deny_fails_when_sctp_rules_are_ignored(start_lab):
     result = report.results["netpol-allow-deny"]
     assert result.outcome == "failed"
     assert result.reason == (
-        "2 SCTP probe(s) wrong: allow-ingress-on-port-81: z/c -> x/a:81 should be allowed but "
-        "timed out (TIMEOUT); allow-ns-y-pod-b: y/b -> x/a:80 should be allowed but timed out "
-        "(TIMEOUT)"
+        "4 of 243 SCTP probe(s) wrong: " + "; ".join([*PORTS_FROM_Y, POD_AND_NS])
     )
 
 
 def test_netpol_allow_deny_fails_when_sctp_rules_are_read_as_tcp(start_lab):
     report = start_lab(dataplane={"network_policy": "sctp-as-tcp"}).run("connectivity")
     assert report.results["netpol-allow-deny"].reason == (
-        "1 SCTP probe(s) wrong: allow-ingress-on-port-81: z/c -> x/a:81 should be allowed but "
-        "timed out (TIMEOUT)"
+        "3 of 243 SCTP probe(s) wrong: " + "; ".join(PORTS_FROM_Y)
     )
 
 
 def test_netpol_allow_deny_fails_when_the_namespace_selector_is_ignored(start_lab):
+    # Both upstream cases with a namespaceSelector peer fail, the Ports case included.
     report = start_lab(dataplane={"namespace_selector": False}).run("connectivity")
     assert report.results["netpol-allow-deny"].reason == (
-        "1 SCTP probe(s) wrong: allow-ns-y-pod-b: y/b -> x/a:80 should be allowed but timed "
-        "out (TIMEOUT)"
+        "4 of 243 SCTP probe(s) wrong: " + "; ".join([*PORTS_FROM_Y, POD_AND_NS])
     )
 
 
@@ -252,7 +262,7 @@ def test_netpol_allow_deny_fails_when_a_plugin_blocks_more_than_the_policy_says(
         .results["netpol-allow-deny"]
         .reason
     )
-    assert "allow-ingress-on-port-81: z/c -> x/b:80 should be allowed but timed out" in reason
+    assert "allow-ingress-on-port-81-ns-x: x/a -> x/b:81 should be allowed but timed out" in reason
 
 
 def test_netpol_allow_deny_fails_when_default_deny_is_not_enforced(start_lab):
@@ -260,9 +270,9 @@ def test_netpol_allow_deny_fails_when_default_deny_is_not_enforced(start_lab):
     report = lab.run("connectivity", spec=spec_for(lab.profile, implements_network_policy=True))
     result = report.results["netpol-allow-deny"]
     assert result.outcome == "failed"
+    # 27 cells into x under deny-all, 6 into x/a under Ports, 8 under the pod+ns selector
     assert result.reason.startswith(
-        "6 SCTP probe(s) wrong: default-deny-ingress: z/c -> x/a:80 should be denied but got "
-        "through"
+        "41 of 243 SCTP probe(s) wrong: deny-all: x/a -> x/a:80 should be denied but got through"
     )
 
 

@@ -499,6 +499,34 @@ class TestContext:
             word = f"exit {self._exit_code(pod)}: {log.strip()[-200:]!r}"
         return ConnectResult(False, word, log, name, detail)
 
+    def connect_batch(
+        self, probes: list[tuple[TestContext, str, int, str, dict[str, str]]], node: str | None
+    ) -> list[ConnectResult]:
+        """Many `agnhost connect` pods at once (space, host, port, protocol, labels): all are
+        created before any is awaited, as upstream's prober runs a matrix in parallel."""
+        timeouts = self.spec.timeouts
+        created: list[tuple[TestContext, str]] = []
+        for space, host, port, protocol, labels in probes:
+            name = self.run.unique(f"client-{protocol.lower()}")
+            body = pods.client_pod(
+                name, self.image, host, port, protocol, timeouts.connect, labels, node
+            )
+            space.create_pod(body)
+            created.append((space, name))
+        results: list[ConnectResult] = []
+        wait = timeouts.pod_start + timeouts.connect + 5 * timeouts.poll_interval
+        for space, name in created:
+            pod = space.wait_pod(name, FINISHED_PHASES, wait)
+            log = space.pod_log(name)
+            if pod.status.phase == "Succeeded":
+                results.append(ConnectResult(True, "", log, name))
+                continue
+            word, detail = parse_connect_log(log)
+            if not word:
+                word = f"exit {self._exit_code(pod)}: {log.strip()[-200:]!r}"
+            results.append(ConnectResult(False, word, log, name, detail))
+        return results
+
     @staticmethod
     def _exit_code(pod: Any) -> str:
         try:

@@ -1,84 +1,99 @@
-"""netpol-allow-deny: NetworkPolicy allows and denies SCTP, across three namespaces.
+"""netpol-allow-deny: NetworkPolicy allows and denies SCTP, checked as whole reachability matrices.
 
-The SCTP cases of upstream's test/e2e/network/netpol/network_policy.go
-([Feature:SCTPConnectivity]), in namespaces x, y, z as upstream's model has them:
+Upstream's three SCTP specs (test/e2e/network/netpol/network_policy.go, "Netpol
+[Feature:SCTPConnectivity] [LinuxOnly] NetworkPolicy between server and client using SCTP"),
+with upstream's model: namespaces x, y, z, pods a, b, c in each, every pod serving SCTP on 80
+and 81 behind its own Service, and every pod probing every pod through that Service
+(upstream's ProbeConnectivity dials the Service, never the pod IP). Each case compares the
+whole 9 x 9 matrix with the expected reachability:
 
-- "should support a 'default-deny-ingress' policy": nothing reaches x, y is unaffected;
-- "should enforce policy based on Ports": x/a accepts SCTP on 81 only, x/b is unaffected;
+- "should support a 'default-deny-ingress' policy": deny-all in x; nothing reaches x, all
+  else is reachable (port 80);
+- "should enforce policy based on Ports": x/a admits SCTP on 81 from namespace y only (the
+  `from: namespaceSelector y` peer); x and z cannot reach x/a, everything else can (port 81);
 - "should enforce policy to allow traffic only from a pod in a different namespace based on
-  PodSelector and NamespaceSelector": only pod b of namespace y reaches x/a.
+  PodSelector and NamespaceSelector": only y/b reaches x/a (port 80).
 
-Each case has allowed and denied probes (agnhost connect, as upstream's prober), so neither a
-plugin that enforces nothing nor one that blocks everything passes.
+Controls of our own, kept: before any policy the Services answer (a positive control, so a
+plugin that blocks everything cannot pass), and the matrices hold allowed cells as well as
+denied ones. docs/upstream-mapping.md says where recent master uses fewer pods.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from workers.battery import pods
 from workers.battery.base import BatteryTest, TestFailed
 from workers.battery.checks._common import no_network_policy_reason, why
-from workers.battery.context import RunContext, TestContext
+from workers.battery.context import ConnectResult, RunContext, TestContext
 from workers.vocabulary import Battery, Key
 
 NS_LABEL = "sctp-dashboard/netpol-ns"  # kubernetes.io/metadata.name exists only from 1.21
 P80, P81 = 80, 81
+NAMESPACES = ("x", "y", "z")
+PODS = ("a", "b", "c")
+ALL = [f"{n}/{p}" for n in NAMESPACES for p in PODS]
+SERVER = {"sctp-dashboard/netpol-role": "server"}
 
 
-@dataclass
-class Probe:
-    source: str  # "z/c": namespace letter / pod label
-    target: str  # "x/a"
+@dataclass(frozen=True)
+class Case:
+    name: str  # upstream's policy name
+    spec: str  # upstream's It text
+    pod_selector: dict[str, str]
+    ingress: list[dict[str, Any]]
     port: int
-    allowed: bool
+    allowed: Callable[[str, str], bool]  # (from "y/b", to "x/a") -> reachable
 
 
-CASES: list[tuple[str, dict[str, Any], list[Probe]]] = [
-    (
-        "default-deny-ingress",
-        {"pod_selector": {}, "ingress": []},
-        [
-            Probe("z/c", "x/a", P80, False),
-            Probe("x/b", "x/a", P80, False),
-            Probe("x/c", "y/a", P80, True),
-        ],
+def _ns(peer: str) -> str:
+    return peer.split("/")[0]
+
+
+CASES: list[Case] = [
+    Case(
+        "deny-all",
+        "should support a 'default-deny-ingress' policy",
+        {},
+        [],
+        P80,
+        lambda src, dst: _ns(dst) != "x",
     ),
-    (
-        "allow-ingress-on-port-81",
-        {"pod_selector": {"pod": "a"}, "ingress": [{"ports": [{"protocol": "SCTP", "port": P81}]}]},
+    Case(
+        "allow-ingress-on-port-81-ns-x",
+        "should enforce policy based on Ports",
+        {"pod": "a"},
         [
-            Probe("z/c", "x/a", P81, True),
-            Probe("z/c", "x/a", P80, False),
-            Probe("z/c", "x/b", P80, True),
+            {
+                "from": [{"namespaceSelector": {"matchLabels": {NS_LABEL: "y"}}}],
+                "ports": [{"protocol": "SCTP", "port": P81}],
+            }
         ],
+        P81,
+        lambda src, dst: not (dst == "x/a" and _ns(src) in ("x", "z")),
     ),
-    (
-        "allow-ns-y-pod-b",
-        {
-            "pod_selector": {"pod": "a"},
-            "ingress": [
-                {
-                    "from": [
-                        {
-                            "namespaceSelector": {"matchLabels": {NS_LABEL: "y"}},
-                            "podSelector": {"matchLabels": {"pod": "b"}},
-                        }
-                    ]
-                }
-            ],
-        },
+    Case(
+        "allow-ns-y-pod-b-via-namespace-pod-selector",
+        "should enforce policy to allow traffic only from a pod in a different namespace "
+        "based on PodSelector and NamespaceSelector",
+        {"pod": "a"},
         [
-            Probe("y/b", "x/a", P80, True),
-            Probe("y/c", "x/a", P80, False),
-            Probe("z/b", "x/a", P80, False),
-            Probe("x/b", "x/a", P80, False),
+            {
+                "from": [
+                    {
+                        "namespaceSelector": {"matchLabels": {NS_LABEL: "y"}},
+                        "podSelector": {"matchLabels": {"pod": "b"}},
+                    }
+                ]
+            }
         ],
+        P80,
+        lambda src, dst: dst != "x/a" or src == "y/b",
     ),
 ]
-
-SERVERS = {"x/a": (P80, P81), "x/b": (P80,), "y/a": (P80,)}
 
 
 class NetpolAllowDeny(BatteryTest):
@@ -109,52 +124,102 @@ class NetpolAllowDeny(BatteryTest):
                     ctx.run.report.errors.append(problem)
 
     def _cases(self, ctx: TestContext, spaces: dict[str, TestContext]) -> str:
-        ips: dict[str, str] = {}
-        for target, ports in SERVERS.items():
+        for target in ALL:
             letter, pod = target.split("/")
-            body = pods.porter_multi_pod(
-                f"server-{pod}", ctx.image, ports, {"pod": pod}, ctx.node(0 if letter == "x" else 1)
+            node = ctx.node(0 if letter == "x" else 1)
+            spaces[letter].create_pod(
+                pods.porter_multi_pod(
+                    f"server-{pod}", ctx.image, (P80, P81), {"pod": pod, **SERVER}, node
+                )
             )
-            spaces[letter].create_pod(body)
-        for target in SERVERS:
+        vips: dict[str, str] = {}
+        for target in ALL:
             letter, pod = target.split("/")
-            ready = spaces[letter].wait_pod(
-                f"server-{pod}", ("Running",), ctx.spec.timeouts.pod_start
+            space = spaces[letter]
+            space.wait_pod(f"server-{pod}", ("Running",), ctx.spec.timeouts.pod_start)
+            # The Service selects its server only, never the client pods that stand in for
+            # the same pod (they carry its `pod` label for the policies' selectors).
+            body = pods.service(f"s-{pod}", {"pod": pod, **SERVER}, P80, P80)
+            body["spec"]["ports"].append(
+                {"name": f"sctp-{P81}", "port": P81, "targetPort": P81, "protocol": "SCTP"}
             )
-            ips[target] = ready.status.pod_ip
-            ctx.note(f"server {target} at {ips[target]} serving SCTP {SERVERS[target]}")
-
-        def probe(p: Probe, what: str) -> str | None:
-            letter, label = p.source.split("/")
-            result = spaces[letter].connect_expect(
-                ips[p.target],
-                p.port,
-                "sctp",
-                expect_ok=p.allowed,
-                node=ctx.node(1),
-                labels={"pod": label},
-                what=f"{what}, {p.source} -> {p.target}:{p.port}",
-            )
-            if result.ok == p.allowed:
-                return None
-            if p.allowed:
-                return f"{p.source} -> {p.target}:{p.port} should be allowed but {why(result)}"
-            return f"{p.source} -> {p.target}:{p.port} should be denied but got through"
-
-        baseline = probe(Probe("z/c", "x/a", P80, True), "no policy")
-        if baseline:
-            raise TestFailed(f"before any policy, SCTP {baseline}: the policies cannot be judged")
-        wrong: list[str] = []
-        for name, spec, probes in CASES:
-            x = spaces["x"]
-            x.create_policy(pods.network_policy(name, spec["pod_selector"], spec["ingress"]))
-            wrong += [f"{name}: {w}" for p in probes if (w := probe(p, name))]
-            x.delete_policy(name)
-        if wrong:
-            raise TestFailed(f"{len(wrong)} SCTP probe(s) wrong: " + "; ".join(wrong))
-        count = sum(len(p) for _n, _s, p in CASES)
-        names = ", ".join(n for n, _s, _p in CASES)
-        return (
-            f"SCTP NetworkPolicy cases across namespaces x, y, z ({names}): "
-            f"all {count} allowed and denied probes as expected"
+            service = space.create_service(body)
+            vips[target] = service.spec.cluster_ip
+        for target in ALL:
+            letter, pod = target.split("/")
+            spaces[letter].wait_endpoints(f"s-{pod}", "SCTP")
+        ctx.note(
+            "servers (SCTP 80, 81) behind their Services: "
+            + ", ".join(f"{t} {vips[t]}" for t in ALL)
         )
+
+        def probe(cells: list[tuple[str, str]], port: int) -> dict[tuple[str, str], ConnectResult]:
+            batch = [
+                (spaces[_ns(src)], vips[dst], port, "sctp", {"pod": src.split("/")[1]})
+                for src, dst in cells
+            ]
+            return dict(zip(cells, ctx.connect_batch(batch, ctx.node(1)), strict=True))
+
+        # Positive control: before any policy, the Services carry SCTP.
+        control = [("z/c", "x/a"), ("x/b", "x/a"), ("y/a", "z/b")]
+        found = probe(control, P80)
+        dead = [f"{s} -> {d}: {why(r)}" for (s, d), r in found.items() if not r.ok]
+        if dead:
+            raise TestFailed(
+                "before any policy, SCTP through the pods' Services does not connect "
+                f"({'; '.join(dead)}): the policies cannot be judged"
+            )
+        ctx.note(f"no policy: {len(control)} control probes connected")
+
+        wrong: list[str] = []
+        for case in CASES:
+            x = spaces["x"]
+            x.create_policy(pods.network_policy(case.name, case.pod_selector, case.ingress))
+            cells = [(src, dst) for src in ALL for dst in ALL]
+            results = probe(cells, case.port)
+            bad = [c for c in cells if results[c].ok != case.allowed(*c)]
+            attempts = max(1, ctx.spec.timeouts.connect_attempts)
+            for _ in range(attempts - 1):  # policies take effect after a lag: re-probe
+                if not bad:
+                    break
+                ctx.run.pause(ctx.spec.timeouts.poll_interval)
+                results.update(probe(bad, case.port))
+                bad = [c for c in cells if results[c].ok != case.allowed(*c)]
+            ctx.note(f"{case.name} (port {case.port}): {_matrix(cells, results, case)}")
+            for src, dst in bad:
+                result = results[(src, dst)]
+                if case.allowed(src, dst):
+                    wrong.append(
+                        f"{case.name}: {src} -> {dst}:{case.port} should be allowed but {why(result)}"
+                    )
+                else:
+                    wrong.append(
+                        f"{case.name}: {src} -> {dst}:{case.port} should be denied but got through"
+                    )
+            x.delete_policy(case.name)
+        if wrong:
+            shown = "; ".join(wrong[:12]) + (
+                f"; … {len(wrong) - 12} more" if len(wrong) > 12 else ""
+            )
+            raise TestFailed(
+                f"{len(wrong)} of {len(CASES) * len(ALL) ** 2} SCTP probe(s) wrong: {shown}"
+            )
+        names = ", ".join(c.name for c in CASES)
+        return (
+            f"upstream's three SCTP NetworkPolicy cases ({names}): every cell of each "
+            f"{len(ALL)}x{len(ALL)} reachability matrix (namespaces x, y, z; pods a, b, c; "
+            "through each pod's Service) as expected"
+        )
+
+
+def _matrix(cells: list[tuple[str, str]], results: dict[tuple[str, str], Any], case: Case) -> str:
+    """Upstream's truth-table rows: one line per source, `.` reachable, `X` not, `!` wrong."""
+    rows = []
+    for src in ALL:
+        marks = ""
+        for dst in ALL:
+            ok = results[(src, dst)].ok
+            mark = "." if ok else "X"
+            marks += mark if ok == case.allowed(src, dst) else "!"
+        rows.append(f"{src} {marks}")
+    return "to " + " ".join(ALL) + " | " + " | ".join(rows)
