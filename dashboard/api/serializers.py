@@ -463,6 +463,14 @@ class CriterionSerializer(s.Serializer):
     rows = s.ListField(
         child=s.DictField(), required=False, help_text="per-plugin / per-proxier facts"
     )
+    proxiers = s.DictField(
+        child=s.DictField(),
+        required=False,
+        help_text=(
+            "iptables-and-ipvs only: a verdict per proxier (iptables, ipvs, nftables), "
+            '{MODE: {"status": met|unmet|stale, "detail", "evidence": [...], "note"}}'
+        ),
+    )
 
 
 TransitionSerializer = type(

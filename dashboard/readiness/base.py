@@ -42,6 +42,8 @@ class Verdict:
         default_factory=list
     )  # per-plugin / per-proxier facts for pages
     what_if: str = ""  # "would be met on emulated clusters only: not counted", or ""
+    # iptables-and-ipvs only: {MODE: {"status","detail","evidence"[,"note"]}} per proxier
+    proxiers: dict[str, dict[str, Any]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         seen: set[tuple[str, int]] = set()
@@ -59,6 +61,7 @@ class Verdict:
             "evidence": evidence[:MAX_EVIDENCE],
             "evidence_total": len(evidence),
             "rows": self.rows,
+            **({"proxiers": self.proxiers} if self.proxiers is not None else {}),
         }
 
 

@@ -15,6 +15,20 @@ from ..whatif import with_what_if
 KEY = PROXIERS
 TITLE = criterion_title(KEY)
 REQUIRED = (Proxier.IPTABLES, Proxier.IPVS)
+# The post-GA watch follows the proxiers people run (issue 23): nftables is GA since 1.33 and
+# on its way to being the default; ipvs is deprecated (KEP-5495). Neither changes the KEP's
+# criterion, which stays "iptables and ipvs".
+NOTES = {
+    Proxier.IPVS: (
+        "deprecated since Kubernetes 1.35 (KEP-5495); the KubeProxyIPVS feature gate is "
+        "planned to be off by default in 1.40"
+    ),
+    Proxier.NFTABLES: (
+        "GA since Kubernetes 1.33 and on its way to becoming the default; followed here, "
+        "not required by the KEP's criterion"
+    ),
+}
+MODE_STATUS = {"demonstrated": "met", "stale": "stale", "not demonstrated": "unmet"}
 
 
 def evaluate(ctx: Context) -> Verdict:
@@ -62,10 +76,26 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
                 "status": state,
                 "why": why,
                 "evidence": evidence_entry(*good[0]) if good else None,
+                "note": NOTES.get(mode, ""),
+                "mode_evidence": [evidence_entry(i, a) for i, a in pairs],
             }
         )
     nft = next(r for r in rows if r["proxier"] == Proxier.NFTABLES)
-    note = f"; nftables (not required): {nft['status']}"
+    note = f"; nftables (not required): {nft['status']}; ipvs: {NOTES[Proxier.IPVS]}"
+    proxiers = {
+        r["proxier"]: {
+            "status": MODE_STATUS[r["status"]],
+            "detail": (
+                f"pod-to-service passed on a demonstrated {r['proxier']}"
+                if r["status"] == "demonstrated"
+                else f"{r['status']}: {r['why']}"
+            ),
+            "evidence": r.pop("mode_evidence"),
+            "required": r["required"],
+            **({"note": r["note"]} if r["note"] else {}),
+        }
+        for r in rows
+    }
     if not missing and not stale:
         return Verdict(
             KEY,
@@ -74,6 +104,7 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
             "pod-to-service passed on both iptables and ipvs" + note,
             evidence,
             rows,
+            proxiers=proxiers,
         ), used
     if not missing:
         return Verdict(
@@ -83,8 +114,9 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
             "only stale evidence for " + ", ".join(stale) + note,
             evidence,
             rows,
+            proxiers=proxiers,
         ), used
     detail = "needs fresh counted evidence of pod-to-service passing on " + "; ".join(missing)
     if stale:
         detail += "; stale: " + ", ".join(stale)
-    return Verdict(KEY, TITLE, "unmet", detail + note, evidence, rows), used
+    return Verdict(KEY, TITLE, "unmet", detail + note, evidence, rows, proxiers=proxiers), used
