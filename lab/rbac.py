@@ -140,9 +140,16 @@ def state_of(cluster: Any) -> RbacState:
     return state
 
 
-def authenticate(cluster: Any, header: str | None) -> Identity:
-    """The identity of a bearer token; 401 as a real server answers an unknown token."""
+def authenticate(
+    cluster: Any, header: str | None, peer: tuple[str, tuple[str, ...]] | None = None
+) -> Identity:
+    """The identity of a client certificate (verified by the TLS layer against the lab's CA:
+    CN the user, O the groups, as kube-apiserver's x509 authenticator reads them) or of a
+    bearer token; 401 as a real server answers an unknown token."""
     state = state_of(cluster)
+    if peer is not None:
+        user, groups = peer
+        return Identity(user, (*groups, "system:authenticated"), admin="system:masters" in groups)
     # The scheme is case-insensitive, as in the API server (the in-cluster loader sends "bearer").
     scheme, _, value = (header or "").partition(" ")
     token = value.strip() if scheme.lower() == "bearer" else ""

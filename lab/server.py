@@ -7,12 +7,16 @@ Run it standalone with `python -m lab.server --profiles lab/profiles --port 8081
 from __future__ import annotations
 
 import argparse
+import base64
 import json
+import os
 import re
 import signal
 import socket
+import ssl
 import sys
 import threading
+from pathlib import Path
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -23,6 +27,7 @@ from lab.cluster import KIND_OF, Cluster
 from lab.daemonsets import daemonsets
 from lab.errors import ApiError
 from lab.profiles import load_profiles, validate_profile
+from lab.tls import DEFAULT_HOSTS, KeyPair, LabCA, peer_identity
 from lab.watch import WatchStream, check_list_resource_version, is_watch
 
 _NS = r"(?P<ns>[a-z0-9.-]+)"
@@ -331,6 +336,12 @@ class _RequestHandler(BaseHTTPRequestHandler):
     server: _HTTPServer
 
     def setup(self) -> None:
+        if isinstance(self.request, ssl.SSLSocket):
+            # The TLS handshake runs here, in the request's thread: a client that connects and
+            # stays silent holds up no one else.
+            self.request.settimeout(HANDSHAKE_TIMEOUT_S)
+            self.request.do_handshake()
+            self.request.settimeout(None)
         super().setup()
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
@@ -411,7 +422,12 @@ class _RequestHandler(BaseHTTPRequestHandler):
         cluster = lab.clusters.get(name)
         if cluster is None:
             raise ApiError(404, f'lab cluster "{name}" not found')
-        who = rbac.authenticate(cluster, self.headers.get("Authorization"))
+        peer = (
+            peer_identity(self.connection.getpeercert())
+            if isinstance(self.connection, ssl.SSLSocket)
+            else None
+        )
+        who = rbac.authenticate(cluster, self.headers.get("Authorization"), peer)
         faults = cluster.faults
         if faults["api_timeout"]:
             # Hang like an overloaded apiserver; stop() wakes us so shutdown stays quick.
@@ -451,14 +467,31 @@ class _RequestHandler(BaseHTTPRequestHandler):
             return handler(cluster, args, query, body)
 
 
+HANDSHAKE_TIMEOUT_S = 10.0
+
+
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     lab: LabServer
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that refuses our certificate (wrong CA, expired, another host) or goes away
+        # mid-handshake is its own business, not a server error worth a traceback.
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ssl.SSLError, ConnectionError, TimeoutError, OSError)):
+            return
+        super().handle_error(request, client_address)
+
 
 class LabServer:
-    """Serves one emulated cluster per profile; `start()` runs it on a background thread."""
+    """Serves one emulated cluster per profile; `start()` runs it on a background thread.
+
+    HTTPS by default, with the certificate authority of `lab.tls`: the one kept in
+    `state_dir` (generated there at the first start), or `ca`, or one per process in memory.
+    `tls=False` serves plain HTTP (`--insecure-http`: debugging, or tools that need it).
+    `server_cert` replaces the serving certificate (tests: an expired one, another host's).
+    """
 
     def __init__(
         self,
@@ -467,10 +500,16 @@ class LabServer:
         port: int = 0,
         *,
         verbose: bool = False,
+        tls: bool = True,
+        state_dir: str | Path | None = None,
+        ca: LabCA | None = None,
+        server_cert: KeyPair | None = None,
+        hosts: tuple[str, ...] = (),
     ) -> None:
         self.host = host
         self.port = port
         self.verbose = verbose
+        self.tls = tls
         self.stopping = threading.Event()
         self.clusters: dict[str, Cluster] = {}
         for profile in profiles:
@@ -479,12 +518,29 @@ class LabServer:
                 raise ValueError(f"<profile {checked['name']}>: field name is used twice")
             self.clusters[checked["name"]] = Cluster(checked)
             rbac.state_of(self.clusters[checked["name"]])  # a bad role file fails here, not later
+        self.ca: LabCA | None = None
+        self.server_cert: KeyPair | None = None
+        if tls:
+            if ca is None:
+                ca = LabCA.load_or_create(state_dir) if state_dir else LabCA.ephemeral()
+            self.ca = ca
+            names = [*DEFAULT_HOSTS, *hosts]
+            if host not in ("0.0.0.0", "::", ""):
+                names.append(host)
+            else:
+                names.append(socket.gethostname())
+            self.server_cert = server_cert or ca.server_certificate(tuple(names))
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
 
     def start(self) -> LabServer:
         self._httpd = _HTTPServer((self.host, self.port), _RequestHandler)
         self._httpd.lab = self
+        if self.ca is not None and self.server_cert is not None:
+            context = self.ca.server_context(self.server_cert)
+            self._httpd.socket = context.wrap_socket(
+                self._httpd.socket, server_side=True, do_handshake_on_connect=False
+            )
         self.port = self._httpd.server_address[1]
         # A short poll interval keeps stop() fast (shutdown waits for the next poll).
         self._thread = threading.Thread(
@@ -494,8 +550,13 @@ class LabServer:
         return self
 
     @property
+    def scheme(self) -> str:
+        return "https" if self.tls else "http"
+
+    @property
     def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.scheme}://{host}:{self.port}"
 
     def cluster_url(self, name: str) -> str:
         self.cluster(name)
@@ -507,17 +568,86 @@ class LabServer:
         except KeyError:
             raise KeyError(f"no lab cluster named {name!r}") from None
 
-    def kubeconfig(self, name: str) -> dict[str, Any]:
-        token = self.cluster(name).profile["token"]
+    @property
+    def ca_data(self) -> str | None:
+        """The CA as kubeconfigs carry it (base64 of the PEM), None over plain HTTP."""
+        if self.ca is None:
+            return None
+        return base64.b64encode(self.ca.cert_pem).decode()
+
+    def client_context(self) -> ssl.SSLContext | None:
+        """An SSL context that trusts the lab's CA (for urllib and friends), None over HTTP."""
+        if self.ca is None:
+            return None
+        return ssl.create_default_context(cadata=self.ca.cert_pem.decode())
+
+    def _cluster_entry(self, name: str, server: str | None = None) -> dict[str, Any]:
+        entry: dict[str, Any] = {"server": server or self.cluster_url(name)}
+        if self.ca_data:
+            entry["certificate-authority-data"] = self.ca_data
+        return {"name": name, "cluster": entry}
+
+    def user_entry(self, name: str, auth: str = "token") -> dict[str, Any]:
+        """The kubeconfig user of cluster NAME: its token, or (`client-certificate`) a
+        kind-style admin certificate (CN kubernetes-admin, O system:masters)."""
+        if auth == "token":
+            return {"name": f"{name}-admin", "user": {"token": self.cluster(name).profile["token"]}}
+        if auth != "client-certificate" or self.ca is None:
+            raise ValueError("client certificates need TLS; auth is 'token' or 'client-certificate'")
+        pair = self.ca.client_certificate()
+        return {
+            "name": f"kind-{name}",
+            "user": {
+                "client-certificate-data": base64.b64encode(pair.cert_pem).decode(),
+                "client-key-data": base64.b64encode(pair.key_pem).decode(),
+            },
+        }
+
+    def kubeconfig(
+        self, name: str, *, auth: str = "token", server: str | None = None
+    ) -> dict[str, Any]:
+        """A kubeconfig for cluster NAME alone (current context NAME)."""
+        user = self.user_entry(name, auth)
         return {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": name, "cluster": {"server": self.cluster_url(name)}}],
-            "users": [{"name": f"{name}-admin", "user": {"token": token}}],
-            "contexts": [{"name": name, "context": {"cluster": name, "user": f"{name}-admin"}}],
+            "clusters": [self._cluster_entry(name, server)],
+            "users": [user],
+            "contexts": [{"name": name, "context": {"cluster": name, "user": user["name"]}}],
             "current-context": name,
             "preferences": {},
         }
+
+    def kubeconfig_all(self, public_url: str | None = None) -> dict[str, Any]:
+        """One kubeconfig with a context per cluster, named after it, each with a token user."""
+        names = list(self.clusters)
+        base = public_url.rstrip("/") if public_url else None
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                self._cluster_entry(n, f"{base}/clusters/{n}" if base else None) for n in names
+            ],
+            "users": [self.user_entry(n) for n in names],
+            "contexts": [
+                {"name": n, "context": {"cluster": n, "user": f"{n}-admin"}} for n in names
+            ],
+            "current-context": names[0] if names else "",
+            "preferences": {},
+        }
+
+    def write_kubeconfig(self, path: str | Path, public_url: str | None = None) -> Path:
+        """Write `kubeconfig_all()` to PATH (mode 0600: it holds the tokens)."""
+        import yaml
+
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = yaml.safe_dump(self.kubeconfig_all(public_url), sort_keys=False)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(path, 0o600)
+        return path
 
     def stop(self) -> None:
         self.stopping.set()
@@ -534,6 +664,9 @@ class LabServer:
         self.stop()
 
 
+DEFAULT_STATE_DIR = Path(__file__).resolve().parent.parent / "var" / "lab"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m lab.server", description="Serve emulated Kubernetes clusters."
@@ -542,13 +675,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--verbose", action="store_true", help="log every request")
+    parser.add_argument(
+        "--state-dir",
+        default=str(DEFAULT_STATE_DIR),
+        help="where the lab keeps its CA (generated at the first start)",
+    )
+    parser.add_argument(
+        "--kubeconfig", default="", help="write a kubeconfig with a context per cluster here"
+    )
+    parser.add_argument(
+        "--insecure-http", action="store_true", help="serve plain HTTP instead of HTTPS"
+    )
     args = parser.parse_args(argv)
     try:
         profiles = load_profiles(args.profiles)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    lab = LabServer(profiles, host=args.host, port=args.port, verbose=args.verbose).start()
+    try:
+        lab = LabServer(
+            profiles,
+            host=args.host,
+            port=args.port,
+            verbose=args.verbose,
+            tls=not args.insecure_http,
+            state_dir=args.state_dir,
+        ).start()
+    except (OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.kubeconfig:
+        lab.write_kubeconfig(args.kubeconfig)
+        print(f"kubeconfig {args.kubeconfig}", file=sys.stderr, flush=True)
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())

@@ -99,6 +99,8 @@ class Command(BaseCommand):
                 str(LAB_PORT),
                 "--register",
                 "--kickoff",
+                "--kubeconfig",
+                str(settings.VAR_DIR / "lab" / "kubeconfig"),
             ],
         )
         celery = [py, "-m", "celery", "-A", "workers"]
