@@ -299,6 +299,31 @@ def authorize(
     raise forbidden(attrs, who.name)
 
 
+def review(cluster: Any, who: Identity, spec: dict[str, Any]) -> tuple[bool, str]:
+    """SelfSubjectAccessReview (`kubectl auth can-i`): may WHO do what SPEC describes?"""
+    if who.admin:
+        return True, ""
+    resource = spec.get("resourceAttributes")
+    if isinstance(resource, dict):
+        attrs = Attributes(
+            verb=str(resource.get("verb") or ""),
+            path="",
+            resource_request=True,
+            api_group=str(resource.get("group") or ""),
+            resource=str(resource.get("resource") or ""),
+            subresource=str(resource.get("subresource") or ""),
+            namespace=str(resource.get("namespace") or ""),
+            name=str(resource.get("name") or ""),
+        )
+    else:
+        other = spec.get("nonResourceAttributes") or {}
+        attrs = Attributes(str(other.get("verb") or ""), str(other.get("path") or ""), False)
+    for rule in _bound_rules(state_of(cluster), who, attrs.namespace):
+        if _allows(rule, attrs):
+            return True, "RBAC: allowed by a role bound to " + who.name
+    return False, ""
+
+
 # --- the RBAC objects and TokenRequest ------------------------------------------------------
 
 _RBAC_PATH = re.compile(

@@ -22,19 +22,34 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from lab import rbac
+from lab import discovery, fields, openapi, patch, protobuf, rbac, tables, updates
 from lab.cluster import KIND_OF, Cluster
 from lab.daemonsets import daemonsets
 from lab.errors import ApiError
 from lab.profiles import load_profiles, validate_profile
 from lab.tls import DEFAULT_HOSTS, KeyPair, LabCA, peer_identity
-from lab.watch import WatchStream, check_list_resource_version, is_watch
+from lab.watch import WatchStream, check_list_resource_version, field_matches, is_watch
 
 _NS = r"(?P<ns>[a-z0-9.-]+)"
 _NAME = r"(?P<name>[^/]+)"
-LIST_KIND = {"pods": "PodList", "services": "ServiceList", "networkpolicies": "NetworkPolicyList"}
-LIST_API_VERSION = {"pods": "v1", "services": "v1", "networkpolicies": "networking.k8s.io/v1"}
-PREFIX = {"pods": "/api/v1", "services": "/api/v1", "networkpolicies": "/apis/networking.k8s.io/v1"}
+LIST_KIND = {
+    "pods": "PodList",
+    "services": "ServiceList",
+    "networkpolicies": "NetworkPolicyList",
+    "deployments": "DeploymentList",
+}
+LIST_API_VERSION = {
+    "pods": "v1",
+    "services": "v1",
+    "networkpolicies": "networking.k8s.io/v1",
+    "deployments": "apps/v1",
+}
+PREFIX = {
+    "pods": "/api/v1",
+    "services": "/api/v1",
+    "networkpolicies": "/apis/networking.k8s.io/v1",
+    "deployments": "/apis/apps/v1",
+}
 
 Handler = Callable[[Cluster, dict[str, str], dict[str, list[str]], Any], tuple[int, Any]]
 
@@ -59,7 +74,38 @@ ITEM_TYPE = {
     "nodes": ("Node", "v1"),
     "endpoints": ("Endpoints", "v1"),
     "endpointslices": ("EndpointSlice", "discovery.k8s.io/v1"),
+    "deployments": ("Deployment", "apps/v1"),
 }
+
+
+class Answer:
+    """A payload with its own media type and extra headers (aggregated discovery, warnings)."""
+
+    def __init__(
+        self, payload: Any, content_type: str | None = None, headers: list[tuple[str, str]] | None = None
+    ) -> None:
+        self.payload = payload
+        self.content_type = content_type
+        self.headers = headers or []
+
+
+def _request_header(name: str) -> str | None:
+    headers = getattr(_ROUTER._local, "headers", None)
+    return headers.get(name) if headers is not None else None
+
+
+def _table_or(resource: str, obj: dict[str, Any], cluster: Cluster, query: dict[str, list[str]]) -> Any:
+    """One object, or its one-row Table when the client asked for `as=Table`."""
+    version = tables.wants_table(_request_header("Accept"))
+    if version is None:
+        return obj
+    return tables.table(
+        resource,
+        [obj],
+        resource_version=str(cluster.resource_version),
+        api_version=version,
+        include=_q(query, "includeObject") or "Metadata",
+    )
 
 
 def _list_or_watch(
@@ -82,9 +128,42 @@ def _list_or_watch(
             }
             for item in produce()
         ]
-        return 200, WatchStream(cluster, resource, namespace, query, snapshot, _ROUTER.stopping)
+        stream = WatchStream(cluster, resource, namespace, query, snapshot, _ROUTER.stopping)
+        stream.item_type = ITEM_TYPE[resource]
+        version = tables.wants_table(_request_header("Accept"))
+        if version is not None:
+            include = _q(query, "includeObject") or "Metadata"
+            first = [True]
+
+            def as_table(obj: dict[str, Any]) -> dict[str, Any]:
+                out = tables.table(
+                    resource,
+                    [obj],
+                    resource_version=str(obj.get("metadata", {}).get("resourceVersion", "")),
+                    api_version=version,
+                    include=include,
+                    with_columns=first[0],
+                )
+                first[0] = False
+                return out
+
+            stream.transform = as_table
+        return 200, stream
     check_list_resource_version(cluster, query)
-    return 200, _list(list_kind, api_version, produce(), cluster)
+    selector = _q(query, "fieldSelector")
+    items = [i for i in produce() if field_matches(selector, i)]
+    version = tables.wants_table(_request_header("Accept"))
+    if version is not None:
+        kind, item_version = ITEM_TYPE[resource]
+        full = [{"kind": kind, "apiVersion": item_version, **i} for i in items]
+        return 200, tables.table(
+            resource,
+            full,
+            resource_version=str(cluster.resource_version),
+            api_version=version,
+            include=_q(query, "includeObject") or "Metadata",
+        )
+    return 200, _list(list_kind, api_version, items, cluster)
 
 
 def _q(query: dict[str, list[str]], key: str) -> str | None:
@@ -123,35 +202,48 @@ def _build_router() -> _Router:
     r = _Router()
     r.add("/version", GET=lambda c, a, q, b: (200, c.version()))
     r.add("/(healthz|readyz|livez)", GET=lambda c, a, q, b: (200, "ok"))
+    r.add("/api", GET=lambda c, a, q, b: _discovery_root(c, core=True))
+    r.add("/apis", GET=lambda c, a, q, b: _discovery_root(c, core=False))
+    r.add("/api/v1", GET=lambda c, a, q, b: _served(discovery.resource_list(c, "v1")))
     r.add(
-        "/api",
-        GET=lambda c, a, q, b: (
-            200,
-            {
-                "kind": "APIVersions",
-                "versions": ["v1"],
-                "serverAddressByClientCIDRs": [
-                    {"clientCIDR": "0.0.0.0/0", "serverAddress": "172.18.0.2:6443"}
-                ],
-            },
-        ),
+        r"/apis/(?P<group>[a-z0-9.-]+)",
+        GET=lambda c, a, q, b: _served(discovery.api_group(c, a["group"])),
     )
     r.add(
-        "/api/v1/nodes",
-        GET=lambda c, a, q, b: (
-            200,
-            _list(
-                "NodeList",
-                "v1",
-                [
-                    c.render_node(n, in_list=True)
-                    for n in c.nodes
-                    if _labels_ok(q, c.render_node(n))
-                ],
-                c,
-            ),
+        r"/apis/(?P<group>[a-z0-9.-]+)/(?P<version>v[0-9a-z]+)",
+        GET=lambda c, a, q, b: _served(
+            discovery.resource_list(c, f"{a['group']}/{a['version']}")
         ),
     )
+    r.add("/openapi/v3", GET=lambda c, a, q, b: (200, openapi.root(c)))
+    r.add(
+        r"/openapi/v3/(?P<doc>api/v1|apis/[a-z0-9.-]+/v[0-9a-z]+)",
+        GET=lambda c, a, q, b: (200, openapi.document(c, a["doc"])),
+    )
+    r.add("/openapi/v2", GET=lambda c, a, q, b: _openapi_v2_missing())
+    r.add(
+        "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        POST=lambda c, a, q, b: (201, _self_subject_access_review(c, _body(b))),
+    )
+
+    def list_nodes(c: Cluster, a: dict[str, str], q: Any, b: Any) -> tuple[int, Any]:
+        items = [
+            c.render_node(n, in_list=True)
+            for n in c.nodes
+            if _labels_ok(q, c.render_node(n)) and field_matches(_q(q, "fieldSelector"), c.render_node(n))
+        ]
+        version = tables.wants_table(_request_header("Accept"))
+        if version is not None:
+            return 200, tables.table(
+                "nodes",
+                [{"kind": "Node", "apiVersion": "v1", **i} for i in items],
+                resource_version=str(c.resource_version),
+                api_version=version,
+                include=_q(q, "includeObject") or "Metadata",
+            )
+        return 200, _list("NodeList", "v1", items, c)
+
+    r.add("/api/v1/nodes", GET=list_nodes)
 
     def get_node(c: Cluster, a: dict[str, str], q: Any, b: Any) -> tuple[int, Any]:
         node = c.node_by_name(a["name"])
@@ -159,7 +251,7 @@ def _build_router() -> _Router:
             raise ApiError(
                 404, f'nodes "{a["name"]}" not found', details={"name": a["name"], "kind": "nodes"}
             )
-        return 200, c.render_node(node)
+        return 200, _table_or("nodes", c.render_node(node), c, q)
 
     r.add(f"/api/v1/nodes/{_NAME}", GET=get_node)
     r.add(
@@ -176,12 +268,21 @@ def _build_router() -> _Router:
                 for ns in c.list_namespaces(_q(q, "labelSelector"))
             ],
         ),
-        POST=lambda c, a, q, b: (201, c.create_namespace(_body(b))),
+        POST=lambda c, a, q, b: _created(
+            q, "Namespace", _body(b), lambda: c.create_namespace(_body(b))
+        ),
     )
     r.add(
         f"/api/v1/namespaces/{_NAME}",
-        GET=lambda c, a, q, b: (200, c.get_namespace(a["name"])),
+        GET=lambda c, a, q, b: (200, _table_or("namespaces", c.get_namespace(a["name"]), c, q)),
         DELETE=lambda c, a, q, b: (200, c.delete_namespace(a["name"])),
+        PUT=lambda c, a, q, b: _updated(
+            q, "Namespace", _body(b), lambda: updates.replace_namespace(c, a["name"], _body(b))
+        ),
+        PATCH=lambda c, a, q, b: _patched(
+            c, q, b, "Namespace", c.get_namespace(a["name"]),
+            lambda new: updates.replace_namespace(c, a["name"], new),
+        ),
     )
     for kind in KIND_OF:
         _add_kind(r, kind)
@@ -203,7 +304,7 @@ def _build_router() -> _Router:
     )
     r.add(
         f"/api/v1/namespaces/{_NS}/endpoints/{_NAME}",
-        GET=lambda c, a, q, b: (200, _endpoints(c, a["ns"], a["name"])),
+        GET=lambda c, a, q, b: (200, _table_or("endpoints", _endpoints(c, a["ns"], a["name"]), c, q)),
     )
     r.add(
         "/api/v1/endpoints",
@@ -260,6 +361,7 @@ def _build_router() -> _Router:
 def _add_kind(r: _Router, k: str) -> None:
     """The routes of one kind of object (a function, so that each route's lambdas keep their kind)."""
     prefix = PREFIX[k]
+    kind = KIND_OF[k]
     r.add(
         f"{prefix}/namespaces/{_NS}/{k}",
         GET=lambda c, a, q, b: _list_or_watch(
@@ -273,12 +375,30 @@ def _add_kind(r: _Router, k: str) -> None:
                 c, a["ns"], lambda: c.list_objects(k, a["ns"], _q(q, "labelSelector"))
             ),
         ),
-        POST=lambda c, a, q, b: (201, c.create(k, a["ns"], _body(b))),
+        POST=lambda c, a, q, b: _created(q, kind, _body(b), lambda: c.create(k, a["ns"], _body(b))),
     )
     r.add(
         f"{prefix}/namespaces/{_NS}/{k}/{_NAME}",
+        GET=lambda c, a, q, b: (200, _table_or(k, c.get(k, a["ns"], a["name"]), c, q)),
+        DELETE=lambda c, a, q, b: (
+            200,
+            c.delete(k, a["ns"], a["name"], _propagation(q, b)),
+        ),
+        PUT=lambda c, a, q, b: _updated(
+            q, kind, _body(b), lambda: updates.replace(c, k, a["ns"], a["name"], _body(b))
+        ),
+        PATCH=lambda c, a, q, b: _patched(
+            c,
+            q,
+            b,
+            kind,
+            c.get(k, a["ns"], a["name"]),
+            lambda new: updates.replace(c, k, a["ns"], a["name"], new),
+        ),
+    )
+    r.add(
+        f"{prefix}/namespaces/{_NS}/{k}/{_NAME}/status",
         GET=lambda c, a, q, b: (200, c.get(k, a["ns"], a["name"])),
-        DELETE=lambda c, a, q, b: (200, c.delete(k, a["ns"], a["name"])),
     )
     r.add(
         f"{prefix}/{k}",
@@ -292,6 +412,120 @@ def _add_kind(r: _Router, k: str) -> None:
             lambda: c.list_objects(k, None, _q(q, "labelSelector")),
         ),
     )
+
+
+def _served(found: dict[str, Any] | None) -> tuple[int, Any]:
+    if found is None:
+        raise ApiError(404, "the server could not find the requested resource")
+    return 200, found
+
+
+def _discovery_root(cluster: Cluster, core: bool) -> tuple[int, Any]:
+    media = discovery.wants_aggregated(_request_header("Accept"))
+    if media is not None:
+        version = "v2" if media == discovery.AGGREGATED_V2 else "v2beta1"
+        return 200, Answer(
+            discovery.aggregated(cluster, core, f"apidiscovery.k8s.io/{version}"),
+            content_type=media,
+        )
+    return 200, discovery.api_versions() if core else discovery.api_group_list(cluster)
+
+
+def _openapi_v2_missing() -> tuple[int, Any]:
+    raise ApiError(404, "the lab serves OpenAPI v3 only (/openapi/v3)")
+
+
+def _propagation(query: dict[str, list[str]], body: Any) -> str | None:
+    if isinstance(body, dict) and body.get("propagationPolicy"):
+        return str(body["propagationPolicy"])
+    return _q(query, "propagationPolicy")
+
+
+def _dry_run(query: dict[str, list[str]]) -> bool:
+    values = query.get("dryRun") or []
+    for value in values:
+        if value != "All":
+            raise ApiError(
+                400,
+                f'dryRun: Unsupported value: "{value}": supported values: "All"',
+            )
+    return bool(values)
+
+
+def _warnings(texts: list[str]) -> list[tuple[str, str]]:
+    return [("Warning", '299 - "' + t.replace('"', '\\"') + '"') for t in texts]
+
+
+def _created(
+    query: dict[str, list[str]], kind: str, body: dict[str, Any], make: Callable[[], Any]
+) -> tuple[int, Any]:
+    warnings = fields.check(kind, body, _q(query, "fieldValidation"))
+    if _dry_run(query):
+        return 201, Answer(_dry(make), headers=_warnings(warnings))
+    return 201, Answer(make(), headers=_warnings(warnings))
+
+
+def _updated(
+    query: dict[str, list[str]], kind: str, body: dict[str, Any], make: Callable[[], Any]
+) -> tuple[int, Any]:
+    warnings = fields.check(kind, body, _q(query, "fieldValidation"))
+    if _dry_run(query):
+        return 200, Answer(_dry(make), headers=_warnings(warnings))
+    return 200, Answer(make(), headers=_warnings(warnings))
+
+
+def _patched(
+    cluster: Cluster,
+    query: dict[str, list[str]],
+    raw: Any,
+    kind: str,
+    current: dict[str, Any],
+    replace: Callable[[dict[str, Any]], Any],
+) -> tuple[int, Any]:
+    content_type = _request_header("Content-Type") or ""
+    original = {k: v for k, v in current.items() if k != "status"}
+    new = patch.apply_patch(kind, content_type, original, raw if isinstance(raw, bytes) else b"")
+    warnings = fields.check(kind, new, _q(query, "fieldValidation"))
+    if _dry_run(query):
+        return 200, Answer(_dry(lambda: replace(new)), headers=_warnings(warnings))
+    return 200, Answer(replace(new), headers=_warnings(warnings))
+
+
+class _DryRunDone(Exception):
+    def __init__(self, result: Any) -> None:
+        self.result = result
+
+
+def _dry(make: Callable[[], Any]) -> Any:
+    """Run a change on a copy of the cluster's state: validated, answered, not kept."""
+    import copy as _copy
+
+    cluster = _ROUTER._local.cluster
+    saved = {
+        name: _copy.deepcopy(getattr(cluster, name))
+        for name in ("namespaces", "objects", "pod_rt", "svc_rt", "ghost_pods", "resource_version")
+    }
+    events = len(cluster.events)
+    try:
+        return make()
+    finally:
+        for name, value in saved.items():
+            setattr(cluster, name, value)
+        while len(cluster.events) > events:
+            cluster.events.pop()
+
+
+def _self_subject_access_review(cluster: Cluster, body: dict[str, Any]) -> dict[str, Any]:
+    who = _ROUTER._local.who
+    spec = body.get("spec") or {}
+    allowed, reason = rbac.review(cluster, who, spec)
+    return {
+        "kind": "SelfSubjectAccessReview",
+        "apiVersion": "authorization.k8s.io/v1",
+        "metadata": {"creationTimestamp": None},
+        "spec": spec,
+        "status": {"allowed": allowed, **({"reason": reason} if reason else {})},
+    }
 
 
 class _Text(str):
@@ -365,12 +599,18 @@ class _RequestHandler(BaseHTTPRequestHandler):
         self._handle("PATCH")
 
     def _send(self, code: int, payload: Any) -> None:
+        extra: list[tuple[str, str]] = []
+        media = None
+        if isinstance(payload, Answer):
+            extra, media, payload = payload.headers, payload.content_type, payload.payload
         if isinstance(payload, _Text) or isinstance(payload, str):
             data, ctype = str(payload).encode(), "text/plain; charset=utf-8"
         else:
-            data, ctype = json.dumps(payload).encode(), "application/json"
+            data, ctype = json.dumps(payload).encode(), media or "application/json"
         self.send_response(code)
         self.send_header("Content-Type", ctype)
+        for name, value in extra:
+            self.send_header(name, value)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -379,6 +619,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         _ROUTER._local.stopping = self.server.lab.stopping
+        _ROUTER._local.headers = self.headers
         try:
             code, payload = self._dispatch(method, raw)
         except ApiError as err:
@@ -404,6 +645,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         self.wfile.flush()
         try:
             for event in watch.lines():
+                if watch.transform is not None and event.get("type") not in ("ERROR", "BOOKMARK"):
+                    event = {**event, "object": watch.transform(event["object"])}
                 data = json.dumps(event).encode() + b"\n"
                 self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
                 self.wfile.flush()
@@ -453,8 +696,21 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 and not cluster.serves_endpointslices()
             ):
                 raise ApiError(404, "the server could not find the requested resource")
+            _ROUTER._local.who = who
+            _ROUTER._local.cluster = cluster
             body: Any = None
-            if raw:
+            content_type = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+            if method == "PATCH":
+                body = raw  # decoded by its media type (lab/patch.py)
+            elif raw and content_type == protobuf.PROTOBUF:
+                if not rest.rstrip("/").endswith("/selfsubjectaccessreviews"):
+                    raise ApiError(
+                        415,
+                        "the lab accepts protobuf for SelfSubjectAccessReview only; send JSON",
+                        reason="UnsupportedMediaType",
+                    )
+                body = protobuf.self_subject_access_review(raw)
+            elif raw:
                 try:
                     body = json.loads(raw)
                 except ValueError as exc:
