@@ -68,6 +68,42 @@ def unwrap(body: bytes) -> tuple[str, str, bytes]:
     return _text(type_meta, 1), _text(type_meta, 2), unknown.get(2, [b""])[-1]
 
 
+def _object_meta(raw: bytes) -> dict[str, Any]:
+    """metav1.ObjectMeta: name 1, generateName 2, namespace 3, labels 11, annotations 12."""
+    found = fields(raw)
+    meta: dict[str, Any] = {}
+    for number, key in ((1, "name"), (2, "generateName"), (3, "namespace")):
+        if _text(found, number):
+            meta[key] = _text(found, number)
+    for number, key in ((11, "labels"), (12, "annotations")):
+        entries = [fields(e) for e in found.get(number, [])]
+        if entries:
+            meta[key] = {_text(e, 1): _text(e, 2) for e in entries}
+    return meta
+
+
+def decode(body: bytes) -> dict[str, Any]:
+    """The JSON shape of a protobuf body of a kind the lab decodes, or 415."""
+    try:
+        _version, kind, raw = unwrap(body)
+    except (ValueError, IndexError) as exc:
+        raise ApiError(415, f"the lab cannot decode this protobuf body ({exc}); send JSON", reason="UnsupportedMediaType") from exc
+    if kind == "SelfSubjectAccessReview":
+        return self_subject_access_review(body)
+    if kind == "Namespace":
+        try:
+            meta = _object_meta(fields(raw).get(1, [b""])[-1])
+        except (ValueError, IndexError, UnicodeDecodeError) as exc:
+            raise ApiError(415, f"the lab cannot decode this protobuf body ({exc}); send JSON", reason="UnsupportedMediaType") from exc
+        return {"kind": "Namespace", "apiVersion": "v1", "metadata": meta}
+    raise ApiError(
+        415,
+        f"the lab accepts protobuf for Namespace and SelfSubjectAccessReview only, not {kind}; "
+        "send JSON",
+        reason="UnsupportedMediaType",
+    )
+
+
 def self_subject_access_review(body: bytes) -> dict[str, Any]:
     """A SelfSubjectAccessReview body decoded into its JSON shape."""
     try:

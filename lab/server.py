@@ -703,13 +703,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
             if method == "PATCH":
                 body = raw  # decoded by its media type (lab/patch.py)
             elif raw and content_type == protobuf.PROTOBUF:
-                if not rest.rstrip("/").endswith("/selfsubjectaccessreviews"):
-                    raise ApiError(
-                        415,
-                        "the lab accepts protobuf for SelfSubjectAccessReview only; send JSON",
-                        reason="UnsupportedMediaType",
-                    )
-                body = protobuf.self_subject_access_review(raw)
+                body = protobuf.decode(raw)  # what client-go's typed clients send
             elif raw:
                 try:
                     body = json.loads(raw)
