@@ -43,7 +43,12 @@ KIND_OF = {
     "networkpolicies": "NetworkPolicy",
     "deployments": "Deployment",
 }
-GROUP_OF = {"pods": "", "services": "", "networkpolicies": "networking.k8s.io", "deployments": "apps"}
+GROUP_OF = {
+    "pods": "",
+    "services": "",
+    "networkpolicies": "networking.k8s.io",
+    "deployments": "apps",
+}
 API_VERSION_OF = {
     "pods": "v1",
     "services": "v1",

@@ -53,9 +53,7 @@ def validate(cluster: Cluster, meta: dict[str, Any], spec: dict[str, Any]) -> li
     replicas = spec.get("replicas", 1)
     if not isinstance(replicas, int) or replicas < 0:
         errs.append(
-            validation.invalid(
-                "spec.replicas", replicas, "must be greater than or equal to 0"
-            )
+            validation.invalid("spec.replicas", replicas, "must be greater than or equal to 0")
         )
     selector = spec.get("selector")
     template = spec.get("template") or {}
@@ -64,7 +62,9 @@ def validate(cluster: Cluster, meta: dict[str, Any], spec: dict[str, Any]) -> li
         selector.get("matchLabels") or selector.get("matchExpressions")
     ):
         errs.append(validation.required("spec.selector"))
-        errs.append(validation.invalid("spec.selector", "null", "empty selector is invalid for deployment"))
+        errs.append(
+            validation.invalid("spec.selector", "null", "empty selector is invalid for deployment")
+        )
     else:
         wanted = selector.get("matchLabels") or {}
         if any(labels.get(k) != v for k, v in wanted.items()):
@@ -72,8 +72,10 @@ def validate(cluster: Cluster, meta: dict[str, Any], spec: dict[str, Any]) -> li
                 (
                     "spec.template.metadata.labels",
                     validation.INVALID,
-                    f"Invalid value: {_go_map(labels)}: `selector` does not match template "
-                    "`labels`",
+                    (
+                        f"Invalid value: {_go_map(labels)}: `selector` does not match template "
+                        "`labels`"
+                    ),
                 )
             )
     pod_spec = copy.deepcopy(template.get("spec") or {})
@@ -85,7 +87,11 @@ def validate(cluster: Cluster, meta: dict[str, Any], spec: dict[str, Any]) -> li
                 "spec.template.spec.restartPolicy", pod_spec.get("restartPolicy"), ["Always"]
             )
         )
-    pod_meta = {"name": "template", "namespace": meta.get("namespace") or "default", "labels": labels}
+    pod_meta = {
+        "name": "template",
+        "namespace": meta.get("namespace") or "default",
+        "labels": labels,
+    }
     for field, reason, text in validation.validate_pod(
         pod_meta, pod_spec, sctp=bool(cluster.profile["sctp_feature_gate"])
     ):
@@ -167,7 +173,8 @@ def reconcile(cluster: Cluster, key: tuple[str, str]) -> None:
     template = spec.get("template") or {}
     digest = template_hash(template)
     rs_name = f"{name}-{digest}"
-    current, stale = [], []
+    current: list[tuple[str, str]] = []
+    stale: list[tuple[str, str]] = []
     for pod_key in owned_pods(cluster, key):
         labels = cluster.objects["pods"][pod_key]["metadata"].get("labels") or {}
         (current if labels.get("pod-template-hash") == digest else stale).append(pod_key)

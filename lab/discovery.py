@@ -37,9 +37,7 @@ class Resource:
 # group/version -> resources, as the lab serves them (in upstream's order of names).
 SERVED: dict[str, list[Resource]] = {
     "v1": [
-        Resource(
-            "endpoints", "endpoints", "Endpoints", True, RO, ["ep"], subresources={}
-        ),
+        Resource("endpoints", "endpoints", "Endpoints", True, RO, ["ep"], subresources={}),
         Resource(
             "namespaces",
             "namespace",
@@ -136,11 +134,7 @@ SERVED: dict[str, list[Resource]] = {
 
 def group_versions(cluster: Cluster) -> list[str]:
     """The group versions this cluster serves (EndpointSlices from 1.21 on, as upstream)."""
-    return [
-        gv
-        for gv in SERVED
-        if gv != "discovery.k8s.io/v1" or cluster.serves_endpointslices()
-    ]
+    return [gv for gv in SERVED if gv != "discovery.k8s.io/v1" or cluster.serves_endpointslices()]
 
 
 def find(group: str, resource: str) -> Resource | None:
@@ -237,14 +231,20 @@ def _discovery_resource(r: Resource, group: str, version: str) -> dict[str, Any]
     for sub, (kind, verbs, gv) in r.subresources.items():
         g, v = (gv.rpartition("/")[0], gv.rpartition("/")[2]) if gv else (group, version)
         subs.append(
-            {"subresource": sub, "responseKind": {"group": g, "version": v, "kind": kind}, "verbs": verbs}
+            {
+                "subresource": sub,
+                "responseKind": {"group": g, "version": v, "kind": kind},
+                "verbs": verbs,
+            }
         )
     if subs:
         entry["subresources"] = subs
     return entry
 
 
-def aggregated(cluster: Cluster, core: bool, api_version: str = "apidiscovery.k8s.io/v2") -> dict[str, Any]:
+def aggregated(
+    cluster: Cluster, core: bool, api_version: str = "apidiscovery.k8s.io/v2"
+) -> dict[str, Any]:
     """`APIGroupDiscoveryList`: `/api` (core) or `/apis` (every group) in one document."""
     items = []
     for gv in group_versions(cluster):
@@ -260,9 +260,7 @@ def aggregated(cluster: Cluster, core: bool, api_version: str = "apidiscovery.k8
                 "versions": [
                     {
                         "version": version,
-                        "resources": [
-                            _discovery_resource(r, group, version) for r in SERVED[gv]
-                        ],
+                        "resources": [_discovery_resource(r, group, version) for r in SERVED[gv]],
                         "freshness": "Current",
                     }
                 ],
@@ -280,8 +278,7 @@ def wants_aggregated(accept: str | None) -> str | None:
     """The aggregated discovery media type the Accept header asks for first, if any."""
     for part in (accept or "").split(","):
         params = {
-            k.strip(): v.strip()
-            for k, _, v in (p.partition("=") for p in part.split(";")[1:])
+            k.strip(): v.strip() for k, _, v in (p.partition("=") for p in part.split(";")[1:])
         }
         if params.get("g") == "apidiscovery.k8s.io" and params.get("as") == "APIGroupDiscoveryList":
             if params.get("v") == "v2":

@@ -110,9 +110,7 @@ def _merge_map(
         if key.startswith("$setElementOrder/") and isinstance(order, list):
             field = key.split("/", 1)[1]
             if isinstance(original.get(field), list):
-                original[field] = _ordered(
-                    original[field], order, merge_key(kind, (*path, field))
-                )
+                original[field] = _ordered(original[field], order, merge_key(kind, (*path, field)))
     return original
 
 
@@ -204,9 +202,7 @@ def json_patch(original: dict[str, Any], ops: Any) -> dict[str, Any]:
         try:
             if name == "test":
                 if _walk(doc, parts) != op.get("value"):
-                    raise ApiError(
-                        422, f"testing value {op['path']} failed", reason="Invalid"
-                    )
+                    raise ApiError(422, f"testing value {op['path']} failed", reason="Invalid")
                 continue
             value: Any
             if name in ("move", "copy"):
@@ -229,7 +225,7 @@ def json_patch(original: dict[str, Any], ops: Any) -> dict[str, Any]:
             raise ApiError(
                 422,
                 f"the server rejected our request due to an error in our request: {name} "
-                f"operation does not apply: doc is missing path: \"{op['path']}\"",
+                f'operation does not apply: doc is missing path: "{op["path"]}"',
                 reason="Invalid",
             ) from exc
     if not isinstance(doc, dict):
@@ -263,7 +259,9 @@ def _add(doc: Any, parts: list[str], value: Any) -> None:
         raise TypeError("not a container")
 
 
-def apply_patch(kind: str, content_type: str, original: dict[str, Any], raw: bytes) -> dict[str, Any]:
+def apply_patch(
+    kind: str, content_type: str, original: dict[str, Any], raw: bytes
+) -> dict[str, Any]:
     media = (content_type or "").split(";")[0].strip().lower()
     if media == APPLY:
         raise ApiError(
@@ -274,8 +272,8 @@ def apply_patch(kind: str, content_type: str, original: dict[str, Any], raw: byt
     if media not in (STRATEGIC, MERGE, JSON_PATCH):
         raise ApiError(
             415,
-            f'the body of the request was in an unknown format - accepted media types include: '
-            f'{JSON_PATCH}, {MERGE}, {APPLY}, {STRATEGIC}',
+            f"the body of the request was in an unknown format - accepted media types include: "
+            f"{JSON_PATCH}, {MERGE}, {APPLY}, {STRATEGIC}",
             reason="UnsupportedMediaType",
         )
     try:

@@ -87,14 +87,22 @@ def decode(body: bytes) -> dict[str, Any]:
     try:
         _version, kind, raw = unwrap(body)
     except (ValueError, IndexError) as exc:
-        raise ApiError(415, f"the lab cannot decode this protobuf body ({exc}); send JSON", reason="UnsupportedMediaType") from exc
+        raise ApiError(
+            415,
+            f"the lab cannot decode this protobuf body ({exc}); send JSON",
+            reason="UnsupportedMediaType",
+        ) from exc
     if kind == "SelfSubjectAccessReview":
         return self_subject_access_review(body)
     if kind == "Namespace":
         try:
             meta = _object_meta(fields(raw).get(1, [b""])[-1])
         except (ValueError, IndexError, UnicodeDecodeError) as exc:
-            raise ApiError(415, f"the lab cannot decode this protobuf body ({exc}); send JSON", reason="UnsupportedMediaType") from exc
+            raise ApiError(
+                415,
+                f"the lab cannot decode this protobuf body ({exc}); send JSON",
+                reason="UnsupportedMediaType",
+            ) from exc
         return {"kind": "Namespace", "apiVersion": "v1", "metadata": meta}
     raise ApiError(
         415,

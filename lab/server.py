@@ -16,9 +16,9 @@ import socket
 import ssl
 import sys
 import threading
-from pathlib import Path
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -82,7 +82,10 @@ class Answer:
     """A payload with its own media type and extra headers (aggregated discovery, warnings)."""
 
     def __init__(
-        self, payload: Any, content_type: str | None = None, headers: list[tuple[str, str]] | None = None
+        self,
+        payload: Any,
+        content_type: str | None = None,
+        headers: list[tuple[str, str]] | None = None,
     ) -> None:
         self.payload = payload
         self.content_type = content_type
@@ -94,7 +97,9 @@ def _request_header(name: str) -> str | None:
     return headers.get(name) if headers is not None else None
 
 
-def _table_or(resource: str, obj: dict[str, Any], cluster: Cluster, query: dict[str, list[str]]) -> Any:
+def _table_or(
+    resource: str, obj: dict[str, Any], cluster: Cluster, query: dict[str, list[str]]
+) -> Any:
     """One object, or its one-row Table when the client asked for `as=Table`."""
     version = tables.wants_table(_request_header("Accept"))
     if version is None:
@@ -135,12 +140,14 @@ def _list_or_watch(
             include = _q(query, "includeObject") or "Metadata"
             first = [True]
 
+            table_version: str = version
+
             def as_table(obj: dict[str, Any]) -> dict[str, Any]:
                 out = tables.table(
                     resource,
                     [obj],
                     resource_version=str(obj.get("metadata", {}).get("resourceVersion", "")),
-                    api_version=version,
+                    api_version=table_version,
                     include=include,
                     with_columns=first[0],
                 )
@@ -211,9 +218,7 @@ def _build_router() -> _Router:
     )
     r.add(
         r"/apis/(?P<group>[a-z0-9.-]+)/(?P<version>v[0-9a-z]+)",
-        GET=lambda c, a, q, b: _served(
-            discovery.resource_list(c, f"{a['group']}/{a['version']}")
-        ),
+        GET=lambda c, a, q, b: _served(discovery.resource_list(c, f"{a['group']}/{a['version']}")),
     )
     r.add("/openapi/v3", GET=lambda c, a, q, b: (200, openapi.root(c)))
     r.add(
@@ -230,7 +235,8 @@ def _build_router() -> _Router:
         items = [
             c.render_node(n, in_list=True)
             for n in c.nodes
-            if _labels_ok(q, c.render_node(n)) and field_matches(_q(q, "fieldSelector"), c.render_node(n))
+            if _labels_ok(q, c.render_node(n))
+            and field_matches(_q(q, "fieldSelector"), c.render_node(n))
         ]
         version = tables.wants_table(_request_header("Accept"))
         if version is not None:
@@ -280,7 +286,11 @@ def _build_router() -> _Router:
             q, "Namespace", _body(b), lambda: updates.replace_namespace(c, a["name"], _body(b))
         ),
         PATCH=lambda c, a, q, b: _patched(
-            c, q, b, "Namespace", c.get_namespace(a["name"]),
+            c,
+            q,
+            b,
+            "Namespace",
+            c.get_namespace(a["name"]),
             lambda new: updates.replace_namespace(c, a["name"], new),
         ),
     )
@@ -304,7 +314,10 @@ def _build_router() -> _Router:
     )
     r.add(
         f"/api/v1/namespaces/{_NS}/endpoints/{_NAME}",
-        GET=lambda c, a, q, b: (200, _table_or("endpoints", _endpoints(c, a["ns"], a["name"]), c, q)),
+        GET=lambda c, a, q, b: (
+            200,
+            _table_or("endpoints", _endpoints(c, a["ns"], a["name"]), c, q),
+        ),
     )
     r.add(
         "/api/v1/endpoints",
@@ -843,7 +856,9 @@ class LabServer:
         if auth == "token":
             return {"name": f"{name}-admin", "user": {"token": self.cluster(name).profile["token"]}}
         if auth != "client-certificate" or self.ca is None:
-            raise ValueError("client certificates need TLS; auth is 'token' or 'client-certificate'")
+            raise ValueError(
+                "client certificates need TLS; auth is 'token' or 'client-certificate'"
+            )
         pair = self.ca.client_certificate()
         return {
             "name": f"kind-{name}",

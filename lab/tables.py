@@ -19,7 +19,9 @@ TABLE_V1BETA1 = "application/json;as=Table;v=v1beta1;g=meta.k8s.io"
 
 def wants_table(accept: str | None) -> str | None:
     for part in (accept or "").split(","):
-        params = {k.strip(): v.strip() for k, _, v in (p.partition("=") for p in part.split(";")[1:])}
+        params = {
+            k.strip(): v.strip() for k, _, v in (p.partition("=") for p in part.split(";")[1:])
+        }
         if params.get("as") == "Table" and params.get("g") == "meta.k8s.io":
             return "meta.k8s.io/v1" if params.get("v") == "v1" else "meta.k8s.io/v1beta1"
     return None
@@ -91,7 +93,9 @@ POD_COLUMNS = [
 
 def _node(obj: dict[str, Any]) -> list[Any]:
     meta, status = obj["metadata"], obj.get("status") or {}
-    ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
+    ready: dict[str, Any] = next(
+        (c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {}
+    )
     state = "Ready" if ready.get("status") == "True" else "NotReady"
     if (obj.get("spec") or {}).get("unschedulable"):
         state += ",SchedulingDisabled"
@@ -223,7 +227,11 @@ def _endpoints(obj: dict[str, Any]) -> list[Any]:
             for port in subset.get("ports") or [{}]:
                 found.append(f"{address.get('ip')}:{port.get('port')}" if port else address["ip"])
     shown = ",".join(found[:3]) + (f" + {len(found) - 3} more..." if len(found) > 3 else "")
-    return [obj["metadata"]["name"], shown or "<none>", age(obj["metadata"].get("creationTimestamp"))]
+    return [
+        obj["metadata"]["name"],
+        shown or "<none>",
+        age(obj["metadata"].get("creationTimestamp")),
+    ]
 
 
 def _default(obj: dict[str, Any]) -> list[Any]:

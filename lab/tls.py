@@ -25,6 +25,7 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -246,12 +247,12 @@ def _write_atomic(path: Path, data: bytes, mode: int) -> None:
         raise
 
 
-def peer_identity(cert: dict[str, object] | None) -> tuple[str, tuple[str, ...]] | None:
+def peer_identity(cert: dict[str, Any] | None) -> tuple[str, tuple[str, ...]] | None:
     """(user, groups) from a verified peer certificate as `SSLSocket.getpeercert()` gives it."""
     if not cert:
         return None
     user, groups = "", []
-    for rdn in cert.get("subject") or ():  # type: ignore[attr-defined]
+    for rdn in cert.get("subject") or ():
         for key, value in rdn:
             if key == "commonName":
                 user = value

@@ -33,12 +33,19 @@ def _conflict(resource: str, group: str, name: str) -> ApiError:
         f'Operation cannot be fulfilled on {qualified} "{name}": the object has been modified; '
         "please apply your changes to the latest version and try again",
         reason="Conflict",
-        details={"name": name, "group": group, "kind": resource} if group else {"name": name, "kind": resource},
+        details={"name": name, "group": group, "kind": resource}
+        if group
+        else {"name": name, "kind": resource},
     )
 
 
 def _check_meta(
-    cluster: Cluster, kind: str, namespace: str | None, name: str, new: dict[str, Any], old: dict[str, Any]
+    cluster: Cluster,
+    kind: str,
+    namespace: str | None,
+    name: str,
+    new: dict[str, Any],
+    old: dict[str, Any],
 ) -> None:
     from lab.cluster import GROUP_OF
 
@@ -63,7 +70,11 @@ def _check_meta(
 def _carry_service_allocations(old: dict[str, Any], spec: dict[str, Any]) -> None:
     """Service PrepareForUpdate: what the new version leaves out keeps its allocated value."""
     old_spec = old["spec"]
-    if not spec.get("clusterIP") and old_spec.get("clusterIP") and spec.get("type") != "ExternalName":
+    if (
+        not spec.get("clusterIP")
+        and old_spec.get("clusterIP")
+        and spec.get("type") != "ExternalName"
+    ):
         spec["clusterIP"] = old_spec["clusterIP"]
         spec["clusterIPs"] = list(old_spec.get("clusterIPs") or [old_spec["clusterIP"]])
     old_ports = {(p.get("port"), p.get("protocol", "TCP")): p for p in old_spec.get("ports") or []}
@@ -76,9 +87,15 @@ def _carry_service_allocations(old: dict[str, Any], spec: dict[str, Any]) -> Non
 
 def _immutable_service(name: str, old: dict[str, Any], spec: dict[str, Any]) -> None:
     before, after = old["spec"].get("clusterIP"), spec.get("clusterIP")
-    if before and after and before != after and "ExternalName" not in (
-        old["spec"].get("type"),
-        spec.get("type"),
+    if (
+        before
+        and after
+        and before != after
+        and "ExternalName"
+        not in (
+            old["spec"].get("type"),
+            spec.get("type"),
+        )
     ):
         raise invalid(
             "Service",
@@ -93,7 +110,9 @@ def _immutable_service(name: str, old: dict[str, Any], spec: dict[str, Any]) -> 
         )
 
 
-def replace(cluster: Cluster, kind: str, namespace: str, name: str, new: dict[str, Any]) -> dict[str, Any]:
+def replace(
+    cluster: Cluster, kind: str, namespace: str, name: str, new: dict[str, Any]
+) -> dict[str, Any]:
     """Replace KIND NAMESPACE/NAME by NEW (a PUT body, or the result of a PATCH)."""
     from lab.cluster import GROUP_OF, KIND_OF
 
@@ -137,7 +156,11 @@ def replace(cluster: Cluster, kind: str, namespace: str, name: str, new: dict[st
     if kind != "services" or "generation" in saved["metadata"]:
         obj["metadata"]["generation"] = generation + 1 if changed else generation
     if kind == "deployments":
-        revision = int((saved["metadata"].get("annotations") or {}).get("deployment.kubernetes.io/revision", "1"))
+        revision = int(
+            (saved["metadata"].get("annotations") or {}).get(
+                "deployment.kubernetes.io/revision", "1"
+            )
+        )
         template_changed = saved["spec"].get("template") != obj["spec"].get("template")
         obj["metadata"].setdefault("annotations", {})["deployment.kubernetes.io/revision"] = str(
             revision + 1 if template_changed else revision
@@ -154,7 +177,11 @@ def replace(cluster: Cluster, kind: str, namespace: str, name: str, new: dict[st
 
 
 def _replace_pod(
-    cluster: Cluster, key: tuple[str, str], old: dict[str, Any], meta: dict[str, Any], spec: dict[str, Any]
+    cluster: Cluster,
+    key: tuple[str, str],
+    old: dict[str, Any],
+    meta: dict[str, Any],
+    spec: dict[str, Any],
 ) -> dict[str, Any]:
     def without_images(s: dict[str, Any]) -> str:
         s = copy.deepcopy(s)

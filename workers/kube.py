@@ -124,7 +124,9 @@ def tls_failure(exc: BaseException, host: str | None = None) -> str | None:
         if isinstance(cause, ssl.SSLError):
             text = f"{getattr(cause, 'reason', '') or ''} {cause}".upper()
             if "WRONG_VERSION_NUMBER" in text or "RECORD_LAYER_FAILURE" in text:
-                return "TLS: the server does not speak TLS (is its URL http:// rather than https://?)"
+                return (
+                    "TLS: the server does not speak TLS (is its URL http:// rather than https://?)"
+                )
             if isinstance(cause, ssl.SSLEOFError):
                 return (
                     "TLS: the server closed the connection during the handshake (did it refuse "

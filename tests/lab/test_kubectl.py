@@ -81,30 +81,44 @@ spec:
 INVALID = {
     # protocol in lower case: upstream's Unsupported value, word for word
     "lowercase-protocol": (
-        "apiVersion: v1\nkind: Service\nmetadata: {name: bad-proto}\n"
-        "spec:\n  ports:\n  - {port: 5060, protocol: sctp}\n",
-        'The Service "bad-proto" is invalid: spec.ports[0].protocol: Unsupported value: '
-        '"sctp": supported values: "SCTP", "TCP", "UDP"',
+        (
+            "apiVersion: v1\nkind: Service\nmetadata: {name: bad-proto}\n"
+            "spec:\n  ports:\n  - {port: 5060, protocol: sctp}\n"
+        ),
+        (
+            'The Service "bad-proto" is invalid: spec.ports[0].protocol: Unsupported value: '
+            '"sctp": supported values: "SCTP", "TCP", "UDP"'
+        ),
     ),
     "port-out-of-range": (
-        "apiVersion: v1\nkind: Service\nmetadata: {name: bad-port}\n"
-        "spec:\n  ports:\n  - {port: 70000, protocol: SCTP}\n",
+        (
+            "apiVersion: v1\nkind: Service\nmetadata: {name: bad-port}\n"
+            "spec:\n  ports:\n  - {port: 70000, protocol: SCTP}\n"
+        ),
         # kubectl lists several causes one a line, as upstream's server sends them (targetPort
         # defaults to port, so it is out of range too)
-        'The Service "bad-port" is invalid: \n'
-        "* spec.ports[0].port: Invalid value: 70000: must be between 1 and 65535, inclusive\n"
-        "* spec.ports[0].targetPort: Invalid value: 70000: must be between 1 and 65535, "
-        "inclusive",
+        (
+            'The Service "bad-port" is invalid: \n'
+            "* spec.ports[0].port: Invalid value: 70000: must be between 1 and 65535, inclusive\n"
+            "* spec.ports[0].targetPort: Invalid value: 70000: must be between 1 and 65535, "
+            "inclusive"
+        ),
     ),
     "name-not-a-dns-label": (
-        "apiVersion: v1\nkind: Service\nmetadata: {name: Bad_Name}\n"
-        "spec:\n  ports:\n  - {port: 5060, protocol: SCTP}\n",
-        'The Service "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name": '
-        "a DNS-1035 label must consist of lower case alphanumeric characters or '-'",
+        (
+            "apiVersion: v1\nkind: Service\nmetadata: {name: Bad_Name}\n"
+            "spec:\n  ports:\n  - {port: 5060, protocol: SCTP}\n"
+        ),
+        (
+            'The Service "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name": '
+            "a DNS-1035 label must consist of lower case alphanumeric characters or '-'"
+        ),
     ),
     "unknown-field": (
-        "apiVersion: v1\nkind: Service\nmetadata: {name: bad-field}\n"
-        "spec:\n  portz: []\n  ports:\n  - {port: 5060, protocol: SCTP}\n",
+        (
+            "apiVersion: v1\nkind: Service\nmetadata: {name: bad-field}\n"
+            "spec:\n  portz: []\n  ports:\n  - {port: 5060, protocol: SCTP}\n"
+        ),
         'strict decoding error: unknown field "spec.portz"',
     ),
 }
@@ -204,12 +218,18 @@ def test_kubectl_works_against_every_lab_profile(kubectl: Kubectl, name: str) ->
         refused = k("apply", "-n", ns, "-f", "-", stdin=manifest(), ok=False)
         assert refused.returncode != 0
         for words in (
-            'Service "sctp-echo" is invalid: spec.ports[0].protocol: Unsupported value: '
-            '"SCTP": supported values: "TCP", "UDP"',
-            'Deployment.apps "sctp-echo" is invalid: spec.template.spec.containers[0].ports[0]'
-            '.protocol: Unsupported value: "SCTP": supported values: "TCP", "UDP"',
-            'NetworkPolicy.networking.k8s.io "allow-sctp" is invalid: spec.ingress[0].ports[0]'
-            '.protocol: Unsupported value: "SCTP": supported values: "TCP", "UDP"',
+            (
+                'Service "sctp-echo" is invalid: spec.ports[0].protocol: Unsupported value: '
+                '"SCTP": supported values: "TCP", "UDP"'
+            ),
+            (
+                'Deployment.apps "sctp-echo" is invalid: spec.template.spec.containers[0].ports[0]'
+                '.protocol: Unsupported value: "SCTP": supported values: "TCP", "UDP"'
+            ),
+            (
+                'NetworkPolicy.networking.k8s.io "allow-sctp" is invalid: spec.ingress[0].ports[0]'
+                '.protocol: Unsupported value: "SCTP": supported values: "TCP", "UDP"'
+            ),
         ):
             assert words in refused.stderr, refused.stderr
 
@@ -220,7 +240,9 @@ def test_kubectl_works_against_every_lab_profile(kubectl: Kubectl, name: str) ->
     second = k("apply", "-n", ns, "-f", "-", stdin=manifest(5061, protocol)).stdout
     assert "service/sctp-echo configured" in second, second
     assert "deployment.apps/sctp-echo unchanged" in second, second
-    ports = json.loads(k("get", "svc", "sctp-echo", "-n", ns, "-o", "jsonpath={.spec.ports}").stdout)
+    ports = json.loads(
+        k("get", "svc", "sctp-echo", "-n", ns, "-o", "jsonpath={.spec.ports}").stdout
+    )
     assert [(p["port"], p["protocol"]) for p in ports] == [(5061, protocol)]
 
     # get -o yaml: what was applied comes back, plus the server's fields; replace takes it
@@ -241,7 +263,9 @@ def test_kubectl_works_against_every_lab_profile(kubectl: Kubectl, name: str) ->
     assert again["metadata"]["uid"] == got["metadata"]["uid"]
 
     # wait: the Deployment's pods become Ready
-    waited = k("wait", "--for=condition=Ready", "pod", "-l", "app=sctp-echo", "-n", ns, "--timeout=30s")
+    waited = k(
+        "wait", "--for=condition=Ready", "pod", "-l", "app=sctp-echo", "-n", ns, "--timeout=30s"
+    )
     assert waited.stdout.count("condition met") == 2, waited.stdout
     deploy = json.loads(k("get", "deploy", "sctp-echo", "-n", ns, "-o", "json").stdout)
     assert deploy["status"]["readyReplicas"] == 2
@@ -285,7 +309,10 @@ def test_kubectl_works_against_every_lab_profile(kubectl: Kubectl, name: str) ->
     finally:
         watch.terminate()
         watch.wait(timeout=10)
-    assert k("get", "svc", "sctp-echo", "-n", ns, "-o", "jsonpath={.metadata.labels.watched}").stdout == "yes"
+    assert (
+        k("get", "svc", "sctp-echo", "-n", ns, "-o", "jsonpath={.metadata.labels.watched}").stdout
+        == "yes"
+    )
 
     # auth can-i: answered by SelfSubjectAccessReview
     assert k("auth", "can-i", "create", "deployments", "-n", ns).stdout.strip() == "yes"
@@ -306,8 +333,10 @@ def test_kubectl_works_against_every_lab_profile(kubectl: Kubectl, name: str) ->
         assert words in done.stderr, (case, done.stderr)
 
     # delete --wait: everything goes, the Deployment's pods with it
-    deleted = k("delete", "-n", ns, "-f", "-", "--wait", "--timeout=30s", stdin=manifest(5061, protocol))
-    assert "deployment.apps \"sctp-echo\" deleted" in deleted.stdout, deleted.stdout
+    deleted = k(
+        "delete", "-n", ns, "-f", "-", "--wait", "--timeout=30s", stdin=manifest(5061, protocol)
+    )
+    assert 'deployment.apps "sctp-echo" deleted' in deleted.stdout, deleted.stdout
     left = k("get", "pods", "-n", ns, "-l", "app=sctp-echo", "-o", "name").stdout
     assert left.strip() == "", left
     gone = k("get", "deploy", "sctp-echo", "-n", ns, ok=False)

@@ -119,6 +119,10 @@ class Command(BaseCommand):
             "cilium-vendor / cilium-demo; the Django admin (/admin/) as admin / admin-demo. "
             "Ctrl-C stops everything.\n"
         )
+        self.stdout.write(
+            "Look inside the lab: KUBECONFIG=var/lab/kubeconfig kubectl get pods -A "
+            "--context calico-iptables\n"
+        )
         stop = False
 
         def on_signal(signum, frame):

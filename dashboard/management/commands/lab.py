@@ -71,7 +71,9 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         public = (
-            f"{server.scheme}://{opts['public_host']}:{server.port}" if opts["public_host"] else None
+            f"{server.scheme}://{opts['public_host']}:{server.port}"
+            if opts["public_host"]
+            else None
         )
         if opts["kubeconfig"]:
             path = server.write_kubeconfig(opts["kubeconfig"], public)
