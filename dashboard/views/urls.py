@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import audit, clusters, matrix, plugins, review, runs, submissions
+from . import audit, cluster_edit, clusters, matrix, plugins, review, runs, submissions
 
 urlpatterns = [
     path("matrix/", matrix.matrix, name="matrix"),
     path("clusters/", clusters.cluster_list, name="clusters"),
     path("clusters/<slug:name>/", clusters.cluster_detail, name="cluster"),
+    path("clusters/<slug:name>/edit/", cluster_edit.cluster_edit, name="cluster-edit"),
     path("clusters/<slug:name>/run/", clusters.run_now, name="cluster-run-now"),
     path("clusters/<slug:name>/approve/", clusters.approve, name="cluster-approve"),
     path("clusters/<slug:name>/basic-only/", clusters.basic_only, name="cluster-basic-only"),
