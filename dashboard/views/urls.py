@@ -23,6 +23,7 @@ urlpatterns = [
     path("runs/<int:run_id>/progress/", runs.run_progress, name="run-progress"),
     path("runs/<int:run_id>/junit.xml", runs.run_junit, name="run-junit"),
     path("plugins/<slug:slug>/", plugins.plugin_detail, name="plugin"),
+    path("badge/stage.svg", plugins.stage_badge, name="stage-badge"),
     path("badge/<slug:slug>.svg", plugins.badge, name="badge"),
     path("submissions/", submissions.submission_list, name="submissions"),
     path("submissions/new/", submissions.submission_new, name="submission-new"),
