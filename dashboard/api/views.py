@@ -223,11 +223,14 @@ class ClusterEditView(ApiView):
             raise ApiError(404, f"no cluster named {name!r}")
         self.check_object_permissions(request, cluster)
         upload = request.FILES.get("kubeconfig")
+        body = request.data
+        if not hasattr(body, "get"):
+            raise ApiError(400, "the body must be an object of fields")
         try:
             text = (
                 upload.read(KUBECONFIG_MAX_BYTES + 1).decode("utf-8")
                 if upload
-                else str(request.data.get("kubeconfig", "") or "")
+                else str(body.get("kubeconfig", "") or "")
             )
         except UnicodeDecodeError as exc:
             raise ApiError(400, "kubeconfig: the file is not UTF-8 text") from exc
@@ -239,7 +242,7 @@ class ClusterEditView(ApiView):
                     f"too many cluster registrations (limit {settings.CLUSTER_REGISTER_RATE_LIMIT} s)",
                 )
         data = {k: v for k, v in shown(cluster).items() if k != "server"}
-        data.update({k: request.data.get(k) for k in data if k in request.data})
+        data.update({k: body.get(k) for k in data if k in body})
         vendor = token.vendor if token.role == "vendor" else None
         try:
             edit = update_cluster(

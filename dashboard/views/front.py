@@ -46,7 +46,7 @@ def stage_track(
     track never reads as if a stage beyond the next were in reach."""
     current = STAGES.index(evaluation["stage"])
     by_to = {t["to"]: t for t in evaluation["transitions"]}
-    track = []
+    track: list[dict[str, Any]] = []
     for i, name in enumerate(STAGES):
         if i > 0:
             signoff = releases.get(name)
@@ -75,16 +75,15 @@ def stage_track(
         state = "done" if i < current else ("current" if i == current else "later")
         symbol = {"done": "✔", "current": "●", "later": "○"}[state]
         overridden = bool((overrides or {}).get(name)) and i <= current
-        track.append(
-            {
-                "kind": "stage",
-                "name": name,
-                "label": STAGE_NAMES[name],
-                "state": state,
-                "symbol": "⚠" if overridden else symbol,
-                "override": overridden,
-            }
-        )
+        stage_item: dict[str, Any] = {
+            "kind": "stage",
+            "name": name,
+            "label": STAGE_NAMES[name],
+            "state": state,
+            "symbol": "⚠" if overridden else symbol,
+            "override": overridden,
+        }
+        track.append(stage_item)
     return track
 
 
