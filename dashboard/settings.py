@@ -38,7 +38,11 @@ def env_float(name: str, default: float) -> float:
 
 
 DEBUG = env_bool("DEBUG", True)
-SECRET_KEY = env("SECRET_KEY", "dev-only-insecure-secret-key-change-me")
+# Development only: with DEBUG off the web, workers and beat refuse to start on this key, or
+# without a FIELD_ENCRYPTION_KEY of their own (dashboard/checks.py). `make demo` generates both
+# into var/.
+DEV_SECRET_KEY = "dev-only-insecure-secret-key-change-me"
+SECRET_KEY = env("SECRET_KEY", DEV_SECRET_KEY)
 ALLOWED_HOSTS = [
     h.strip()
     for h in env("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",")
