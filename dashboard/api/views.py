@@ -508,7 +508,13 @@ class SubmissionReviewView(ApiView):
             body = {}
         reason = str(body.get("reason", "")) if hasattr(body, "get") else ""
         try:
-            review(sub, user=token.user, verify=self.verify, reason=reason)
+            review(
+                sub,
+                user=token.user,
+                verify=self.verify,
+                reason=reason,
+                actor=f"{token.role} token {token.hint}",
+            )
         except SubmissionError as exc:
             raise ApiError(exc.status, exc.message) from exc
         return Response(sz.SubmissionSerializer(sub).data)
