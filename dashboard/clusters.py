@@ -81,6 +81,19 @@ def register_cluster(
         raise ClusterError(
             409, f"a cluster named {name} is already registered by someone else", "name"
         )
+    if (
+        existing is not None
+        and existing.mode == Cluster.Mode.AGENT
+        and allowed_plugin_ids is not None
+    ):
+        # The mode is fixed at registration: a vendor cannot turn its agent-reporting cluster
+        # into one our workers test (or the reverse); a maintainer changes it (trust.set_mode).
+        raise ClusterError(
+            409,
+            f"cluster {name} reports through its in-cluster agent; only a maintainer may change "
+            "how it is tested",
+            "name",
+        )
     if not kubeconfig.strip():
         raise ClusterError(400, "a kubeconfig is required", "kubeconfig")
     if len(kubeconfig.encode()) > KUBECONFIG_MAX_BYTES:

@@ -177,9 +177,23 @@ def _fingerprint_cluster(run: RunContext) -> None:
     fingerprint["kubernetes_version"] = str(version.get("gitVersion") or "").lstrip("v") or None
     # An emulator says so in its /version answer (the lab always does): its runs never count.
     fingerprint["emulated"] = version.get("emulated") is True
-    nodes = kube.call(kube.core.list_node).items or []
+    listed = kube.call(kube.core.list_node)
+    nodes = listed.items or []
     fingerprint["node_count"] = len(nodes)
     fingerprint["node_names"] = [n.metadata.name for n in nodes if n.metadata and n.metadata.name]
+    # Facts a later run can be checked against (an agent's run is a claim: the dashboard checks
+    # them for consistency across its runs): each node's boot ID, the cluster's resourceVersion
+    # when the run began, and (TestContext.create) the UID and resourceVersion of every object
+    # the battery creates.
+    fingerprint["facts"] = {
+        "nodes": {
+            n.metadata.name: str(getattr(getattr(n.status, "node_info", None), "boot_id", "") or "")
+            for n in nodes
+            if n.metadata and n.metadata.name
+        },
+        "resource_version": str(getattr(listed.metadata, "resource_version", "") or ""),
+        "objects": [],
+    }
     run.nodes = _battery_nodes(nodes)
     fingerprint["battery_nodes"] = list(run.nodes)
     if not run.nodes:
