@@ -82,6 +82,24 @@ class ApiToken(models.Model):
         )
         return obj, token
 
+    def holder_still_entitled(self) -> bool:
+        """Asked on every request: a maintainer token needs its user active and still a
+        maintainer; a vendor token its vendor, and its user (when it names one) active and still a
+        member of that vendor. Revoking on deactivation (dashboard/tokens.py) is the record of
+        it; this check is what holds even when a change bypassed that (a script, the shell)."""
+        user = self.user
+        if user is not None and not user.is_active:
+            return False
+        if self.role == self.Role.MAINTAINER:
+            from .roles import is_maintainer
+
+            return user is not None and is_maintainer(user)
+        if self.role == self.Role.VENDOR:
+            if self.vendor_id is None:
+                return False
+            return user is None or self.vendor.members.filter(pk=user.pk).exists()
+        return False
+
     @classmethod
     def authenticate(cls, token: str) -> ApiToken | None:
         if not token:
@@ -91,9 +109,9 @@ class ApiToken(models.Model):
             .filter(digest=token_digest(token), revoked=False)
             .first()
         )
-        if obj is not None and (
-            obj.last_used is None or now() - obj.last_used > timedelta(minutes=5)
-        ):
+        if obj is None or not obj.holder_still_entitled():
+            return None
+        if obj.last_used is None or now() - obj.last_used > timedelta(minutes=5):
             cls.objects.filter(pk=obj.pk).update(last_used=now())
         return obj
 

@@ -142,6 +142,29 @@ class ClusterRegistrationSerializer(s.Serializer):
     kubeconfig = s.FileField(help_text="inline credentials only; no exec, no file paths")
 
 
+class ClusterEditSerializer(s.Serializer):
+    """The multipart form of PATCH clusters/{name}/: every field optional."""
+
+    plugin = s.SlugField(required=False)
+    plugin_version = s.CharField(required=False)
+    kubernetes_version = s.CharField(required=False)
+    proxier = s.ChoiceField(choices=Proxier.choices, required=False)
+    node_access = s.BooleanField(required=False)
+    load_balancer = s.BooleanField(required=False)
+    kubenet = s.BooleanField(required=False)
+    agnhost_image = s.CharField(required=False)
+    kubeconfig = s.FileField(required=False, help_text="a new kubeconfig; left out: kept")
+
+
+class ClusterEditedSerializer(ClusterSerializer):
+    changes = s.DictField(
+        child=s.ListField(), help_text="field -> [old, new], as the audit entry records them"
+    )
+
+    class Meta(ClusterSerializer.Meta):
+        fields = [*ClusterSerializer.Meta.fields, "changes"]
+
+
 class RunRequestSerializer(s.Serializer):
     battery = s.ChoiceField(choices=Battery.choices, required=False, default=Battery.ALL)
 

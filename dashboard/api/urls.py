@@ -27,6 +27,7 @@ urlpatterns = [
     # file of its own: nothing inline, nothing from a CDN.
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("clusters/", views.ClustersView.as_view(), name="api-clusters"),
+    path("clusters/<slug:name>/", views.ClusterEditView.as_view(), name="api-cluster"),
     path("clusters/<slug:name>/runs/", views.ClusterRunsView.as_view(), name="api-cluster-runs"),
     path("clusters/<slug:name>/approve", views.ClusterApproveView.as_view()),
     path(

@@ -29,7 +29,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from dashboard import readiness
-from dashboard.clusters import KUBECONFIG_MAX_BYTES, ClusterError, register_cluster
+from dashboard.clusters import (
+    KUBECONFIG_MAX_BYTES,
+    ClusterError,
+    register_cluster,
+    shown,
+    update_cluster,
+)
 from dashboard.models import CatalogTest, Cluster, Run, Submission
 from dashboard.ratelimit import registration_wait
 from dashboard.runs import RunRequestError, request_run
@@ -189,9 +195,69 @@ class ClustersView(GetOpenPostNeeds):
                 actor=str(vendor or token.user),
             )
         except ClusterError as exc:
-            raise ApiError(exc.status, exc.message, field=exc.field) from exc
+            raise ApiError(
+                exc.status,
+                exc.message,
+                field=exc.field,
+                url=request.build_absolute_uri(exc.url) if exc.url else None,
+            ) from exc
         cluster = Cluster.objects.select_related("plugin", "owner").get(pk=cluster.pk)
         return Response(sz.ClusterSerializer(cluster).data, status=201)
+
+
+class ClusterEditView(ApiView):
+    permission_classes = [ClusterOwnerOrMaintainer]
+
+    @extend_schema(
+        summary="Change a cluster (owner or maintainer token; audited with old and new values)",
+        description="Fields left out keep their values; a kubeconfig left out keeps the stored "
+        "one. A vendor's change of plugin or server withdraws the approval; a maintainer's "
+        "change approves. Registering a taken name is refused (409): this is how to change it.",
+        request={"multipart/form-data": sz.ClusterEditSerializer},
+        responses={200: sz.ClusterEditedSerializer, **post_errors(401, 403, 404, 429)},
+    )
+    def patch(self, request: Request, name: str) -> Response:
+        token = token_of(request)
+        cluster = Cluster.objects.select_related("plugin", "owner").filter(name=name).first()
+        if cluster is None:
+            raise ApiError(404, f"no cluster named {name!r}")
+        self.check_object_permissions(request, cluster)
+        upload = request.FILES.get("kubeconfig")
+        body = request.data
+        if not hasattr(body, "get"):
+            raise ApiError(400, "the body must be an object of fields")
+        try:
+            text = (
+                upload.read(KUBECONFIG_MAX_BYTES + 1).decode("utf-8")
+                if upload
+                else str(body.get("kubeconfig", "") or "")
+            )
+        except UnicodeDecodeError as exc:
+            raise ApiError(400, "kubeconfig: the file is not UTF-8 text") from exc
+        if text.strip():  # a new kubeconfig makes the dashboard contact a server: counted
+            wait = registration_wait(request._request, f"token:{token.pk}")
+            if wait:
+                raise TooManyRequests(
+                    wait,
+                    f"too many cluster registrations (limit {settings.CLUSTER_REGISTER_RATE_LIMIT} s)",
+                )
+        data = {k: v for k, v in shown(cluster).items() if k != "server"}
+        data.update({k: body.get(k) for k in data if k in body})
+        vendor = token.vendor if token.role == "vendor" else None
+        try:
+            edit = update_cluster(
+                cluster,
+                data=data,
+                kubeconfig=text,
+                allowed_plugin_ids=set(vendor.plugins.values_list("id", flat=True))
+                if vendor
+                else None,
+                actor=str(vendor or token.user),
+            )
+        except ClusterError as exc:
+            raise ApiError(exc.status, exc.message, field=exc.field) from exc
+        cluster = Cluster.objects.select_related("plugin", "owner").get(pk=cluster.pk)
+        return Response({**sz.ClusterSerializer(cluster).data, "changes": edit.changes}, status=200)
 
 
 class ClusterRunsView(ApiView):
@@ -499,7 +565,13 @@ class SubmissionReviewView(ApiView):
             body = {}
         reason = str(body.get("reason", "")) if hasattr(body, "get") else ""
         try:
-            review(sub, user=token.user, verify=self.verify, reason=reason)
+            review(
+                sub,
+                user=token.user,
+                verify=self.verify,
+                reason=reason,
+                actor=f"{token.role} token {token.hint}",
+            )
         except SubmissionError as exc:
             raise ApiError(exc.status, exc.message) from exc
         return Response(sz.SubmissionSerializer(sub).data)

@@ -176,7 +176,19 @@ def test_the_mode_is_shown_and_only_a_maintainer_changes_it_audited(
         {"name": "calico-prod", "plugin": "calico", "proxier": "iptables", "kubeconfig": "x"},
         **auth(calico),
     )
-    assert answer.status_code == 409 and "only a maintainer" in answer.json()["error"]
+    assert answer.status_code == 409
+    # nor by editing it with a kubeconfig
+    from dashboard.clusters import ClusterError, check_edit
+
+    form = {"plugin": "calico", "proxier": "iptables", "plugin_version": "1.0.0"}
+    with pytest.raises(ClusterError, match="only a maintainer"):
+        check_edit(
+            cluster,
+            data=form,
+            kubeconfig="apiVersion: v1",
+            allowed_plugin_ids={cluster.plugin_id},
+            check_reachable=False,
+        )
     # nor through the mode call
     body = {"mode": "worker", "reason": "r"}
     assert (
