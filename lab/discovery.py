@@ -37,6 +37,7 @@ class Resource:
 # group/version -> resources, as the lab serves them (in upstream's order of names).
 SERVED: dict[str, list[Resource]] = {
     "v1": [
+        Resource("configmaps", "configmap", "ConfigMap", True, ["get", "list"], ["cm"]),
         Resource("endpoints", "endpoints", "Endpoints", True, RO, ["ep"], subresources={}),
         Resource(
             "namespaces",

@@ -373,6 +373,10 @@ def _build_router() -> _Router:
         f"/api/v1/namespaces/{_NS}/configmaps",
         GET=lambda c, a, q, b: (200, _list("ConfigMapList", "v1", configmaps(c, a["ns"]), c)),
     )
+    r.add(
+        "/api/v1/configmaps",
+        GET=lambda c, a, q, b: (200, _list("ConfigMapList", "v1", configmaps(c), c)),
+    )
     return r
 
 
