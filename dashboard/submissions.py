@@ -278,7 +278,11 @@ def _store_content_pieces(pk: int, stream: IO[bytes]) -> None:
         cursor.execute("DELETE FROM upload_pieces")
 
 
-def review(sub: Submission, *, user: Any, verify: bool, reason: str) -> Submission:
+def review(sub: Submission, *, user: Any, verify: bool, reason: str, actor: str = "") -> Submission:
+    """`actor` names who acted when `user` is None (a token's id); an audit entry always has one."""
+    actor = user.get_username() if user is not None else actor
+    if not actor:
+        raise ValueError("a review names its actor")
     reason = (reason or "").strip()
     if not verify and not reason:
         raise SubmissionError(400, "a rejection needs a reason")
@@ -289,7 +293,7 @@ def review(sub: Submission, *, user: Any, verify: bool, reason: str) -> Submissi
     with transaction.atomic():
         sub.save(update_fields=["status", "reviewed_by", "reviewed_at", "review_reason"])
         AuditEvent.record(
-            user.get_username() if user else "?",
+            actor,
             "submission.verify" if verify else "submission.reject",
             f"submission {sub.id}",
             reason=reason,
