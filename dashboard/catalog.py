@@ -228,6 +228,22 @@ TRANSITIONS: list[dict] = [
     },
 ]
 
+CLOUD_PLUGINS: list[dict] = [
+    {
+        "slug": "amazon-vpc-cni",
+        "name": "Amazon VPC CNI",
+        "in_tree": False,
+        "implements_network_policy": True,
+    },
+    {"slug": "azure-cni", "name": "Azure CNI", "in_tree": False, "implements_network_policy": True},
+    {
+        "slug": "gke-dataplane-v2",
+        "name": "GKE Dataplane V2",
+        "in_tree": False,
+        "implements_network_policy": True,
+    },
+]
+
 SEED_PLUGINS: list[dict] = [
     {"slug": "kubenet", "name": "kubenet", "in_tree": True, "implements_network_policy": False},
     {"slug": "calico", "name": "Calico", "in_tree": False, "implements_network_policy": True},
@@ -246,6 +262,11 @@ SEED_PLUGINS: list[dict] = [
         "implements_network_policy": True,
     },
     {"slug": "flannel", "name": "Flannel", "in_tree": False, "implements_network_policy": False},
+    # The cloud platforms' own CNIs (detected from their DaemonSets, workers/cni.py), each
+    # with its NetworkPolicy support: Amazon VPC CNI through its network policy agent (v1.14+,
+    # EKS 1.25+), Azure CNI through Azure Network Policy Manager (or Cilium as its dataplane),
+    # GKE Dataplane V2 always (Cilium-based, NetworkPolicy built in).
+    *CLOUD_PLUGINS,
 ]
 
 

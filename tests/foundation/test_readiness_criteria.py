@@ -202,6 +202,28 @@ def test_nftables_alone_does_not_satisfy_ipvs():
     assert "nftables (not required): demonstrated" in v.detail
 
 
+def test_iptables_and_ipvs_carries_a_verdict_per_proxier_with_the_ipvs_deprecation():
+    f.run(f.cluster(proxier="iptables"))
+    f.run(f.cluster(proxier="nftables"))
+    old = f.run(f.cluster(proxier="ipvs"), days_ago=100)
+    v = verdict(iptables_and_ipvs)
+    answer = v.to_dict()["proxiers"]
+    assert set(answer) == {"iptables", "ipvs", "nftables"}
+    assert answer["iptables"]["status"] == "met" and answer["nftables"]["status"] == "met"
+    assert answer["ipvs"]["status"] == "stale"
+    assert [e["id"] for e in answer["ipvs"]["evidence"]] == [old.id]
+    assert "KEP-5495" in answer["ipvs"]["note"] and "1.40" in answer["ipvs"]["note"]
+    assert answer["nftables"]["required"] is False
+    assert "deprecated since Kubernetes 1.35" in v.detail
+
+
+def test_a_run_whose_proxier_was_not_demonstrated_credits_no_mode():
+    # The CNI carried the traffic (ebpf (cilium)): the run's proxier_detected is empty.
+    f.run(f.cluster(proxier="iptables"), detected=None)
+    answer = verdict(iptables_and_ipvs).to_dict()["proxiers"]
+    assert answer["iptables"]["status"] == "unmet"
+
+
 def test_iptables_and_ipvs_ignores_runs_where_pod_to_service_did_not_pass():
     f.run(f.cluster(proxier="iptables"))
     f.run(f.cluster(proxier="ipvs"), f.with_outcome("pod-to-service", Outcome.FAILED))
