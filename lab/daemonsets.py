@@ -178,9 +178,13 @@ def configmaps(cluster: Cluster, namespace: str | None = None) -> list[dict[str,
         )
         out.append(_configmap(cluster, "kube-system", "antrea-config", {"antrea-agent.conf": conf}))
     if "aws-node" in names:
-        enabled = "true" if profile["policy_by"] in (None, "amazon-vpc-cni") else "false"
-        if profile["dataplane"]["network_policy"] == "none":
-            enabled = "false"
+        # The network policy agent enforces policy only when the VPC CNI is the plugin under
+        # test; with Calico (or another) on top, that one does policy and the agent is off.
+        own = profile["cni"] == "amazon-vpc-cni" and profile["policy_by"] in (
+            None,
+            "amazon-vpc-cni",
+        )
+        enabled = "true" if own and profile["dataplane"]["network_policy"] != "none" else "false"
         out.append(
             _configmap(
                 cluster,

@@ -1,0 +1,156 @@
+"""Each situation of issue 23 (lab/profiles/situations/) comes out as upstream would.
+
+The battery runs on the lab profile as a registration would declare it; what it concludes is
+asserted from upstream's behaviour: a replaced kube-proxy credits no kube-proxy mode, a
+single node skips the two-node specs, no node access is never a basic pass, and so on.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from lab.profiles import load_profiles
+from lab.server import LabServer
+from tests.battery.conftest import FAST, spec_for
+from workers.battery import run_battery
+from workers.kubeconfig import api_client_from_kubeconfig
+
+SITUATIONS = Path(__file__).resolve().parents[2] / "lab" / "profiles" / "situations"
+PROFILES = {p["name"]: p for p in load_profiles(SITUATIONS)}
+
+
+def run(name: str, battery: str = "connectivity", **changes):
+    prof = dict(PROFILES[name], faults={**PROFILES[name]["faults"], "pod_start_delay_s": 0.01})
+    prof.update(changes)
+    with LabServer([prof]) as lab:
+        api = api_client_from_kubeconfig(
+            yaml.safe_dump(lab.kubeconfig(name)), request_timeout=FAST.request
+        )
+        try:
+            return run_battery(api, spec_for(prof), battery, f"{name}-1")
+        finally:
+            api.close()
+
+
+def outcomes(report):
+    return {k: r.outcome for k, r in report.results.items()}
+
+
+def test_every_situation_of_the_issue_has_its_profile():
+    assert set(PROFILES) >= {
+        "ebpf-replaces-kube-proxy",
+        "kube-router-ipvs",
+        "calico-policy-only",
+        "dual-stack",
+        "single-node",
+        "no-node-access",
+        "kind-shared-kernel",
+        "eks",
+        "aks",
+        "aks-cilium",
+        "k3s",
+        "gke-dpv2",
+    }
+
+
+def test_an_ebpf_dataplane_with_kube_proxy_still_up_credits_no_kube_proxy_mode():
+    report = run("ebpf-replaces-kube-proxy")
+    fingerprint = report.fingerprint
+    assert fingerprint["kube_proxy_mode"] == "iptables"  # kube-proxy runs and says so
+    assert fingerprint["proxier_detected"] is None
+    demonstrated = fingerprint["proxier_demonstrated"]
+    assert demonstrated["dataplane"] == "ebpf (cilium)"
+    assert demonstrated["tables"] == ["iptables"]  # its rules are there, unused
+    assert demonstrated["detail"].startswith("not demonstrated: Services are carried by ebpf")
+    # Cilium's SCTP service translation keeps the port: upstream's 95 -> 8082 fails there too
+    assert report.results["pod-to-service"].outcome == "failed"
+
+
+def test_kube_router_ipvs_is_not_kube_proxy_ipvs():
+    report = run("kube-router-ipvs")
+    fingerprint = report.fingerprint
+    assert report.results["pod-to-service"].outcome == "passed"
+    assert fingerprint["proxier_detected"] is None
+    assert fingerprint["proxier_demonstrated"]["dataplane"] == "ipvs (kube-router)"
+    assert fingerprint["proxier_demonstrated"]["tables"] == ["ipvs"]
+
+
+def test_calico_for_policy_only_is_reported_as_the_pair():
+    report = run("calico-policy-only")
+    assert report.fingerprint["cni_detected"] == "flannel+calico"
+    assert report.fingerprint["cni"]["policy"] == "calico"
+    assert report.fingerprint["cni_mismatch"] is None  # registered as the policy plugin
+    assert report.results["netpol-allow-deny"].outcome == "passed"
+    assert report.fingerprint["proxier_detected"] == "iptables"
+
+
+def test_dual_stack_checks_the_secondary_family():
+    report = run("dual-stack")
+    result = report.results["pod-to-service"]
+    assert result.outcome == "passed", result.reason
+    assert result.reason.endswith("and the secondary IP family (IPv6)")
+    assert "secondary-family ClusterIP: SCTP dial to fd00:" in result.evidence
+
+
+def test_dual_stack_fails_when_the_secondary_family_drops_sctp():
+    broken = {**PROFILES["dual-stack"]["dataplane"], "secondary_family": False}
+    result = run("dual-stack", dataplane=broken).results["pod-to-service"]
+    assert result.outcome == "failed"
+    assert "through the secondary-family ClusterIP [fd00:" in result.reason
+    assert "through the ClusterIP 10.96." not in result.reason
+
+
+def test_a_single_node_skips_the_two_node_specs():
+    result = run("single-node").results["pod-to-service"]
+    assert result.outcome == "skipped"
+    assert "need at least 2 schedulable nodes" in result.reason
+
+
+def test_without_node_access_basic_is_inconclusive_and_no_proxier_is_demonstrated():
+    report = run("no-node-access", battery="all")
+    basic = [report.results[k] for k in ("declare-sctp-ports", "netpol-sctp-blocks-tcp-udp")]
+    assert all(r.outcome == "skipped" and r.reason.startswith("inconclusive") for r in basic)
+    assert "passed" not in {
+        report.results[k].outcome
+        for k in ("declare-sctp-ports", "hostport-kubenet", "service-iptables-rules")
+    }
+    assert report.fingerprint["proxier_demonstrated"]["detail"] == (
+        "not demonstrated: no node access"
+    )
+    assert report.fingerprint["proxier_detected"] is None
+
+
+def test_kind_style_shared_kernels_are_said_in_the_fingerprint():
+    report = run("kind-shared-kernel")
+    fingerprint = report.fingerprint
+    assert fingerprint["shared_kernel"] is True
+    assert "holds for the host, not per node" in fingerprint["shared_kernel_note"]
+    # a connectivity run loads sctp.ko: on one kernel, on every node at once
+    assert set(fingerprint["sctp_module_after"].values()) == {True}
+
+
+def test_a_cluster_without_shared_kernels_says_so():
+    assert run("single-node", battery="basic").fingerprint["shared_kernel"] is False
+
+
+@pytest.mark.parametrize(
+    ("name", "label", "dataplane", "proxier"),
+    [
+        ("eks", "amazon-vpc-cni", None, "iptables"),
+        ("eks-calico-policy", "amazon-vpc-cni+calico", None, "iptables"),
+        ("aks", "azure-cni", None, "iptables"),
+        ("aks-cilium", "azure-cni+cilium", "ebpf (cilium)", None),
+        ("k3s", "flannel+kube-router", None, "iptables"),
+        ("gke-dpv2", "gke-dataplane-v2", "ebpf (gke-dataplane-v2)", None),
+    ],
+)
+def test_cloud_shaped_clusters_are_detected(name, label, dataplane, proxier):
+    report = run(name)
+    fingerprint = report.fingerprint
+    assert fingerprint["cni_detected"] == label
+    assert fingerprint["cni_mismatch"] is None
+    assert fingerprint["service_dataplane"] == dataplane
+    assert fingerprint["proxier_detected"] == proxier
