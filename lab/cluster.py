@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from lab import dataplane, nodetools, validation
+from lab import dataplane, families, nodetools, validation
 from lab.daemonsets import node_annotations
 from lab.errors import ApiError, already_exists, invalid, not_found
 from lab.labels import matches_query, service_selector_matches
@@ -632,8 +632,8 @@ class Cluster:
         spec = obj["spec"]
         created = timestamp(rt.created)
         status: dict[str, Any] = {
-            "hostIP": node.host_ip,
-            "hostIPs": [{"ip": node.host_ip}],
+            "hostIP": families.present(self, node.host_ip, families.families(self)[0]),
+            "hostIPs": [{"ip": ip} for ip in families.addresses(self, node.host_ip)],
             "qosClass": "BestEffort",
             "startTime": created,
         }
@@ -681,8 +681,12 @@ class Cluster:
             status["conditions"] = conditions
             return status
         started = timestamp(rt.start_at)
-        status["podIP"] = rt.ip
-        status["podIPs"] = [{"ip": rt.ip}]
+        if spec.get("hostNetwork"):
+            status["podIP"] = status["hostIP"]
+            status["podIPs"] = list(status["hostIPs"])
+        else:
+            status["podIP"] = families.present(self, rt.ip, families.families(self)[0])
+            status["podIPs"] = [{"ip": ip} for ip in families.addresses(self, rt.ip)]
         conditions.append({"type": "Initialized", "status": "True", "lastTransitionTime": created})
         if rt.exit_code is None:
             status["phase"] = "Running"
@@ -844,9 +848,13 @@ class Cluster:
                 spec["clusterIPs"] = ["None"]
             else:
                 ip = wanted_ip or self._free_cluster_ip()
-                spec["clusterIP"] = ip
-                spec["clusterIPs"] = [ip]
-            spec.setdefault("ipFamilies", ["IPv4"])
+                fams = families.service_families(self, spec)
+                # The IPv4 address stays the lab's own key (clusterIP) on IPv4-primary
+                # clusters; clusterIPs lists every family's address, as the apiserver does.
+                spec["clusterIP"] = families.present(self, ip, fams[0])
+                spec["clusterIPs"] = [families.present(self, ip, f) for f in fams]
+                spec["ipFamilies"] = fams
+            spec.setdefault("ipFamilies", [families.families(self)[0]])
             spec.setdefault("ipFamilyPolicy", "SingleStack")
             spec.setdefault("internalTrafficPolicy", "Cluster")
         spec.setdefault("sessionAffinity", "None")
@@ -1160,7 +1168,10 @@ class Cluster:
             "spec": spec,
             "status": {
                 "addresses": [
-                    {"type": "InternalIP", "address": node.host_ip},
+                    *(
+                        {"type": "InternalIP", "address": ip}
+                        for ip in families.addresses(self, node.host_ip)
+                    ),
                     {"type": "Hostname", "address": node.name},
                 ],
                 "conditions": [

@@ -8,6 +8,7 @@ import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
+from lab import families
 from lab.errors import ApiError
 from lab.labels import selector_matches, service_selector_matches
 
@@ -301,11 +302,22 @@ def resolve(
     except ValueError:
         is_ip = False
     if is_ip:
+        dialled = host
+        host, family = families.unmap(cluster, host)
+        if family is None:
+            return TIMEOUT  # an address of a family the cluster does not have
         pod = _ready_pod_by_ip(cluster, host)
         if pod is not None:
             return "pod_to_pod", pod, port
         for key, svc in cluster.objects["services"].items():
-            if svc["spec"].get("clusterIP") == host:
+            spec = svc["spec"]
+            if dialled in (spec.get("clusterIPs") or [spec.get("clusterIP")]):
+                if (
+                    protocol == "SCTP"
+                    and families.is_secondary(cluster, family)
+                    and not cluster.dataplane.get("secondary_family", True)
+                ):
+                    return TIMEOUT  # the plugin bug `secondary_family: false` emulates
                 return _through_service(cluster, key, port, protocol, "via_service", pick=pick)
             if cluster.lb_ip(key) == host:
                 return _through_service(
@@ -313,6 +325,12 @@ def resolve(
                 )
         for node in cluster.nodes:
             if node.host_ip == host:
+                if (
+                    protocol == "SCTP"
+                    and families.is_secondary(cluster, family)
+                    and not cluster.dataplane.get("secondary_family", True)
+                ):
+                    return TIMEOUT
                 for key, svc in cluster.objects["services"].items():
                     if any(
                         p.get("nodePort") == port and p.get("protocol", "TCP") == protocol

@@ -92,7 +92,7 @@ def test_dual_stack_checks_the_secondary_family():
     result = report.results["pod-to-service"]
     assert result.outcome == "passed", result.reason
     assert result.reason.endswith("and the secondary IP family (IPv6)")
-    assert "secondary-family ClusterIP: SCTP dial to fd00:" in result.evidence
+    assert "secondary-family ClusterIP: SCTP dial to [fd00:" in result.evidence
 
 
 def test_dual_stack_fails_when_the_secondary_family_drops_sctp():
