@@ -89,10 +89,19 @@ def _forget_look() -> None:
 
 
 def _current() -> tuple[datetime | None, bool]:
-    """(when the published evaluation was computed, whether it is still current).
+    """(when the published evaluation was computed, whether it is still current)."""
+    computed, fresh, _ = _state()
+    return computed, fresh
+
+
+def _state() -> tuple[datetime | None, bool, bool]:
+    """(when the published evaluation was computed, whether it is still current, whether it may
+    still be served while another request computes the next one).
 
     The version check is one small query, made at most every READINESS_RECHECK_SECONDS per
-    process (under load, requests then cost no query at all); the age check is made every time."""
+    process (under load, requests then cost no query at all); the age check is made every time.
+    Only age makes a publication servable-while-revalidating: one older than
+    READINESS_MAX_AGE_SECONDS but younger than twice that, with no evidence changed since."""
     from dashboard.models import PublishedReadiness
 
     with _memo_lock:
@@ -107,17 +116,18 @@ def _current() -> tuple[datetime | None, bool]:
             .first()
         )
         if row is None:
-            return None, False
+            return None, False, False
         version, computed_version, computed = row
         same_version = computed_version == version
         with _memo_lock:
             _look.update(at=moment, computed=computed, same_version=same_version)
     if computed is None:
-        return None, False
-    fresh = (
-        same_version and (tz_now() - computed).total_seconds() < settings.READINESS_MAX_AGE_SECONDS
-    )
-    return computed, fresh
+        return None, False, False
+    age = (tz_now() - computed).total_seconds()
+    limit = settings.READINESS_MAX_AGE_SECONDS
+    fresh = same_version and age < limit
+    servable = same_version and age < 2 * limit
+    return computed, fresh, servable
 
 
 def policy_settings() -> dict[str, Any]:
@@ -166,9 +176,12 @@ cached_evaluate = published  # the name the views used before the evaluation was
 _publish_lock = threading.Lock()
 
 
-def _served() -> dict[str, Any] | None:
+State = tuple[datetime | None, bool, bool]
+
+
+def _served(state: State | None = None) -> dict[str, Any] | None:
     """This process's copy of the stored evaluation, when it may be served."""
-    computed, fresh = _current()
+    computed, fresh, _ = state or _state()
     if fresh and computed is not None:
         entry = _load(computed)
         if _usable(entry):
@@ -177,10 +190,29 @@ def _served() -> dict[str, Any] | None:
 
 
 def _entry() -> dict[str, Any]:
-    """This process's copy of the current publication (publishing first when there is none)."""
-    entry = _served()
+    """This process's copy of the current publication (publishing first when there is none).
+
+    Stale-while-revalidate, bounded: when the publication is merely past
+    READINESS_MAX_AGE_SECONDS (no evidence changed since) and younger than twice that, one
+    request in one process computes the next (a lock here, a cache lease across processes)
+    while every other request goes on serving the previous one at once. Changed evidence, or
+    a publication older than that, is never served: those requests wait for one evaluation."""
+    state = _state()
+    entry = _served(state)
     if entry is not None:
         return entry
+    previous = _servable(state)
+    if previous is not None:
+        if not _publish_lock.acquire(blocking=False):
+            return previous  # this process is computing the next one
+        try:
+            if not _lease():
+                return previous  # another process is
+            publish()
+        finally:
+            _publish_lock.release()
+        entry = _served()
+        return entry if entry is not None else previous
     with _publish_lock:
         _forget_look()
         entry = _served()  # published by the request this one waited for
@@ -193,6 +225,30 @@ def _entry() -> dict[str, Any]:
         # evidence changed during the evaluation: serve it this once, the next reader redoes it
         computed, _ = _current()
         return _load(computed) if computed is not None else {}
+
+
+def _servable(state: State) -> dict[str, Any] | None:
+    """The previous publication, while it may be served during the computation of the next."""
+    computed, _fresh, servable = state
+    if servable and computed is not None:
+        entry = _load(computed)
+        if _usable(entry):
+            return entry
+    return None
+
+
+LEASE_KEY = "readiness:publishing"
+
+
+def _lease() -> bool:
+    """One process computes the next publication while the others serve the previous one: a
+    short cache lease (the computation's own bound; it expires if its holder dies)."""
+    try:
+        from django.core.cache import cache
+
+        return bool(cache.add(LEASE_KEY, 1, 30))
+    except Exception:  # no shared cache: every process may compute, as before
+        return True
 
 
 def derived(name: Hashable, build: Callable[[dict[str, Any]], T]) -> T:
@@ -242,6 +298,12 @@ def publish(evaluation: dict[str, Any] | None = None) -> dict[str, Any]:
             _memo.clear()
             _memo.update({"computed": stored[1], "data": stored[0], "badges": badges})
     _forget_look()  # the next reader looks at the new row
+    try:
+        from django.core.cache import cache
+
+        cache.delete(LEASE_KEY)
+    except Exception:
+        pass
     return evaluation
 
 
