@@ -48,7 +48,10 @@ def current_stage() -> str:
 
 
 def evaluate(ctx: Context | None = None) -> dict[str, Any]:
+    from .evidence_lookup import prefetch
+
     ctx = ctx or Context(now=tz_now())
+    prefetch(ctx)
     transitions = []
     for t in TRANSITIONS:
         verdicts = [CRITERIA[key].evaluate(ctx) for key, _title in t["criteria"]]
@@ -283,20 +286,24 @@ def publish(evaluation: dict[str, Any] | None = None) -> dict[str, Any]:
     """Evaluates (unless given an evaluation) and stores it with every plugin's badge status."""
     from dashboard.models import PublishedReadiness
 
-    row, _ = PublishedReadiness.objects.get_or_create(pk=1)
-    version = row.version  # read first: a change during the evaluation leaves it stale, not lost
-    evaluation = evaluation if evaluation is not None else evaluate()
-    badges = _badges()
+    # Read first: a change during the evaluation leaves it stale, not lost. (Only the version:
+    # the row's documents are large.)
+    version = PublishedReadiness.objects.filter(pk=1).values_list("version", flat=True).first()
+    if version is None:
+        version = PublishedReadiness.objects.get_or_create(pk=1)[0].version
+    ctx = Context(now=tz_now())
+    evaluation = evaluation if evaluation is not None else evaluate(ctx)
+    badges = _badges(ctx)  # from the evaluation's candidates: no second look
     computed = tz_now()
     PublishedReadiness.objects.filter(pk=1).update(
         data=evaluation, badges=badges, computed_version=version, computed=computed
     )
-    # What this process will serve next, as it comes back from the database (JSON-normalised).
-    stored = PublishedReadiness.objects.filter(pk=1).values_list("data", "computed").first()
-    if stored is not None:
-        with _memo_lock:
-            _memo.clear()
-            _memo.update({"computed": stored[1], "data": stored[0], "badges": badges})
+    # What this process will serve next, as it would come back from the database: the JSON
+    # the field stored, decoded (no second read of a document this size).
+    stored = json.loads(json.dumps(evaluation, cls=DjangoJSONEncoder))
+    with _memo_lock:
+        _memo.clear()
+        _memo.update({"computed": computed, "data": stored, "badges": badges})
     _forget_look()  # the next reader looks at the new row
     try:
         from django.core.cache import cache
@@ -307,13 +314,15 @@ def publish(evaluation: dict[str, Any] | None = None) -> dict[str, Any]:
     return evaluation
 
 
-def _badges() -> dict[str, Any]:
+def _badges(ctx: Context) -> dict[str, Any]:
     from dashboard.badges import plugin_status
-    from dashboard.models import Plugin
 
+    from .evidence_lookup import connectivity_sets, plugins_by_id
+
+    sets = connectivity_sets(ctx)
     out = {}
-    for plugin in Plugin.objects.all():
-        st = plugin_status(plugin)
+    for plugin in ctx.memo("plugins", plugins_by_id).values():
+        st = plugin_status(plugin, ctx.now, sets.of_plugin(plugin.pk), ctx.policy)
         out[plugin.slug] = {"status": st.status, "message": st.message, "why": st.why}
     return out
 
