@@ -123,7 +123,7 @@ def _state() -> tuple[datetime | None, bool, bool]:
         version, computed_version, computed = row
         same_version = computed_version == version
         with _memo_lock:
-            _look.update(at=moment, computed=computed, same_version=same_version)
+            _look.update(at=moment, computed=computed, same_version=same_version, version=version)
     if computed is None:
         return None, False, False
     age = (tz_now() - computed).total_seconds()
@@ -211,7 +211,7 @@ def _entry() -> dict[str, Any]:
         try:
             if not _lease():
                 return previous  # another process is
-            publish()
+            publish(version=_looked_version())
         finally:
             _publish_lock.release()
         entry = _served()
@@ -221,13 +221,20 @@ def _entry() -> dict[str, Any]:
         entry = _served()  # published by the request this one waited for
         if entry is not None:
             return entry
-        publish()
+        publish(version=_looked_version())
         entry = _served()
         if entry is not None:
             return entry
         # evidence changed during the evaluation: serve it this once, the next reader redoes it
         computed, _ = _current()
         return _load(computed) if computed is not None else {}
+
+
+def _looked_version() -> int | None:
+    """The version this process last read (before the evaluation it is about to make)."""
+    with _memo_lock:
+        version: int | None = _look.get("version")
+    return version
 
 
 def _servable(state: State) -> dict[str, Any] | None:
@@ -282,29 +289,39 @@ def published_badge(slug: str) -> dict[str, Any] | None:
     return badge
 
 
-def publish(evaluation: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Evaluates (unless given an evaluation) and stores it with every plugin's badge status."""
+def publish(evaluation: dict[str, Any] | None = None, version: int | None = None) -> dict[str, Any]:
+    """Evaluates (unless given an evaluation) and stores it with every plugin's badge status.
+    `version`: the row's version as read before (not after) the evaluation began."""
     from dashboard.models import PublishedReadiness
 
     # Read first: a change during the evaluation leaves it stale, not lost. (Only the version:
     # the row's documents are large.)
-    version = PublishedReadiness.objects.filter(pk=1).values_list("version", flat=True).first()
+    if version is None:
+        version = PublishedReadiness.objects.filter(pk=1).values_list("version", flat=True).first()
     if version is None:
         version = PublishedReadiness.objects.get_or_create(pk=1)[0].version
     ctx = Context(now=tz_now())
     evaluation = evaluation if evaluation is not None else evaluate(ctx)
     badges = _badges(ctx)  # from the evaluation's candidates: no second look
     computed = tz_now()
-    PublishedReadiness.objects.filter(pk=1).update(
-        data=evaluation, badges=badges, computed_version=version, computed=computed
+    fields = {"data": evaluation, "badges": badges, "computed_version": version}
+    # Stored under the version it was computed at; when that is still the version (no evidence
+    # changed meanwhile), this process knows the row is current without looking again.
+    current = bool(
+        PublishedReadiness.objects.filter(pk=1, version=version).update(**fields, computed=computed)
     )
+    if not current:
+        PublishedReadiness.objects.filter(pk=1).update(**fields, computed=computed)
     # What this process will serve next, as it would come back from the database: the JSON
     # the field stored, decoded (no second read of a document this size).
     stored = json.loads(json.dumps(evaluation, cls=DjangoJSONEncoder))
     with _memo_lock:
         _memo.clear()
         _memo.update({"computed": computed, "data": stored, "badges": badges})
-    _forget_look()  # the next reader looks at the new row
+    with _memo_lock:  # the next reader looks at the new row (unless known current)
+        _look.clear()
+        if current:
+            _look.update(at=_clock(), computed=computed, same_version=True, version=version)
     try:
         from django.core.cache import cache
 

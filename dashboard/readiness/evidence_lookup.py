@@ -143,11 +143,12 @@ class ConnectivitySets:
 
     def __init__(
         self,
-        plugins: dict[int, Any],
+        plugins: dict[int, Any] | None,
         store: dict[tuple[str, int], Item] | None = None,
         only: int | None = None,
     ) -> None:
-        """`only`: one plugin's candidates are all that will be asked for."""
+        """`plugins`: by id, or None to read them with the lookups (one query fewer).
+        `only`: one plugin's candidates are all that will be asked for."""
         self.only = only
         self.plugins = plugins
         self.store = store if store is not None else {}
@@ -173,12 +174,16 @@ class ConnectivitySets:
             ).values_list("plugin_id", "c_run", "q_run", "p_run")
         )
         subs = Submission.objects.filter(status=Submission.Status.VERIFIED)
-        plugin_rows = list(
-            plugins.annotate(
-                q_sub=_newest(subs.filter(qualifying__in=[True]), "plugin", "-created"),
-                c_sub=_newest(subs.filter(has_connectivity__in=[True]), "plugin", "-created"),
-            ).values_list("id", "q_sub", "c_sub")
+        annotated = plugins.annotate(
+            q_sub=_newest(subs.filter(qualifying__in=[True]), "plugin", "-created"),
+            c_sub=_newest(subs.filter(has_connectivity__in=[True]), "plugin", "-created"),
         )
+        if self.plugins is None:  # the plugins themselves come with their lookups
+            found = list(annotated)
+            self.plugins = {p.id: p for p in found}
+            plugin_rows = [(p.id, p.q_sub, p.c_sub) for p in found]
+        else:
+            plugin_rows = list(annotated.values_list("id", "q_sub", "c_sub"))
         # Per proxier and per plugin, the newest of their kind: one ranking query each.
         proxier_subs: list[int] = []
         if self.only is None:  # the fleet's per-proxier evidence: never asked of one plugin
@@ -202,8 +207,13 @@ class ConnectivitySets:
         self._found = (cluster_rows, plugin_rows, proxier_subs, recent)
         return self._found
 
+    def all_plugins(self) -> dict[int, Any]:
+        self._lookups()
+        assert self.plugins is not None
+        return self.plugins
+
     def _items(self, run_ids: set[int], sub_ids: set[int]) -> list[Item]:
-        return newest_first(load(run_ids, sub_ids, self.plugins, self.store).values())
+        return newest_first(load(run_ids, sub_ids, self.all_plugins(), self.store).values())
 
     def candidate_ids(self) -> tuple[set[int], set[int]]:
         """Every run and submission the fleet's and the plugins' candidates are made of."""
@@ -250,11 +260,17 @@ def store_of(ctx: Any) -> dict[tuple[str, int], Item]:
 
 
 def connectivity_sets(ctx: Any) -> ConnectivitySets:
-    """One evaluation's connectivity candidates (the criteria's and every plugin's badge)."""
-    sets: ConnectivitySets = ctx.memo(
-        "connectivity-sets",
-        lambda: ConnectivitySets(ctx.memo("plugins", plugins_by_id), store_of(ctx)),
-    )
+    """One evaluation's connectivity candidates (the criteria's and every plugin's badge). The
+    evaluation's plugins (ctx.memo("plugins")) come with their lookups when not read yet."""
+
+    def make() -> ConnectivitySets:
+        known = ctx._cache.get("plugins")
+        sets = ConnectivitySets(known, store_of(ctx))
+        if known is None:
+            ctx.memo("plugins", sets.all_plugins)
+        return sets
+
+    sets: ConnectivitySets = ctx.memo("connectivity-sets", make)
     return sets
 
 
@@ -263,9 +279,9 @@ def prefetch(ctx: Any) -> None:
     queries), instead of one load per criterion."""
     from .criteria import periodic_basic_passing, tests_written
 
+    more_runs, more_subs = connectivity_sets(ctx).candidate_ids()  # first: the plugins with it
     runs, subs = tests_written.candidate_ids(ctx, frozenset())
     _schedules, periodic = periodic_basic_passing.candidates(ctx)
-    more_runs, more_subs = connectivity_sets(ctx).candidate_ids()
     load(
         runs | periodic | more_runs,
         subs | more_subs,

@@ -161,7 +161,7 @@ def test_requests_that_find_it_out_of_date_wait_for_one_evaluation(monkeypatch):
     stored: dict = {}
     evaluations: list[int] = []
 
-    def publish() -> dict:
+    def publish(**_: object) -> dict:
         evaluations.append(1)
         time.sleep(0.2)  # an evaluation over a long history
         stored.update(computed="t1", data={"stage": "alpha"})
