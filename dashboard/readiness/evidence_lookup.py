@@ -34,6 +34,7 @@ _RUN_FIELDS = (
     "proxier_detected",
     "battery",
     "trigger",
+    "agent_verified_at",
     "emulated",
     "fingerprint",
     "cluster__name",
@@ -158,6 +159,10 @@ class ConnectivitySets:
         if self._found is not None:
             return self._found
         runs = Run.objects.filter(state=Run.State.FINISHED)
+        # The newest qualifying (or pod-to-service) run among those that may count: an unverified
+        # self-reported run must not hide an older verified one. The newest connectivity run of
+        # each cluster is found whatever its trust, to be shown.
+        trusted = runs.exclude(trigger=Run.Trigger.AGENT, agent_verified_at__isnull=True)
         clusters, plugins = Cluster.objects.all(), Plugin.objects.all()
         submissions = Submission.objects.all()
         if self.only is not None:
@@ -167,9 +172,9 @@ class ConnectivitySets:
         cluster_rows = list(
             clusters.annotate(
                 c_run=_newest(runs.filter(has_connectivity__in=[True]), "cluster", "-finished"),
-                q_run=_newest(runs.filter(qualifying__in=[True]), "cluster", "-finished"),
+                q_run=_newest(trusted.filter(qualifying__in=[True]), "cluster", "-finished"),
                 p_run=_newest(
-                    runs.filter(pod_to_service_passed__in=[True]), "cluster", "-finished"
+                    trusted.filter(pod_to_service_passed__in=[True]), "cluster", "-finished"
                 ),
             ).values_list("plugin_id", "c_run", "q_run", "p_run")
         )
