@@ -142,6 +142,7 @@ class Policy:
     now: datetime
     fresh_days: int = field(default_factory=lambda: settings.READINESS_FRESH_DAYS)
     minimum: int = field(default_factory=min_minor)
+    memo: bool = True  # answer each (item, criterion, relaxation) once
     _assessed: dict[tuple[str, int, str, frozenset[str]], tuple[Item, Assessment]] = field(
         default_factory=dict, repr=False, compare=False
     )
@@ -186,7 +187,7 @@ class Policy:
         # An evaluation asks again and again (each what-if, the badges): answered once per item,
         # criterion and relaxation for this policy's `now` (items are immutable).
         memo_key = (item.kind, item.id, criterion, relax)
-        found = self._assessed.get(memo_key)
+        found = self._assessed.get(memo_key) if self.memo else None
         if found is not None and found[0] is item:
             return found[1]
         problems, rule_why = self._problems(item, criterion)
@@ -204,11 +205,12 @@ class Policy:
             answer = Assessment(
                 True, "counts: " + rule_why + extra, relied=frozenset(c for c, _ in problems)
             )
-        self._assessed[memo_key] = (item, answer)
+        if self.memo:
+            self._assessed[memo_key] = (item, answer)
         return answer
 
     def _problems(self, item: Item, criterion: str) -> tuple[list[tuple[str, str]], str]:
-        found = self._found.get((item.kind, item.id, criterion))
+        found = self._found.get((item.kind, item.id, criterion)) if self.memo else None
         if found is not None and found[0] is item:
             return found[1], found[2]
         problems = self._general(item, age=criterion != PERIODIC)

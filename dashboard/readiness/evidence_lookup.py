@@ -131,11 +131,57 @@ def connectivity_candidates(plugins: dict[int, Any], plugin_id: int | None = Non
     """Connectivity evidence worth assessing: per cluster, its newest connectivity run, newest
     qualifying run and newest run with pod-to-service passed; per plugin and per proxier, the
     newest verified submissions of those kinds; and the newest connectivity submissions
-    (pending ones included: they are shown, never counted). With `plugin_id`, that plugin's
-    (its clusters' runs, its submissions, no per-proxier ones): what its badge assesses."""
-    if plugin_id is None:
-        return ConnectivitySets(plugins).overall()
-    return ConnectivitySets(plugins, only=plugin_id).of_plugin(plugin_id)
+    (pending ones included: they are shown, never counted). With `plugin_id`, that plugin's:
+    what its badge assesses.
+
+    The plain lookups, one plugin or the fleet at a time (a plugin's page, the plain evaluation
+    the property test compares with); an evaluation uses ConnectivitySets, the same answer for
+    the fleet and every plugin at once."""
+    runs = Run.objects.filter(state=Run.State.FINISHED)
+    # The newest qualifying (or pod-to-service) run among those that may count: an unverified
+    # self-reported run must not hide an older verified one. The newest connectivity run of
+    # each cluster is found whatever its trust, to be shown.
+    trusted = runs.exclude(trigger=Run.Trigger.AGENT, agent_verified_at__isnull=True)
+    clusters = Cluster.objects.all()
+    if plugin_id is not None:
+        clusters = clusters.filter(plugin_id=plugin_id)
+    ids = list(
+        clusters.annotate(
+            c_run=_newest(runs.filter(has_connectivity__in=[True]), "cluster", "-finished"),
+            q_run=_newest(trusted.filter(qualifying__in=[True]), "cluster", "-finished"),
+            p_run=_newest(trusted.filter(pod_to_service_passed__in=[True]), "cluster", "-finished"),
+        ).values_list("c_run", "q_run", "p_run")
+    )
+    run_ids = {i for row in ids for i in row if i}
+
+    subs = Submission.objects.filter(status=Submission.Status.VERIFIED)
+    plugin_rows = Plugin.objects.all() if plugin_id is None else Plugin.objects.filter(pk=plugin_id)
+    sub_ids: set[int] = set()
+    for row in plugin_rows.annotate(
+        q_sub=_newest(subs.filter(qualifying__in=[True]), "plugin", "-created"),
+        c_sub=_newest(subs.filter(has_connectivity__in=[True]), "plugin", "-created"),
+    ).values_list("q_sub", "c_sub"):
+        sub_ids.update(i for i in row if i)
+    recent = Submission.objects.filter(
+        has_connectivity__in=[True],
+        status__in=[Submission.Status.VERIFIED, Submission.Status.PENDING],
+    )
+    if plugin_id is not None:
+        recent = recent.filter(plugin_id=plugin_id)
+    else:
+        for proxier in ("iptables", "ipvs", "nftables"):
+            newest = (
+                subs.filter(proxier=proxier, pod_to_service_passed__in=[True])
+                .order_by("-created", "-id")
+                .values_list("id", flat=True)
+                .first()
+            )
+            if newest:
+                sub_ids.add(newest)
+    sub_ids.update(
+        recent.order_by("-created", "-id").values_list("id", flat=True)[:RECENT_SUBMISSIONS]
+    )
+    return newest_first(load(run_ids, sub_ids, plugins).values())
 
 
 class ConnectivitySets:
@@ -146,11 +192,8 @@ class ConnectivitySets:
         self,
         plugins: dict[int, Any] | None,
         store: dict[tuple[str, int], Item] | None = None,
-        only: int | None = None,
     ) -> None:
-        """`plugins`: by id, or None to read them with the lookups (one query fewer).
-        `only`: one plugin's candidates are all that will be asked for."""
-        self.only = only
+        """`plugins`: by id, or None to read them with the lookups (one query fewer)."""
         self.plugins = plugins
         self.store = store if store is not None else {}
         self._found: tuple[Any, ...] | None = None
@@ -165,10 +208,6 @@ class ConnectivitySets:
         trusted = runs.exclude(trigger=Run.Trigger.AGENT, agent_verified_at__isnull=True)
         clusters, plugins = Cluster.objects.all(), Plugin.objects.all()
         submissions = Submission.objects.all()
-        if self.only is not None:
-            clusters = clusters.filter(plugin_id=self.only)
-            plugins = plugins.filter(pk=self.only)
-            submissions = submissions.filter(plugin_id=self.only)
         cluster_rows = list(
             clusters.annotate(
                 c_run=_newest(runs.filter(has_connectivity__in=[True]), "cluster", "-finished"),
@@ -190,16 +229,12 @@ class ConnectivitySets:
         else:
             plugin_rows = list(annotated.values_list("id", "q_sub", "c_sub"))
         # Per proxier and per plugin, the newest of their kind: one ranking query each.
-        proxier_subs: list[int] = []
-        if self.only is None:  # the fleet's per-proxier evidence: never asked of one plugin
-            proxier_subs = list(
-                subs.filter(proxier__in=Proxier.values, pod_to_service_passed__in=[True])
-                .annotate(
-                    rank=Window(RowNumber(), partition_by=[F("proxier")], order_by=_NEWEST_SUB)
-                )
-                .filter(rank=1)
-                .values_list("id", flat=True)
-            )
+        proxier_subs = list(
+            subs.filter(proxier__in=Proxier.values, pod_to_service_passed__in=[True])
+            .annotate(rank=Window(RowNumber(), partition_by=[F("proxier")], order_by=_NEWEST_SUB))
+            .filter(rank=1)
+            .values_list("id", flat=True)
+        )
         recent = list(
             submissions.filter(
                 has_connectivity__in=[True],
@@ -233,7 +268,6 @@ class ConnectivitySets:
         return run_ids, sub_ids
 
     def overall(self) -> list[Item]:
-        assert self.only is None, "one plugin's candidates only"
         cluster_rows, plugin_rows, proxier_subs, recent = self._lookups()
         # Loaded once with every plugin's: the badges then read no more.
         self._items(*self._all_ids())
@@ -258,10 +292,25 @@ class ConnectivitySets:
 _NEWEST_SUB = [F("created").desc(), F("id").desc()]
 
 
-def store_of(ctx: Any) -> dict[tuple[str, int], Item]:
-    """One evaluation's items, each read once whichever criterion asks first."""
+def store_of(ctx: Any) -> dict[tuple[str, int], Item] | None:
+    """One evaluation's items, each read once whichever criterion asks first (None for the
+    plain evaluation: every criterion reads its own)."""
+    if ctx.plain:
+        return None
     store: dict[tuple[str, int], Item] = ctx.memo("items", dict)
     return store
+
+
+def connectivity(ctx: Any) -> list[Item]:
+    """The fleet's connectivity candidates, once per evaluation (the plain lookups for the
+    plain evaluation)."""
+    if ctx.plain:
+        found: list[Item] = ctx.memo(
+            "connectivity", lambda: connectivity_candidates(ctx.memo("plugins", plugins_by_id))
+        )
+        return found
+    found = ctx.memo("connectivity", lambda: connectivity_sets(ctx).overall())
+    return found
 
 
 def connectivity_sets(ctx: Any) -> ConnectivitySets:
@@ -270,7 +319,7 @@ def connectivity_sets(ctx: Any) -> ConnectivitySets:
 
     def make() -> ConnectivitySets:
         known = ctx._cache.get("plugins")
-        sets = ConnectivitySets(known, store_of(ctx))
+        sets = ConnectivitySets(known, ctx.memo("items", dict))
         if known is None:
             ctx.memo("plugins", sets.all_plugins)
         return sets
@@ -282,6 +331,8 @@ def connectivity_sets(ctx: Any) -> ConnectivitySets:
 def prefetch(ctx: Any) -> None:
     """Finds every criterion's candidates first, then reads them all in one load (three
     queries), instead of one load per criterion."""
+    if ctx.plain:
+        return
     from .criteria import periodic_basic_passing, tests_written
 
     more_runs, more_subs = connectivity_sets(ctx).candidate_ids()  # first: the plugins with it

@@ -9,7 +9,7 @@ from dashboard.catalog import Proxier, criterion_title
 from dashboard.policy import PROXIERS, evidence_entry
 
 from ..base import Context, Verdict
-from ..evidence_lookup import connectivity_sets
+from ..evidence_lookup import connectivity
 from ..whatif import with_what_if
 
 KEY = PROXIERS
@@ -22,7 +22,7 @@ def evaluate(ctx: Context) -> Verdict:
 
 
 def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
-    items = ctx.memo("connectivity", lambda: connectivity_sets(ctx).overall())
+    items = connectivity(ctx)
     pol = ctx.policy
     rows, evidence, missing, stale = [], [], [], []
     used: set[str] = set()
