@@ -9,6 +9,7 @@ candidates: whether one counts is dashboard.policy's answer.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from types import SimpleNamespace
 from typing import Any
 
 from django.db.models import F, OuterRef, Subquery, Window
@@ -63,11 +64,9 @@ def plugins_by_id() -> dict[int, Any]:
     return {p.id: p for p in Plugin.objects.all()}
 
 
-class _Row:
-    """A run or its cluster as policy.run_item reads it, built from a values() row."""
-
-    def __init__(self, **fields: Any) -> None:
-        self.__dict__.update(fields)
+def _Row(**fields: Any) -> Any:
+    """A run, its cluster or a submission as dashboard.policy reads it, from a values() row."""
+    return SimpleNamespace(**fields)
 
 
 _CLUSTER_FIELDS = ("name", "enabled", "approved", "emulated", "lab")

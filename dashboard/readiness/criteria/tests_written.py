@@ -63,15 +63,16 @@ def _candidates(ctx: Context, relax: frozenset[str]) -> tuple[list[dict[str, Any
     latest_any = Subquery(
         TestResult.objects.filter(test_key=OuterRef("key")).order_by("-id").values("run_id")[:1]
     )
-    tests = list(
-        CatalogTest.objects.annotate(
+    tests: list[dict[str, Any]] = [
+        dict(row)
+        for row in CatalogTest.objects.annotate(
             passed_run=newest(Outcome.PASSED),
             failed_run=newest(Outcome.FAILED),
             # only pod-to-loadbalancer may count a skip (for want of a load balancer)
             skip_run=Case(When(key=LB_KEY, then=newest(Outcome.SKIPPED))),
             latest_run=latest_any,
         ).values("key", "passed_run", "failed_run", "skip_run", "latest_run")
-    )
+    ]
     sub_ids = list(
         Submission.objects.filter(countable_submissions_q(pol, relax=relax))
         .order_by("-created", "-id")
