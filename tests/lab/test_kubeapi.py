@@ -76,8 +76,11 @@ def lab() -> Iterator[LabServer]:
     server.stop()
 
 
-SVC = {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 5060, "protocol": "SCTP"}]}}
-DEPLOY = {
+SVC: dict[str, Any] = {
+    "metadata": {"name": "s"},
+    "spec": {"ports": [{"port": 5060, "protocol": "SCTP"}]},
+}
+DEPLOY: dict[str, Any] = {
     "metadata": {"name": "d"},
     "spec": {
         "replicas": 2,
