@@ -117,3 +117,43 @@ def test_the_cli_refuses_a_bad_profile_with_the_file_and_field(tmp_path: Path) -
     )
     assert done.returncode == 2
     assert "bad.yaml" in done.stderr and "proxier" in done.stderr
+
+
+def test_manage_py_lab_writes_a_kubeconfig_with_a_context_per_cluster(tmp_path: Path) -> None:
+    from kubernetes import client, config
+
+    _profiles(tmp_path)
+    kubeconfig = tmp_path / "var" / "kubeconfig"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "manage.py",
+            "lab",
+            "--profiles",
+            str(tmp_path / "profiles"),
+            "--port",
+            "0",
+            "--state-dir",
+            str(tmp_path / "state"),
+            "--kubeconfig",
+            str(kubeconfig),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    try:
+        assert proc.stdout is not None
+        lines = [proc.stdout.readline() for _ in range(3)]
+        assert lines[0].startswith(f"kubeconfig {kubeconfig}") and "--context one" in lines[0]
+        assert lines[1].startswith("lab cluster one: https://127.0.0.1:"), lines
+        data = yaml.safe_load(kubeconfig.read_text())
+        assert [c["name"] for c in data["contexts"]] == ["one", "two"]
+        for name, version in (("one", "v1.32.1"), ("two", None)):
+            api = config.new_client_from_config_dict(data, context=name)
+            got = client.VersionApi(api).get_code().git_version
+            assert got == version or (version is None and got.startswith("v1."))
+    finally:
+        _stop(proc)
