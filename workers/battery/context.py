@@ -345,9 +345,10 @@ class TestContext:
                         f"({api_error_message(exc)})"
                     ) from exc
                 raise
-            phase = self._check_phase(name, pod, phases)
-            if phase is None:
+            current = self._check_phase(name, pod, phases)
+            if current is None:
                 return pod
+            phase = current
             left = deadline - self.run.clock()
             if left <= 0:
                 raise TestError(
@@ -374,9 +375,9 @@ class TestContext:
         """Watch one pod for up to `seconds`; the pod once it is in `phases`, else None."""
         version = pod.metadata.resource_version if pod.metadata else None
         started = self.run.clock()
-        watcher = watch.Watch()
+        watcher = watch.Watch()  # type: ignore[no-untyped-call]
         try:
-            for event in watcher.stream(
+            for event in watcher.stream(  # type: ignore[no-untyped-call]
                 self.kube.core.list_namespaced_pod,
                 self.namespace,
                 field_selector=f"metadata.name={name}",
@@ -403,7 +404,7 @@ class TestContext:
         except (OSError, ValueError, urllib3.exceptions.HTTPError):
             self.run.pause(self.spec.timeouts.poll_interval)  # a broken stream: resync
         finally:
-            watcher.stop()
+            watcher.stop()  # type: ignore[no-untyped-call]
         return None
 
     def pod_log(self, name: str) -> str:
@@ -698,17 +699,6 @@ class TestContext:
                     except ValueError:
                         continue
         return None
-
-    def node_ip(self, node: str) -> str:
-        """The address upstream's NodePort checks use: ExternalIP, else InternalIP."""
-        obj = self.kube.call(self.kube.core.read_node, node)
-        addresses = {
-            a.type: a.address for a in ((obj.status.addresses if obj.status else None) or [])
-        }
-        ip = addresses.get("ExternalIP") or addresses.get("InternalIP")
-        if not ip:
-            raise TestError(f"node {node} reports no ExternalIP or InternalIP")
-        return str(ip)
 
     def delete_pod(self, name: str) -> None:
         try:

@@ -5,6 +5,8 @@ nftables is reported beside it, not required."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from dashboard.catalog import Proxier, criterion_title
 from dashboard.policy import PROXIERS, evidence_entry
 
@@ -18,7 +20,7 @@ REQUIRED = (Proxier.IPTABLES, Proxier.IPVS)
 # The post-GA watch follows the proxiers people run (issue 23): nftables is GA since 1.33 and
 # on its way to being the default; ipvs is deprecated (KEP-5495). Neither changes the KEP's
 # criterion, which stays "iptables and ipvs".
-NOTES = {
+NOTES: dict[str, str] = {
     Proxier.IPVS: (
         "deprecated since Kubernetes 1.35 (KEP-5495); the KubeProxyIPVS feature gate is "
         "planned to be off by default in 1.40"
@@ -38,7 +40,10 @@ def evaluate(ctx: Context) -> Verdict:
 def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
     items = connectivity(ctx)
     pol = ctx.policy
-    rows, evidence, missing, stale = [], [], [], []
+    rows: list[dict[str, Any]] = []
+    evidence: list[dict[str, Any]] = []
+    missing: list[str] = []
+    stale: list[str] = []
     used: set[str] = set()
     for mode in Proxier.values:
         # Evidence of this mode: demonstrated, or (to say why not) declared for it.
@@ -75,7 +80,7 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
                 "status": state,
                 "why": why,
                 "evidence": evidence_entry(*good[0]) if good else None,
-                "note": NOTES.get(mode, ""),
+                "note": NOTES.get(str(mode), ""),
                 "mode_evidence": [evidence_entry(i, a) for i, a in pairs],
             }
         )

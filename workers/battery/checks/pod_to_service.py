@@ -19,7 +19,7 @@ from __future__ import annotations
 import ipaddress
 
 from workers.battery import pods
-from workers.battery.base import BatteryTest, TestFailed
+from workers.battery.base import BatteryTest, TestError, TestFailed
 from workers.battery.checks._common import (
     CLUSTER_SCTP_PORT,
     ENDPOINT_HTTP_PORT,
@@ -82,7 +82,12 @@ class PodToService(BatteryTest):
         node_port = service.spec.ports[0].node_port
         addresses = ctx.wait_endpoints("node-port-service", "SCTP", count=len(endpoints))
         family = ipaddress.ip_address(vip).version
-        node_ip = ctx.node_ip_of_family(family) or ctx.node_ip(ctx.node(0) or "")
+        node_ip = ctx.node_ip_of_family(family)
+        if node_ip is None:
+            raise TestError(
+                f"no schedulable node reports an ExternalIP or InternalIP of the ClusterIP's "
+                f"family (IPv{family}) to dial the NodePort on"
+            )
         ctx.note(
             f"service node-port-service: ClusterIP(s) {', '.join(cluster_ips)}:{SERVICE_PORT}, "
             f"NodePort {node_ip}:{node_port} -> {sorted(addresses)} :{TARGET_PORT}"
