@@ -204,6 +204,10 @@ READINESS_RECHECK_SECONDS = env_float("READINESS_RECHECK_SECONDS", 1.0)
 # After a commit that changed evidence, ask a worker to recompute it (at most every 10 s).
 READINESS_REFRESH_ON_COMMIT = env_bool("READINESS_REFRESH_ON_COMMIT", True)
 SUBMISSION_MAX_BYTES = env_int("SUBMISSION_MAX_BYTES", 50 * 1024 * 1024)
+# Per-vendor quotas (0: none): submissions waiting for review (429 past it), and bytes uploaded
+# in the last 24 hours (413 past it). A refused upload stores nothing.
+SUBMISSION_MAX_PENDING = env_int("SUBMISSION_MAX_PENDING", 20)
+SUBMISSION_MAX_BYTES_PER_DAY = env_int("SUBMISSION_MAX_BYTES_PER_DAY", 250 * 1024 * 1024)
 # Any other request body (forms, kubeconfigs, JSON): larger is refused from Content-Length, unread.
 REQUEST_MAX_BYTES = env_int("REQUEST_MAX_BYTES", 2 * 1024 * 1024)
 AGENT_RUN_MAX_BYTES = env_int(
@@ -387,6 +391,9 @@ NOTIFY_MAX_ATTEMPTS = env_int("NOTIFY_MAX_ATTEMPTS", 5)
 NOTIFY_BACKOFF_SECONDS = env_int("NOTIFY_BACKOFF_SECONDS", 30)  # 30 s, 60 s, 120 s, … capped
 NOTIFY_BACKOFF_MAX_SECONDS = env_int("NOTIFY_BACKOFF_MAX_SECONDS", 1800)
 NOTIFY_TIMEOUT_SECONDS = env_int("NOTIFY_TIMEOUT_SECONDS", 10)
+# CIDRs webhooks may use although loopback or private (like CLUSTER_ALLOWED_NETWORKS, which
+# applies when this is not set).
+WEBHOOK_ALLOWED_NETWORKS = os.environ.get("WEBHOOK_ALLOWED_NETWORKS")
 
 CELERY_BEAT_SCHEDULE["refresh-readiness"] = {
     "task": "workers.tasks.refresh_readiness",

@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from lab import rbac
 from lab.cluster import KIND_OF, Cluster
-from lab.daemonsets import daemonsets
+from lab.daemonsets import configmaps, daemonsets
 from lab.errors import ApiError
 from lab.profiles import load_profiles, validate_profile
 from lab.watch import WatchStream, check_list_resource_version, is_watch
@@ -248,6 +248,11 @@ def _build_router() -> _Router:
     r.add(
         f"/apis/apps/v1/namespaces/{_NS}/daemonsets",
         GET=lambda c, a, q, b: (200, _list("DaemonSetList", "apps/v1", daemonsets(c, a["ns"]), c)),
+    )
+    # The ConfigMaps that say a CNI's mode and kube-proxy's (lab/daemonsets.py).
+    r.add(
+        f"/api/v1/namespaces/{_NS}/configmaps",
+        GET=lambda c, a, q, b: (200, _list("ConfigMapList", "v1", configmaps(c, a["ns"]), c)),
     )
     return r
 

@@ -48,6 +48,12 @@ class ErrorSerializer(s.Serializer):
     existing_id = s.IntegerField(required=False, help_text="409: the submission already stored")
     field = s.CharField(required=False, help_text="the form field that was refused")
     retry_after = s.IntegerField(required=False, help_text="429: seconds until the limit resets")
+    quota = s.CharField(
+        required=False, help_text="the vendor quota reached: pending (429) or bytes_per_day (413)"
+    )
+    limit = s.IntegerField(required=False, help_text="the quota's limit")
+    pending = s.IntegerField(required=False, help_text="the vendor's submissions pending review")
+    sent = s.IntegerField(required=False, help_text="bytes the vendor sent in the last 24 hours")
 
 
 class CatalogTestSerializer(s.ModelSerializer):

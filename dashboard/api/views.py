@@ -52,9 +52,10 @@ ERROR_TEXT = {
     403: "not allowed for this token",
     404: "not found",
     409: "conflict",
-    413: "body larger than allowed (judged from Content-Length, unread)",
+    413: "body larger than allowed (judged from Content-Length, unread), or a vendor's daily "
+    "upload quota reached",
     422: "a readable file that is no evidence",
-    429: "too many requests (Retry-After)",
+    429: "too many requests (Retry-After), or too many submissions pending review",
 }
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
+from workers import cni
 from workers.battery import nodeparse, pods
 from workers.battery.base import (
     MANAGED_BY_LABEL,
@@ -139,6 +140,9 @@ class RunContext:
         self.should_cancel = should_cancel
         self.clock = clock
         self.nodes: list[str] = []
+        # The nodes as the API sent them (plain dicts): addresses, annotations, kernels.
+        self.node_objects: list[dict[str, Any]] = []
+        self.cni: cni.Detection = cni.Detection()
         self.node_access: bool | None = None
         self.node_access_reason = ""
         self.proxier_detected: str | None = None
