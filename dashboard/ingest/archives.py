@@ -365,7 +365,6 @@ class _Collector:
             data = stream.read(self.limits.max_member_bytes + 1)
             self.deadline.check()
             cluster_facts.read(self.cluster, path, data)
-            self.cnis.update(self.cluster.cnis)
         else:  # a kube-proxy pod's log
             modes = {m.decode() for m in self._scan(stream, _PROXIER_LOG)}
             self.proxiers.update(modes)
@@ -439,6 +438,7 @@ def _pick(found: _Collector, container: str) -> Contents:
     if versions:
         contents.server_version = found.versions[versions[0]]
         contents.server_version_from = "serverversion.json"
+    found.cluster.detect()
     contents.proxiers = set(found.proxiers) | set(found.cluster.proxier_modes)
     contents.cnis = set(found.cnis) | set(found.cluster.cnis)
     contents.cluster = found.cluster

@@ -24,26 +24,20 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-# TEMPORARY until workers.cni (the one CNI table, shared with the battery) is in main.
-_CNI_TABLE = {
-    "calico-node": "calico",
-    "cilium": "cilium",
-    "kube-flannel-ds": "flannel",
-    "flannel": "flannel",
-    "ovnkube-node": "ovn-kubernetes",
-    "antrea-agent": "antrea",
-    "kube-router": "kube-router",
-    "weave-net": "weave",
-    "kindnet": "kindnet",
-    "canal": "canal",
-}
+from workers import cni as shared_cni
 
 
 def cni_for(name: str, labels: dict[str, str]) -> str | None:
-    for key in (name, labels.get("k8s-app"), labels.get("app")):
-        if key and key in _CNI_TABLE:
-            return _CNI_TABLE[key]
-    return None
+    """The plugin a DaemonSet of this name (or with these labels) runs, from the one CNI
+    table (workers.cni), as readers that only see a name need it (pod logs, e2e.log)."""
+    if name in shared_cni.DAEMONSET_SLUGS:
+        return shared_cni.DAEMONSET_SLUGS[name]
+    plugin = shared_cni.match_daemonset({"metadata": {"name": name, "labels": labels}})
+    return plugin.slug if plugin else None
+
+
+def known_slugs() -> set[str]:
+    return set(shared_cni.BY_SLUG) | set(shared_cni.DAEMONSET_SLUGS.values())
 
 
 _NS_RESOURCE = re.compile(
@@ -59,6 +53,7 @@ _JSON_BOUND = 16 * 1024 * 1024
 _OWNER = re.compile(rb'"kind"\s*:\s*"DaemonSet"\s*,\s*"name"\s*:\s*"([^"]{1,253})"')
 _MODE = re.compile(r"^mode:\s*[\"']?([A-Za-z]*)[\"']?\s*$", re.M)
 _MAX_NODES = 5000
+_MAX_OBJECTS = 500
 _DAEMON_POD = re.compile(r"^(.+)-[a-z0-9]{5}$")  # a DaemonSet's pod: its name and 5 characters
 
 
@@ -69,6 +64,20 @@ class ClusterFacts:
     nodes: set[str] = field(default_factory=set)
     node_uids: set[str] = field(default_factory=set)
     cluster_uid: str | None = None  # the kube-system namespace's uid
+    daemonsets: list[dict[str, Any]] = field(default_factory=list)  # for workers.cni.detect
+    configmaps: list[dict[str, Any]] = field(default_factory=list)  # the mode ConfigMaps
+    node_objects: list[dict[str, Any]] = field(default_factory=list)  # annotations only
+    service_dataplane: str | None = None  # who programs Services instead of kube-proxy
+
+    def detect(self) -> None:
+        """Run the shared CNI detection over what the archive held (once, at the end)."""
+        if not (self.daemonsets or self.node_objects):
+            return
+        found = shared_cni.detect(self.daemonsets, self.configmaps, self.node_objects)
+        where = "; ".join(found.evidence[:3]) or "the archive's DaemonSets"
+        for slug in sorted(found.slugs()):
+            self.cnis.setdefault(slug, where)
+        self.service_dataplane = found.service_dataplane
 
     def host_facts(self) -> list[str]:
         facts = [f"node:{n}" for n in sorted(self.nodes)[:_MAX_NODES]]
@@ -101,9 +110,9 @@ def read(facts: ClusterFacts, path: str, data: bytes) -> None:
                     _owner(facts, namespace, owner.decode("utf-8", "replace"), path)
             for obj in objects or []:
                 _pod(facts, namespace, obj, path)
-        elif namespace == "kube-system":
+        else:
             for obj in _objects(data, path) or []:
-                _configmap(facts, obj)
+                _configmap(facts, obj, namespace)
     elif match := _CLUSTER_RESOURCE.match(path):
         objects = _objects(data, path) or []
         if "odes" in match.group(1):
@@ -113,6 +122,10 @@ def read(facts: ClusterFacts, path: str, data: bytes) -> None:
                     facts.nodes.add(meta["name"][:253])
                 if isinstance(meta.get("uid"), str):
                     facts.node_uids.add(meta["uid"][:64])
+                if len(facts.node_objects) < _MAX_OBJECTS:
+                    facts.node_objects.append(
+                        {"metadata": {"annotations": meta.get("annotations") or {}}}
+                    )
         else:
             for obj in objects:
                 meta = _meta(obj)
@@ -148,11 +161,10 @@ def _labels(meta: dict[str, Any]) -> dict[str, str]:
 
 
 def _daemonset(facts: ClusterFacts, namespace: str, obj: dict[str, Any]) -> None:
-    meta = _meta(obj)
-    name = str(meta.get("name") or "")
-    slug = cni_for(name, _labels(meta))
-    if slug:
-        facts.cnis.setdefault(slug, f"DaemonSet {namespace}/{name}")
+    if len(facts.daemonsets) < _MAX_OBJECTS:
+        meta = dict(_meta(obj))
+        meta.setdefault("namespace", namespace)
+        facts.daemonsets.append({**obj, "metadata": meta})
 
 
 def _owner(facts: ClusterFacts, namespace: str, owner: str, path: str) -> None:
@@ -175,9 +187,12 @@ def _pod(facts: ClusterFacts, namespace: str, obj: dict[str, Any], path: str) ->
         facts.nodes.add(node[:253])
 
 
-def _configmap(facts: ClusterFacts, obj: dict[str, Any]) -> None:
+def _configmap(facts: ClusterFacts, obj: dict[str, Any], namespace: str) -> None:
     meta = _meta(obj)
-    if meta.get("name") != "kube-proxy":
+    name = str(meta.get("name") or "")
+    if name.startswith(shared_cni.MODE_CONFIGMAPS) and len(facts.configmaps) < _MAX_OBJECTS:
+        facts.configmaps.append({**obj, "metadata": {**meta, "namespace": namespace}})
+    if name != "kube-proxy" or namespace != "kube-system":
         return
     data = obj.get("data")
     if not isinstance(data, dict):
@@ -189,7 +204,3 @@ def _configmap(facts: ClusterFacts, obj: dict[str, Any]) -> None:
                 facts.proxier_modes.setdefault(
                     mode, f"the kube-proxy ConfigMap ({key}: mode {mode})"
                 )
-
-
-def known_slugs() -> set[str]:
-    return set(_CNI_TABLE.values())

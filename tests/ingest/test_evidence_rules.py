@@ -369,7 +369,11 @@ def test_a_container_name_is_not_a_cni():
         b'"spec": {"template": {"spec": {"containers": [{"name": "calico-node"}, {"name": "kube-flannel"}]}}}}]}'
     )
     pods = b'{"items": [{"kind": "Pod", "metadata": {"name": "cilium-x2k9q", "namespace": "kube-system"}}]}'
-    report = ingest(sonobuoy({"resources/ns/kube-system/daemonsets.json": canal}))
-    assert report.cni_detected == "canal"  # the DaemonSet, not the calico-node container
+    report = ingest(
+        sonobuoy({"resources/ns/kube-system/daemonsets.json": canal}), declared_plugin="flannel"
+    )
+    # The shared CNI table (workers.cni) reads the canal DaemonSet as flannel for the network
+    # and Calico for policy: from the DaemonSet, not from its calico-node container.
+    assert report.cni_detected == "calico,flannel"
     with pytest.raises(IngestError):
         ingest(sonobuoy({"resources/ns/kube-system/pods.json": pods}), declared_plugin="calico")
