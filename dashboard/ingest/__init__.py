@@ -17,7 +17,7 @@ from typing import IO
 
 from dashboard.policy import PluginFacts
 
-from . import archives, provenance
+from . import archives, identity, provenance
 from .e2elog import minor_of
 from .errors import UNSUPPORTED, IngestError
 from .junit import JUnitResult
@@ -47,6 +47,7 @@ class IngestReport:
     cni_detected: str | None = None  # the CNI the archive shows
     content_id: str = ""  # the run's identity (dashboard.ingest.identity)
     near_id: str = ""  # the run without its outcomes: same start, nodes and testcases
+    suite_key: str = ""  # near_id without the hosts: recognises this project's own exports
     properties: dict[str, str] = field(default_factory=dict)  # the JUnit suite properties
     provenance: dict[str, object] = field(default_factory=dict)
 
@@ -170,17 +171,20 @@ def _report(
             "until a maintainer enters the run date when verifying"
         )
     try:
-        dry = provenance.dry_run(contents, junit, scan)
+        dry = provenance.dry_run(contents, junit, scan, durations=not check)
     except IngestError as exc:
         if check:
             raise
         dry = provenance.Fact("yes", exc.message)
+    results = aggregate(junit.cases)
+    focus, skip = provenance.focus_and_skip(contents, scan)
+    if check and not ran(results):
+        _no_sctp_ran(results, junit, release_fact.value, focus, skip)
     plugin_fact = provenance.plugin_of(contents, _property(junit, "cni_detected"), declared_plugin)
     proxier_fact = provenance.proxier_of(
         contents, _property(junit, "proxier_detected"), declared_proxier
     )
     cid, nid, host = provenance.identity(scan, contents, started)
-    focus, skip = provenance.focus_and_skip(contents, scan)
     prov = provenance.Provenance(
         release=release_fact,
         run_at=run_at,
@@ -195,7 +199,6 @@ def _report(
         skip=skip,
         names_release=names_range,
     )
-    results = aggregate(junit.cases)
     file_release = None if release_fact.source.startswith("declared") else release_fact.value
     cnis = set(contents.cnis) | set(contents.cluster.cnis)
     proxiers = set(contents.proxiers) | set(contents.cluster.proxier_modes)
@@ -219,24 +222,36 @@ def _report(
         cni_detected=_one(cnis) or _property(junit, "cni_detected"),
         content_id=cid,
         near_id=nid,
+        suite_key=identity.near_id(scan, started, []) if started else "",
         properties=dict(scan.properties),
         provenance=prov.as_dict(),
     )
 
 
 def _check_evidence(report: IngestReport, contents: archives.Contents, junit: JUnitResult) -> None:
-    """422 for a readable file in which no SCTP test ran: the answer says what it found."""
-    if ran(report.results):
-        return
-    prov = report.provenance
+    """After the file's facts: passes no real run can have (a Ginkgo dry run's durations)."""
+    provenance.dry_run(contents, junit, contents.scan)
+
+
+def _no_sctp_ran(
+    results: dict[str, CatalogResult],
+    junit: JUnitResult,
+    release: str | None,
+    focus: str | None,
+    skip: str | None,
+) -> None:
+    """422 for a readable file in which no SCTP test ran: the answer says what it found, the
+    run's focus and skip, and the commands that would produce qualifying evidence."""
     found = [
-        {"name": case.name, "catalog_test": case.key, "state": _state(case.outcome, case.reason)}
+        {
+            "name": case.name,
+            "catalog_test": str(case.key) if case.key else None,
+            "state": _state(case.outcome, case.reason),
+        }
         for case in junit.cases
     ][:50]
-    absent = [key for key in CATALOG_KEYS if not report.results[key].upstream_names]
-    release = str((prov.get("release") or {}).get("value") or "") or report.release
+    absent = [str(key) for key in CATALOG_KEYS if not results[key].upstream_names]
     cmds = provenance.commands(release)
-    focus, skip = prov.get("focus"), prov.get("skip")
     if found:
         states: dict[str, int] = {}
         for item in found:
@@ -246,7 +261,8 @@ def _check_evidence(report: IngestReport, contents: archives.Contents, junit: JU
             f"{len(found)} SCTP testcase(s) found, none ran ("
             + ", ".join(f"{n} {k}" for k, n in sorted(states.items()))
             + "): "
-            + "; ".join(f"{item['name']} [{item['state']}]" for item in found[:20])
+            + "; ".join(f"{item['name']} [{item['state']}]" for item in found[:8])
+            + ("; …" if len(found) > 8 else "")
         )
     else:
         what = "the file has no SCTP testcase at all"

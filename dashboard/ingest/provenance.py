@@ -181,8 +181,11 @@ def run_time(
 # --- dry runs -------------------------------------------------------------------------
 
 
-def dry_run(contents: Contents, junit: JUnitResult, scan: JUnitScan) -> Fact:
-    """422 for a Ginkgo dry run; else the fact that says what was checked."""
+def dry_run(
+    contents: Contents, junit: JUnitResult, scan: JUnitScan, durations: bool = True
+) -> Fact:
+    """422 for a Ginkgo dry run; else the fact that says what was checked. ``durations``:
+    also judge the spec durations (checked after "did any SCTP test run", which says more)."""
     why = None
     if scan.properties.get("DryRun", "").strip().lower() in _TRUE:
         why = "its Ginkgo DryRun property is true"
@@ -192,7 +195,7 @@ def dry_run(contents: Contents, junit: JUnitResult, scan: JUnitScan) -> Fact:
     summary = contents.e2e_log.summary if contents.e2e_log else None
     if why is None and summary is not None and summary.get("passed") == 0 and passed > 0:
         why = f'its e2e.log says "0 Passed" while the JUnit claims {passed} passed specs'
-    if why is None and passed > 0 and junit.spec_totals["failed"] == 0:
+    if durations and why is None and passed > 0 and junit.spec_totals["failed"] == 0:
         seconds = total_seconds(scan)
         if seconds < passed * _MIN_SECONDS_PER_SPEC:
             why = (
@@ -223,10 +226,10 @@ def plugin_of(contents: Contents, junit_cni: str | None, declared: str | None) -
     if junit_cni:
         seen.setdefault(junit_cni, "the JUnit property cni_detected")
     if declared and seen and declared not in seen:
-        shown = "; ".join(f"{slug} ({where})" for slug, where in sorted(seen.items()))
+        where = "; ".join(f"{slug}: {place}" for slug, place in sorted(seen.items()))
         raise IngestError(
-            f"the file shows the cluster running {shown} as its CNI, but the submission is "
-            f"for {declared}",
+            f"the file shows the cluster running {' and '.join(sorted(seen))} as its CNI, but "
+            f"the submission is for {declared} (seen in {where})",
             422,
             {"cni_in_file": sorted(seen)},
         )
@@ -244,9 +247,10 @@ def proxier_of(contents: Contents, junit_proxier: str | None, declared: str | No
         seen.setdefault(junit_proxier, "the JUnit property proxier_detected")
     if declared and seen and set(seen) - {declared}:
         others = sorted(set(seen) - {declared})
-        shown = "; ".join(f"the {mode} proxier (seen in {seen[mode]})" for mode in others)
+        where = "; ".join(f"{mode}: {seen[mode]}" for mode in others)
         raise IngestError(
-            f"the file shows kube-proxy running {shown}, but the submission declares {declared}",
+            f"the file shows kube-proxy running the {' and '.join(others)} proxier, but the "
+            f"submission declares {declared} (seen in {where})",
             422,
             {"proxier_in_file": sorted(seen)},
         )
