@@ -165,6 +165,8 @@ def create_submission(
         )
     except IngestError as exc:
         observe_ingest(time.monotonic() - started, size, accepted=False)
+        if exc.status == 422 and exc.identity is not None:
+            _refuse_export(exc.identity, uploaded_by, slug, vendor, sha256)
         raise SubmissionError(exc.status, exc.message, dict(exc.details)) from exc
     observe_ingest(time.monotonic() - started, size, accepted=True)
 
@@ -173,23 +175,7 @@ def create_submission(
         first = Submission.objects.filter(content_id=report.content_id).order_by("pk").first()
         if first is not None:
             raise _duplicate(first, uploaded_by, slug, vendor, "the same e2e run")
-    export_of = _export_of(report)
-    if export_of is not None:
-        AuditEvent.record(
-            uploaded_by,
-            "submission.refused_export",
-            f"run {export_of}",
-            plugin=slug,
-            vendor=vendor.name,
-            sha256=sha256,
-        )
-        raise SubmissionError(
-            409,
-            f"this file is this dashboard's own JUnit export of run {export_of} "
-            f"(/runs/{export_of}/junit.xml), edited or not: a run already counts (or not) as "
-            "itself and is never evidence a second time",
-            {"run": export_of, "run_url": f"/runs/{export_of}/"},
-        )
+    _refuse_export(report, uploaded_by, slug, vendor, sha256)
     near = list(
         Submission.objects.filter(near_id=report.near_id)
         .exclude(content_id=report.content_id)
@@ -297,6 +283,28 @@ def _duplicate(
                 "vendor": owner,
             },
         },
+    )
+
+
+def _refuse_export(report: Any, uploaded_by: str, slug: str, vendor: Vendor, sha256: str) -> None:
+    """409 (audited) when the file is this dashboard's own JUnit export of a run."""
+    export_of = _export_of(report)
+    if export_of is None:
+        return
+    AuditEvent.record(
+        uploaded_by,
+        "submission.refused_export",
+        f"run {export_of}",
+        plugin=slug,
+        vendor=vendor.name,
+        sha256=sha256,
+    )
+    raise SubmissionError(
+        409,
+        f"this file is this dashboard's own JUnit export of run {export_of} "
+        f"(/runs/{export_of}/junit.xml), edited or not: a run already counts (or not) as "
+        "itself and is never evidence a second time",
+        {"run": export_of, "run_url": f"/runs/{export_of}/"},
     )
 
 

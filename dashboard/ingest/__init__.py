@@ -102,20 +102,42 @@ def ingest(
     junit = JUnitResult()
     for _path, result in contents.junit:
         junit.merge(result)
-    report = _report(
-        contents,
-        junit,
-        declared_kubernetes_version if check_evidence else None,
-        declared_plugin if check_evidence else None,
-        declared_proxier if check_evidence else None,
-        limits,
-        received_at or datetime.now(UTC),
-        check_evidence,
-    )
-    if check_evidence:
-        _check_evidence(report, contents, junit)
+    try:
+        report = _report(
+            contents,
+            junit,
+            declared_kubernetes_version if check_evidence else None,
+            declared_plugin if check_evidence else None,
+            declared_proxier if check_evidence else None,
+            limits,
+            received_at or datetime.now(UTC),
+            check_evidence,
+        )
+        if check_evidence:
+            _check_evidence(report, contents, junit)
+    except IngestError as exc:
+        # What identifies the run, for the caller to recognise a known one (the project's
+        # own export) even in a file refused for what it claims.
+        when = provenance.first_time(contents, junit, contents.scan)
+        exc.identity = Identity(
+            kind=contents.kind,
+            properties=dict(contents.scan.properties),
+            run_at=when,
+            suite_key=identity.near_id(contents.scan, when.isoformat(), []) if when else "",
+        )
+        raise
     deadline.check()
     return report
+
+
+@dataclass
+class Identity:
+    """The few facts that recognise a run (IngestError.identity, IngestReport alike)."""
+
+    kind: str
+    properties: dict[str, str]
+    run_at: datetime | None
+    suite_key: str
 
 
 def _report(

@@ -13,6 +13,7 @@ class IngestError(Exception):
         self.message = message
         self.status = status
         self.details = details or {}  # named extras of the JSON answer (contract: 422)
+        self.identity: object | None = None  # ingest.Identity of the refused file, if read
 
     def __repr__(self) -> str:
         return f"IngestError({self.status}, {self.message!r})"

@@ -143,13 +143,16 @@ def _minor_number(release: str) -> int:
 # --- run time -------------------------------------------------------------------------
 
 
-def run_time(
-    contents: Contents, junit: JUnitResult, scan: JUnitScan, received_at: datetime
-) -> tuple[datetime | None, Fact, str]:
-    """(when, its fact, the start used for near-duplicates). Never an archive member's date.
-    A time more than 10 minutes after the upload refuses the file (422)."""
+def first_time(contents: Contents, junit: JUnitResult, scan: JUnitScan) -> datetime | None:
+    """The run time the file states first, unchecked."""
+    return next((when for when, _ in _candidates(contents, junit, scan) if when), None)
+
+
+def _candidates(
+    contents: Contents, junit: JUnitResult, scan: JUnitScan
+) -> list[tuple[datetime | None, str]]:
     stamps = [when for s in scan.timestamps if (when := parse_timestamp(s))]
-    candidates = [
+    return [
         (min(stamps) if stamps else junit.run_at, "from the JUnit testsuite timestamp"),
         (scan.ginkgo_time, "from the Ginkgo report entries in the JUnit"),
         (contents.e2e_log.run_at if contents.e2e_log else None, "from e2e.log"),
@@ -158,6 +161,14 @@ def run_time(
             f"from Sonobuoy {contents.sonobuoy_run_at_from or 'meta/run.log'}",
         ),
     ]
+
+
+def run_time(
+    contents: Contents, junit: JUnitResult, scan: JUnitScan, received_at: datetime
+) -> tuple[datetime | None, Fact, str]:
+    """(when, its fact, the start used for near-duplicates). Never an archive member's date.
+    A time more than 10 minutes after the upload refuses the file (422)."""
+    candidates = _candidates(contents, junit, scan)
     for when, source in candidates:
         if when is not None and when > received_at + FUTURE_SLACK:
             raise IngestError(
