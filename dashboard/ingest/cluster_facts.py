@@ -101,7 +101,7 @@ def read(facts: ClusterFacts, path: str, data: bytes) -> None:
     if match := _NS_RESOURCE.match(path):
         namespace, kind = match.group(1), match.group(2).lower()
         if "daemonsets" in kind:
-            for obj in _objects(data, path):
+            for obj in _objects(data, path) or []:
                 _daemonset(facts, namespace, obj)
         elif "pods" in kind:
             objects = _objects(data, path)

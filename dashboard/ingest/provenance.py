@@ -232,8 +232,8 @@ def plugin_of(contents: Contents, junit_cni: str | None, declared: str | None) -
         from .cluster_facts import cni_for
 
         for name in sorted(log.daemonsets):
-            if slug := cni_for(name, {}):
-                seen.setdefault(slug, f"e2e.log (the framework waited for DaemonSet {name})")
+            if found := cni_for(name, {}):
+                seen.setdefault(found, f"e2e.log (the framework waited for DaemonSet {name})")
     if junit_cni:
         seen.setdefault(junit_cni, "the JUnit property cni_detected")
     if declared and seen and declared not in seen:
