@@ -369,11 +369,21 @@ def _store_content_pieces(pk: int, stream: IO[bytes]) -> None:
 
 
 def review(
-    sub: Submission, *, user: Any, verify: bool, reason: str, run_date: str | None = None
+    sub: Submission,
+    *,
+    user: Any,
+    verify: bool,
+    reason: str,
+    actor: str = "",
+    run_date: str | None = None,
 ) -> Submission:
-    """Verify or reject. ``run_date`` (verify only): when the file does not say when its e2e
+    """Verify or reject. `actor` names who acted when `user` is None (a token's id); an audit
+    entry always has one. ``run_date`` (verify only): when the file does not say when its e2e
     run happened, the maintainer's date for it (audited); without one such a submission is
     verified but never fresh (contract: Evidence policy, Age)."""
+    actor = user.get_username() if user is not None else actor
+    if not actor:
+        raise ValueError("a review names its actor")
     reason = (reason or "").strip()
     if not verify and not reason:
         raise SubmissionError(400, "a rejection needs a reason")
@@ -400,7 +410,7 @@ def review(
         sub.save(update_fields=fields)
         extra = {"run_date": entered.isoformat()} if entered is not None else {}
         AuditEvent.record(
-            user.get_username() if user else "?",
+            actor,
             "submission.verify" if verify else "submission.reject",
             f"submission {sub.id}",
             reason=reason,

@@ -13,6 +13,7 @@ from typing import Any
 from django.conf import settings
 
 from dashboard.models import Run, SignOff, Submission
+from dashboard.signoffs import current_override, override_reason, override_text, unmet_criteria
 
 ICON = {"met": "✅", "unmet": "❌", "at_risk": "⚠️", "stale": "⌛"}
 
@@ -93,11 +94,13 @@ def _counted(e: dict[str, Any]) -> str:
 def markdown_report(evaluation: dict[str, Any], base_url: str) -> str:
     base_url = settings.SITE_URL or base_url
     runs, subs = _evidence_facts(evaluation)
+    stage, unmet = current_override()
+    over = f" ({override_text(unmet)})" if unmet and stage == evaluation["stage"] else ""
     lines = [
         "## KEP-614 SCTP support: graduation evidence",
         "",
         (
-            f"Current stage: **{evaluation['stage']}**. Evaluated at {evaluation['evaluated_at']} by the SCTP "
+            f"Current stage: **{evaluation['stage']}**{over}. Evaluated at {evaluation['evaluated_at']} by the SCTP "
             f"readiness dashboard ({base_url}/). Evidence counts when younger than {evaluation['fresh_days']} days; "
             "only finished battery runs and *verified* vendor submissions count."
         ),
@@ -205,14 +208,20 @@ def markdown_report(evaluation: dict[str, Any], base_url: str) -> str:
     )
     lines.append("")
     lines += _verified_submissions(evaluation, base_url)
-    signoffs = list(SignOff.objects.select_related("maintainer").defer("snapshot")[:10])
+    signoffs = list(SignOff.objects.select_related("maintainer")[:10])
     if signoffs:
         lines += ["Sign-offs:", ""]
-        lines += [
-            f"- {s.created:%Y-%m-%d} {s.from_stage} → {s.to_stage} by {s.maintainer.get_username()}: "
-            f"{_cell(s.comment)} (sign-off `{s.uuid}`)"
-            for s in signoffs
-        ]
+        for s in signoffs:
+            missed = unmet_criteria(s.snapshot, s.from_stage)
+            said = (
+                f" **{override_text(missed)}** (reason: {_cell(override_reason(s.snapshot))});"
+                if missed
+                else ""
+            )
+            lines.append(
+                f"- {s.created:%Y-%m-%d} {s.from_stage} → {s.to_stage} by {s.maintainer.get_username()}:"
+                f"{said} {_cell(s.comment)} (sign-off `{s.uuid}`)"
+            )
         lines.append("")
     return "\n".join(lines)
 

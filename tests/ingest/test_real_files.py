@@ -211,9 +211,7 @@ def test_the_ginkgo_dry_run_property_refuses_the_file():
 
 
 def test_passes_with_no_plausible_duration_are_refused():
-    document = junit_v2([(name, "passed") for name in V121_NAMES]).replace(
-        b'time="1"', b'time="0"'
-    )
+    document = junit_v2([(name, "passed") for name in V121_NAMES]).replace(b'time="1"', b'time="0"')
     error = refused(document)
     assert error.status == 422 and "dry run" in error.message
 
@@ -226,7 +224,9 @@ def test_a_run_has_one_identity_whatever_its_container():
     plain = ingest(document, received_at=UPLOAD)
     gzipped = ingest(gzip.compress(document), received_at=UPLOAD)
     tarred = ingest(tar_gz({"junit_01.xml": document}), received_at=UPLOAD)
-    spaced = ingest(document.replace(b"<testcase ", b"<!-- x -->\n<testcase ", 3), received_at=UPLOAD)
+    spaced = ingest(
+        document.replace(b"<testcase ", b"<!-- x -->\n<testcase ", 3), received_at=UPLOAD
+    )
     no_props = ingest(
         document.replace(b'<property name="DryRun" value="false"></property>', b""),
         received_at=UPLOAD,

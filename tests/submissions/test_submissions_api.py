@@ -440,9 +440,7 @@ def test_the_run_time_is_read_from_the_archive(client, vendor_token, members, ex
     assert Submission.objects.get(pk=body["id"]).run_at.isoformat() == expected
 
 
-def test_a_file_without_a_run_time_is_not_fresh_until_a_maintainer_dates_it(
-    client, vendor_token
-):
+def test_a_file_without_a_run_time_is_not_fresh_until_a_maintainer_dates_it(client, vendor_token):
     body = post(
         client, vendor_token, b.junit_v2([(SCTP["pod-to-service"], "passed")], timestamp=None)
     ).json()

@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("dashboard", "0013_evaluation_indexes"),
+        ("dashboard", "0014_agent_trust"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
