@@ -52,17 +52,63 @@ Case = tuple[bytes, bytes, bytes, bytes]
 
 
 @dataclass
-class JUnitScan:
-    """What the identity pass kept of one JUnit document."""
+class _Digests:
+    """One JUnit document's testcases, hashed as they stream by (nothing kept per case)."""
 
-    cases: list[Case] = field(default_factory=list)
+    cases: Any = field(default_factory=hashlib.sha256)  # name, status, time, first child
+    names: Any = field(default_factory=hashlib.sha256)  # names only
+    names_times: Any = field(default_factory=hashlib.sha256)  # names; times of non-SCTP ones
+    count: int = 0
+    seconds: float = 0.0
+
+    def add(self, found: list[Case]) -> None:
+        if not found:
+            return
+        self.cases.update(b"\n".join(map(b"\x1f".join, found)) + b"\n")
+        self.names.update(b"\n".join([case[0] for case in found]) + b"\n")
+        self.names_times.update(
+            b"".join(
+                [
+                    case[0] + b"\x1f" + (b"" if b"sctp" in case[0].lower() else case[2]) + b"\n"
+                    for case in found
+                ]
+            )
+        )
+        self.count += len(found)
+        try:
+            self.seconds += sum(map(float, [case[2] or b"0" for case in found]))
+        except ValueError:
+            for case in found:
+                try:
+                    self.seconds += float(case[2])
+                except ValueError:
+                    pass
+
+
+@dataclass
+class JUnitScan:
+    """What the identity pass kept of one JUnit document (or several, merged)."""
+
+    parts: list[_Digests] = field(default_factory=list)
     timestamps: list[str] = field(default_factory=list)
     properties: dict[str, str] = field(default_factory=dict)
     ginkgo_time: datetime | None = None
     complete: bool = True  # False when a token was too long to scan (never for real files)
 
+    @property
+    def count(self) -> int:
+        return sum(part.count for part in self.parts)
+
+    @property
+    def seconds(self) -> float:
+        return sum(part.seconds for part in self.parts)
+
+    def digest(self, kind: str) -> bytes:
+        """The documents' digests of one kind (cases, names, names_times), in order."""
+        return b"".join(getattr(part, kind).digest() for part in self.parts)
+
     def merge(self, other: JUnitScan) -> None:
-        self.cases.extend(other.cases)
+        self.parts.extend(other.parts)
         self.timestamps.extend(other.timestamps)
         for key, value in other.properties.items():
             self.properties.setdefault(key, value)
@@ -83,6 +129,8 @@ class Scanner:
 
     def __init__(self) -> None:
         self.scan = JUnitScan()
+        self._digests = _Digests()
+        self.scan.parts.append(self._digests)
         self._tail = b""
         self._case: dict[str, Any] | None = None
 
@@ -120,7 +168,7 @@ class Scanner:
         self._tokens(data)
 
     def _fast(self, found: list[Case]) -> None:
-        self.scan.cases.extend(found)
+        self._digests.add(found)
 
     def _suite_tags(self, data: bytes) -> None:
         if b"<testsuite" not in data and b"<property" not in data:
@@ -174,8 +222,8 @@ class Scanner:
                 self._property(attrs)
 
     def _finish(self, case: dict[str, Any]) -> None:
-        self.scan.cases.append(
-            (case.get("name", b""), case.get("status", b""), case.get("time", b""), case["child"])
+        self._digests.add(
+            [(case.get("name", b""), case.get("status", b""), case.get("time", b""), case["child"])]
         )
 
 
@@ -249,26 +297,17 @@ def outcome(case: Case) -> str:
 
 def total_seconds(scan: JUnitScan) -> float:
     """The testcases' times added up (unreadable times count as 0)."""
-    try:
-        return sum(map(float, [case[2] or b"0" for case in scan.cases]))
-    except ValueError:
-        total = 0.0
-        for case in scan.cases:
-            try:
-                total += float(case[2])
-            except ValueError:
-                pass
-        return total
+    return scan.seconds
 
 
 def content_id(scan: JUnitScan) -> str:
     """One e2e run, whatever the bytes around it: its testcases (name, outcome, time, as
-    written) and its testsuite timestamps. Properties (``emulated`` among them), whitespace,
-    comments, other elements and the compression or container are not part of it."""
+    written, in order) and its testsuite timestamps. Properties (``emulated`` among them),
+    whitespace, comments, other elements and the compression or container are not part of it."""
     digest = hashlib.sha256(b"sctp-dashboard run identity v1\n")
     for stamp in sorted(scan.timestamps):
         digest.update(b"T" + stamp.encode() + b"\n")
-    digest.update(b"\n".join(map(b"\x1f".join, scan.cases)))
+    digest.update(scan.digest("cases"))
     return digest.hexdigest()
 
 
@@ -281,17 +320,7 @@ def near_id(scan: JUnitScan, started: str, nodes: list[str]) -> str:
     digest.update(b"S" + started.encode() + b"\n")
     for node in sorted(set(nodes)):
         digest.update(b"N" + node.encode("utf-8", "replace") + b"\n")
-    if started:
-        digest.update(b"\n".join([case[0] for case in scan.cases]))
-    else:
-        digest.update(
-            b"\n".join(
-                [
-                    case[0] + b"\x1f" + (b"" if b"sctp" in case[0].lower() else case[2])
-                    for case in scan.cases
-                ]
-            )
-        )
+    digest.update(scan.digest("names" if started else "names_times"))
     return digest.hexdigest()
 
 

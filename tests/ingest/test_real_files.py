@@ -243,7 +243,7 @@ def test_the_identity_pass_and_the_general_tokenizer_agree():
         fast.feed(document[start : start + 4096])
     slow.feed(b"<!-- force the general path -->" + document[document.index(b"<testsuites") :])
     a, b = fast.close(), slow.close()
-    assert a.cases == b.cases and len(a.cases) == 7201
+    assert a.digest("cases") == b.digest("cases") and a.count == b.count == 7201
     assert a.timestamps == ["2024-05-01T14:20:30"] and a.properties["DryRun"] == "false"
 
 
