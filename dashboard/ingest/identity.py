@@ -57,32 +57,14 @@ class _Digests:
 
     cases: Any = field(default_factory=hashlib.sha256)  # name, status, time, first child
     names: Any = field(default_factory=hashlib.sha256)  # names only
-    names_times: Any = field(default_factory=hashlib.sha256)  # names; times of non-SCTP ones
     count: int = 0
-    seconds: float = 0.0
 
     def add(self, found: list[Case]) -> None:
         if not found:
             return
         self.cases.update(b"\n".join(map(b"\x1f".join, found)) + b"\n")
         self.names.update(b"\n".join([case[0] for case in found]) + b"\n")
-        self.names_times.update(
-            b"".join(
-                [
-                    case[0] + b"\x1f" + (b"" if b"sctp" in case[0].lower() else case[2]) + b"\n"
-                    for case in found
-                ]
-            )
-        )
         self.count += len(found)
-        try:
-            self.seconds += sum(map(float, [case[2] or b"0" for case in found]))
-        except ValueError:
-            for case in found:
-                try:
-                    self.seconds += float(case[2])
-                except ValueError:
-                    pass
 
 
 @dataclass
@@ -91,6 +73,7 @@ class JUnitScan:
 
     parts: list[_Digests] = field(default_factory=list)
     timestamps: list[str] = field(default_factory=list)
+    suite_times: list[float] = field(default_factory=list)
     properties: dict[str, str] = field(default_factory=dict)
     ginkgo_time: datetime | None = None
     complete: bool = True  # False when a token was too long to scan (never for real files)
@@ -100,16 +83,18 @@ class JUnitScan:
         return sum(part.count for part in self.parts)
 
     @property
-    def seconds(self) -> float:
-        return sum(part.seconds for part in self.parts)
+    def seconds(self) -> float | None:
+        """The testsuites' own total time (their ``time`` attributes); None when none says."""
+        return sum(self.suite_times) if self.suite_times else None
 
     def digest(self, kind: str) -> bytes:
-        """The documents' digests of one kind (cases, names, names_times), in order."""
+        """The documents' digests of one kind (cases, names), in order."""
         return b"".join(getattr(part, kind).digest() for part in self.parts)
 
     def merge(self, other: JUnitScan) -> None:
         self.parts.extend(other.parts)
         self.timestamps.extend(other.timestamps)
+        self.suite_times.extend(other.suite_times)
         for key, value in other.properties.items():
             self.properties.setdefault(key, value)
         if other.ginkgo_time and (self.ginkgo_time is None or other.ginkgo_time < self.ginkgo_time):
@@ -141,7 +126,8 @@ class Scanner:
             cut = len(data)  # one testcase block this long: read it as it stands
         self._region(data[:cut])
         self._tail = data[cut:]
-        if self.scan.ginkgo_time is None and b" @ " in chunk:
+        # Ginkgo v2 report entries date a file whose testsuite timestamp was taken out.
+        if self.scan.ginkgo_time is None and not self.scan.timestamps and b" @ " in chunk:
             if match := _GINKGO_STAMP.search(data[:cut]):
                 self.scan.ginkgo_time = _ginkgo_time(match)
 
@@ -159,11 +145,14 @@ class Scanner:
     def _region(self, data: bytes) -> None:
         if not data:
             return
-        if self._case is None and b"<!" not in data:
+        if self._case is None:
             found = _FAST_CASE.findall(data)
             if len(found) == data.count(b"<testcase"):
+                # Suites and their properties come before their testcases: once testcases
+                # flow, a region is searched for another testsuite only when it has one.
+                if not self._digests.count or b"<testsuite" in data:
+                    self._suite_tags(data)
                 self._fast(found)
-                self._suite_tags(data)
                 return
         self._tokens(data)
 
@@ -177,9 +166,16 @@ class Scanner:
             if tag == b"property":
                 self._property(attrs)
                 continue
-            stamp = _attrs(attrs).get("timestamp")
-            if stamp:
-                self.scan.timestamps.append(stamp.decode("utf-8", "replace").strip()[:40])
+            self._suite(attrs)
+
+    def _suite(self, attrs: bytes) -> None:
+        found = _attrs(attrs)
+        if stamp := found.get("timestamp"):
+            self.scan.timestamps.append(stamp.decode("utf-8", "replace").strip()[:40])
+        try:
+            self.scan.suite_times.append(float(found.get("time", b"")))
+        except ValueError:
+            pass
 
     def _property(self, attrs: bytes) -> None:
         if len(self.scan.properties) >= _MAX_PROPERTIES:
@@ -215,9 +211,7 @@ class Scanner:
             elif closing:
                 continue
             elif tag == b"testsuite":
-                stamp = _attrs(attrs).get("timestamp")
-                if stamp:
-                    self.scan.timestamps.append(stamp.decode("utf-8", "replace").strip()[:40])
+                self._suite(attrs)
             elif tag == b"property":
                 self._property(attrs)
 
@@ -237,7 +231,7 @@ def _safe_end(data: bytes) -> int:
     last = data.rfind(b"<", 0, cut)
     if last >= 0 and data.find(b">", last, cut) < 0:
         cut = last
-    if b"<!" in data:
+    if b"<!" in data[cut - 4096 if cut > 4096 else 0 :]:  # a comment or CDATA left open
         comment = data.rfind(b"<!--", 0, cut)
         if comment >= 0 and data.find(b"-->", comment + 4) < 0:
             cut = comment
@@ -295,8 +289,8 @@ def outcome(case: Case) -> str:
     return "passed"
 
 
-def total_seconds(scan: JUnitScan) -> float:
-    """The testcases' times added up (unreadable times count as 0)."""
+def total_seconds(scan: JUnitScan) -> float | None:
+    """The testsuites' total time, as they state it (None when none does)."""
     return scan.seconds
 
 
@@ -314,13 +308,14 @@ def content_id(scan: JUnitScan) -> str:
 def near_id(scan: JUnitScan, started: str, nodes: list[str]) -> str:
     """The run without its outcomes: the same suite (testcase names), the same start and the
     same nodes. Two files with this key and different content ids are one run edited.
-    Without any start time, the times of the testcases that do not mention SCTP stand in
-    for it (an edit of the SCTP results leaves them as they were)."""
+    Without a start time there is none ("": two runs of one suite would look alike)."""
+    if not started:
+        return ""
     digest = hashlib.sha256(b"sctp-dashboard near identity v1\n")
     digest.update(b"S" + started.encode() + b"\n")
     for node in sorted(set(nodes)):
         digest.update(b"N" + node.encode("utf-8", "replace") + b"\n")
-    digest.update(scan.digest("names" if started else "names_times"))
+    digest.update(scan.digest("names"))
     return digest.hexdigest()
 
 
