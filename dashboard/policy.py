@@ -160,7 +160,7 @@ class Policy:
         if item.minor is None:
             problems.append((RELEASE, "Kubernetes release unknown"))
         elif item.minor < self.minimum:
-            old = f"Kubernetes 1.{item.minor} is older than 1.{self.minimum} (READINESS_MIN_KUBERNETES)"
+            old = f"Kubernetes 1.{item.minor} is older than 1.{self.minimum}, the oldest release that counts"
             problems.append((RELEASE, old))
         if age:
             if item.when is None:

@@ -1,16 +1,27 @@
 from django.http import HttpRequest, JsonResponse
 from django.urls import path, re_path
 from django.views.decorators.csrf import csrf_exempt
-from drf_spectacular.renderers import OpenApiJsonRenderer, OpenApiYamlRenderer
+from drf_spectacular.renderers import (
+    OpenApiJsonRenderer,
+    OpenApiJsonRenderer2,
+    OpenApiYamlRenderer,
+    OpenApiYamlRenderer2,
+)
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from . import views
 
 
 class SchemaView(SpectacularAPIView):
-    """The OpenAPI 3 schema generated from the views; JSON unless YAML is asked for."""
+    """The OpenAPI 3 schema generated from the views; JSON unless YAML is asked for. Plain
+    `application/json` (what most HTTP libraries send for JSON APIs) gets the JSON too."""
 
-    renderer_classes = [OpenApiJsonRenderer, OpenApiYamlRenderer]
+    renderer_classes = [
+        OpenApiJsonRenderer,
+        OpenApiJsonRenderer2,
+        OpenApiYamlRenderer,
+        OpenApiYamlRenderer2,
+    ]
 
 
 @csrf_exempt
