@@ -207,14 +207,17 @@ class ApprovedSerializer(s.Serializer):
     approved = s.BooleanField()
 
 
+CLUSTER_MODES = Cluster.Mode.choices
+
+
 class ModeRequestSerializer(s.Serializer):
-    mode = s.ChoiceField(choices=["worker", "agent"])
+    mode = s.ChoiceField(choices=CLUSTER_MODES)
     reason = s.CharField(help_text="why the cluster's mode changes (audited)")
 
 
 class ModeSerializer(s.Serializer):
     name = s.CharField()
-    mode = s.ChoiceField(choices=["worker", "agent"])
+    mode = s.ChoiceField(choices=CLUSTER_MODES)
     approved = s.BooleanField(help_text="cleared by a change of mode")
 
 
