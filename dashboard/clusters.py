@@ -202,6 +202,19 @@ def check_edit(
     fields = _checked(data, allowed_plugin_ids)
     before = shown(cluster)
     new_kubeconfig = kubeconfig if kubeconfig.strip() else None
+    if (
+        new_kubeconfig is not None
+        and cluster.mode == Cluster.Mode.AGENT
+        and allowed_plugin_ids is not None
+    ):
+        # The mode is fixed at registration: an agent-reporting cluster takes no kubeconfig from
+        # its vendor; a maintainer changes how it is tested (trust.set_mode, audited).
+        raise ClusterError(
+            409,
+            f"cluster {cluster.name} reports through its in-cluster agent; only a maintainer may "
+            "change how it is tested",
+            "kubeconfig",
+        )
     server = before["server"]
     if new_kubeconfig is not None:
         summary = _validated(new_kubeconfig, check_reachable)

@@ -107,6 +107,7 @@ class ClusterSerializer(s.ModelSerializer):
             "lab",
             "enabled",
             "emulated",
+            "mode",
             "approved",
             "basic_only",
             "credentials_ok",
@@ -173,6 +174,27 @@ class ApprovedSerializer(s.Serializer):
     approved = s.BooleanField()
 
 
+class ModeRequestSerializer(s.Serializer):
+    mode = s.ChoiceField(choices=["worker", "agent"])
+    reason = s.CharField(help_text="why the cluster's mode changes (audited)")
+
+
+class ModeSerializer(s.Serializer):
+    name = s.CharField()
+    mode = s.ChoiceField(choices=["worker", "agent"])
+    approved = s.BooleanField(help_text="cleared by a change of mode")
+
+
+class ReasonSerializer(s.Serializer):
+    reason = s.CharField(required=False, allow_blank=True)
+
+
+class RunVerifiedSerializer(s.Serializer):
+    run = s.IntegerField()
+    trust = s.CharField()
+    verified_at = IsoDateTime()
+
+
 class RunQueuedSerializer(s.Serializer):
     run = s.IntegerField()
     url = s.CharField()
@@ -214,6 +236,8 @@ class RunSerializer(s.ModelSerializer):
     qualifying = s.SerializerMethodField()
     results = s.SerializerMethodField()
     conformance = s.SerializerMethodField()
+    trust = s.SerializerMethodField()
+    verified_at = IsoDateTime(source="agent_verified_at")
 
     class Meta:
         model = Run
@@ -236,6 +260,8 @@ class RunSerializer(s.ModelSerializer):
             "heartbeat",
             "duration_seconds",
             "emulated",
+            "trust",
+            "verified_at",
             "proxier_detected",
             "fingerprint",
             "qualifying",
@@ -264,6 +290,16 @@ class RunSerializer(s.ModelSerializer):
     )
     def get_proxier_detected(self, r: Run) -> str | None:
         return r.proxier_detected or None
+
+    @extend_schema_field(
+        s.ChoiceField(
+            choices=["worker", "self-reported"],
+            help_text="worker: run by the dashboard's workers; self-reported: posted by the "
+            "cluster's own agent, counted only once a maintainer verifies it (verified_at)",
+        )
+    )
+    def get_trust(self, r: Run) -> str:
+        return "self-reported" if r.self_reported else "worker"
 
     @extend_schema_field(
         s.BooleanField(allow_null=True, help_text="null for a run without connectivity tests")
@@ -475,6 +511,11 @@ class EvidenceSerializer(s.Serializer):
     counts = s.BooleanField(required=False, help_text="whether the evidence policy counts it")
     why = s.CharField(required=False, allow_blank=True, allow_null=True)
     emulated = s.BooleanField(required=False)
+    trust = s.ChoiceField(
+        choices=["worker", "self-reported", "submission"],
+        required=False,
+        help_text="who observed it: the dashboard's workers, the cluster's own agent, a file",
+    )
 
 
 class CriterionSerializer(s.Serializer):

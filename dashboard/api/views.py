@@ -40,7 +40,7 @@ from dashboard.models import CatalogTest, Cluster, Run, Submission
 from dashboard.ratelimit import registration_wait
 from dashboard.runs import RunRequestError, request_run
 from dashboard.submissions import SubmissionError, create_submission, review
-from dashboard.trust import TrustError, approve_cluster
+from dashboard.trust import TrustError, approve_cluster, set_mode, verify_agent_run
 
 from . import serializers as sz
 from .auth import (
@@ -313,6 +313,63 @@ class ClusterApproveSlashView(ClusterApproveView):
     """`…/approve/`: the same call; the schema names the contract's form only."""
 
 
+class ClusterModeView(ApiView):
+    permission_classes = [MaintainerToken]
+
+    @extend_schema(
+        summary="Change how a cluster is tested: by the workers (kubeconfig) or by its agent "
+        "(maintainer token; audited with a reason; clears the approval)",
+        request=sz.ModeRequestSerializer,
+        responses={200: sz.ModeSerializer, **post_errors(401, 403, 404, 409, 429)},
+    )
+    def post(self, request: Request, name: str) -> Response:
+        token = token_of(request)
+        cluster = Cluster.objects.filter(name=name).first()
+        if cluster is None:
+            raise ApiError(404, f"no cluster named {name!r}")
+        data = request.data if isinstance(request.data, dict) else {}
+        try:
+            cluster = set_mode(
+                cluster,
+                str(data.get("mode") or ""),
+                token.user or "maintainer token",
+                str(data.get("reason") or ""),
+            )
+        except TrustError as exc:
+            raise ApiError(exc.status, exc.message) from exc
+        return Response({"name": cluster.name, "mode": cluster.mode, "approved": cluster.approved})
+
+
+class RunVerifyView(ApiView):
+    permission_classes = [MaintainerToken]
+
+    @extend_schema(
+        summary="Verify a self-reported (agent) run: only then may it count (maintainer token; "
+        "audited)",
+        request=sz.ReasonSerializer,
+        responses={200: sz.RunVerifiedSerializer, **post_errors(401, 403, 404, 409, 429)},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        token = token_of(request)
+        run = Run.objects.select_related("cluster").filter(pk=pk).first()
+        if run is None:
+            raise ApiError(404, f"no run {pk}")
+        data = request.data if isinstance(request.data, dict) else {}
+        try:
+            run = verify_agent_run(
+                run, token.user or "maintainer token", str(data.get("reason") or "")
+            )
+        except TrustError as exc:
+            raise ApiError(exc.status, exc.message) from exc
+        return Response(
+            {
+                "run": run.pk,
+                "trust": "self-reported",
+                "verified_at": run.agent_verified_at.isoformat() if run.agent_verified_at else None,
+            }
+        )
+
+
 class RunDetailView(ApiView, generics.RetrieveAPIView):
     queryset = Run.objects.select_related("cluster", "plugin")
     serializer_class = sz.RunSerializer
@@ -570,11 +627,11 @@ class AgentRunsView(ApiView):
                     "emulated": drf_fields.BooleanField(),
                 },
             ),
-            **post_errors(401, 403, 409, 429),
+            **post_errors(401, 403, 409, 422, 429),
         },
     )
     def post(self, request: Request) -> Response:
-        from dashboard.agent_runs import AgentRunError, accept, max_bytes
+        from dashboard.agent_runs import KEY_HEADER, AgentRunError, accept, max_bytes
 
         token = token_of(request)
         vendor = token.vendor
@@ -583,7 +640,7 @@ class AgentRunsView(ApiView):
         # The raw bytes, bounded (the body guard refused a larger Content-Length unread).
         raw = request._request.read(max_bytes() + 1)
         try:
-            run = accept(raw, vendor, actor=str(vendor))
+            run = accept(raw, vendor, actor=str(vendor), key=request.META.get(KEY_HEADER, "") or "")
         except AgentRunError as exc:
             raise ApiError(exc.status, exc.message) from exc
         return Response(

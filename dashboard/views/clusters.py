@@ -44,6 +44,8 @@ CLUSTER_FIELDS = (
     "approved_at",
     "basic_only",
     "emulated",
+    "mode",
+    "agent_key_digest",
 )
 
 
@@ -239,5 +241,32 @@ def basic_only(request: HttpRequest, name: str) -> HttpResponse:
         f"Cluster {c.name} is basic-only: connectivity runs are refused."
         if value
         else f"Cluster {c.name} accepts connectivity runs again.",
+    )
+    return redirect(c.get_absolute_url())
+
+
+@require_POST
+@maintainer_required
+def mode(request: HttpRequest, name: str) -> HttpResponse:
+    """A maintainer changes how the cluster is tested (trust.set_mode: audited, with a reason)."""
+    c = get_object_or_404(Cluster.objects.only(*CLUSTER_FIELDS), name=name)
+    try:
+        trust.set_mode(
+            c, request.POST.get("mode", ""), request.user, request.POST.get("reason", "")
+        )
+        messages.success(request, f"Cluster {c.name}: {c.get_mode_display()}; approve it again.")
+    except trust.TrustError as exc:
+        messages.error(request, exc.message)
+    return redirect(c.get_absolute_url())
+
+
+@require_POST
+@maintainer_required
+def agent_key_reset(request: HttpRequest, name: str) -> HttpResponse:
+    c = get_object_or_404(Cluster.objects.only(*CLUSTER_FIELDS), name=name)
+    trust.reset_agent_key(c, request.user, request.POST.get("reason", ""))
+    messages.success(
+        request,
+        f"The agent key of {c.name} is forgotten: the next agent to post registers its own.",
     )
     return redirect(c.get_absolute_url())

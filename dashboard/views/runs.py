@@ -8,12 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
 
+from dashboard import trust
 from dashboard.api import serializers
 from dashboard.models import Run
 
+from .access import maintainer_required
 from .fingerprint import facts
 from .outcomes import cell
 
@@ -73,3 +77,20 @@ def run_progress(request: HttpRequest, run_id: int) -> HttpResponse:
     response = render(request, "runs/_progress.html", _context(run_id))
     response["Cache-Control"] = "no-store"
     return response
+
+
+@require_POST
+@maintainer_required
+def run_verify(request: HttpRequest, run_id: int) -> HttpResponse:
+    """A maintainer verifies a self-reported run, or withdraws that (audited; dashboard.trust)."""
+    run = get_object_or_404(Run.objects.select_related("cluster"), pk=run_id)
+    try:
+        if request.POST.get("action") == "withdraw":
+            trust.unverify_agent_run(run, request.user, request.POST.get("reason", ""))
+            messages.success(request, f"Run {run.pk} is no longer verified: it does not count.")
+        else:
+            trust.verify_agent_run(run, request.user, request.POST.get("reason", ""))
+            messages.success(request, f"Run {run.pk} verified: it may count as evidence.")
+    except trust.TrustError as exc:
+        messages.error(request, exc.message)
+    return redirect(run.get_absolute_url())

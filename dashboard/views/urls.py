@@ -14,6 +14,12 @@ urlpatterns = [
     path("clusters/<slug:name>/run/", clusters.run_now, name="cluster-run-now"),
     path("clusters/<slug:name>/approve/", clusters.approve, name="cluster-approve"),
     path("clusters/<slug:name>/basic-only/", clusters.basic_only, name="cluster-basic-only"),
+    path("clusters/<slug:name>/mode/", clusters.mode, name="cluster-mode"),
+    path(
+        "clusters/<slug:name>/agent-key/reset/",
+        clusters.agent_key_reset,
+        name="cluster-agent-key-reset",
+    ),
     path(
         "plugins/<slug:slug>/netpol-exemption/",
         plugins.netpol_exemption,
@@ -21,6 +27,7 @@ urlpatterns = [
     ),
     path("runs/<int:run_id>/", runs.run_detail, name="run"),
     path("runs/<int:run_id>/progress/", runs.run_progress, name="run-progress"),
+    path("runs/<int:run_id>/verify/", runs.run_verify, name="run-verify"),
     path("runs/<int:run_id>/junit.xml", runs.run_junit, name="run-junit"),
     path("plugins/<slug:slug>/", plugins.plugin_detail, name="plugin"),
     path("badge/stage.svg", plugins.stage_badge, name="stage-badge"),

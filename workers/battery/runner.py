@@ -178,9 +178,24 @@ def _fingerprint_cluster(run: RunContext) -> None:
     fingerprint["kubernetes_version"] = str(version.get("gitVersion") or "").lstrip("v") or None
     # An emulator says so in its /version answer (the lab always does): its runs never count.
     fingerprint["emulated"] = version.get("emulated") is True
-    nodes = run.node_objects = _list_raw(run, kube.core.list_node)
+    listed = json.loads(kube.call_raw(kube.core.list_node) or b"{}")
+    nodes = run.node_objects = cni.items_of(listed)
     fingerprint["node_count"] = len(nodes)
     fingerprint["node_names"] = [n["metadata"]["name"] for n in nodes if _node_name(n)]
+    # Facts a later run can be checked against (an agent's run is a claim: the dashboard checks
+    # them for consistency across its runs): each node's boot ID, the cluster's resourceVersion
+    # when the run began, and (TestContext.create) the UID and resourceVersion of every object
+    # the battery creates.
+    list_meta = listed.get("metadata") if isinstance(listed, dict) else None
+    fingerprint["facts"] = {
+        "nodes": {
+            _node_name(n): str(((n.get("status") or {}).get("nodeInfo") or {}).get("bootID") or "")
+            for n in nodes
+            if _node_name(n)
+        },
+        "resource_version": str((list_meta or {}).get("resourceVersion") or ""),
+        "objects": [],
+    }
     run.nodes = _battery_nodes(nodes)
     fingerprint["battery_nodes"] = list(run.nodes)
     if not run.nodes:
