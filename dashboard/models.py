@@ -97,7 +97,10 @@ class ApiToken(models.Model):
         if self.role == self.Role.VENDOR:
             if self.vendor_id is None:
                 return False
-            return user is None or self.vendor.members.filter(pk=user.pk).exists()
+            vendor = self.vendor
+            return user is None or (
+                vendor is not None and vendor.members.filter(pk=user.pk).exists()
+            )
         return False
 
     @classmethod

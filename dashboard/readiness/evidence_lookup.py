@@ -40,6 +40,9 @@ _RUN_FIELDS = (
     "cluster__approved",
     "cluster__emulated",
     "cluster__lab",
+    "withdrawn_at",
+    "withdrawn_by",
+    "withdrawn_reason",
 )
 _SUB_FIELDS = (
     "id",
@@ -54,6 +57,9 @@ _SUB_FIELDS = (
     "run_at_source",
     "created",
     "emulated",
+    "withdrawn_at",
+    "withdrawn_by",
+    "withdrawn_reason",
 )
 
 

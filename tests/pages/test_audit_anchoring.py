@@ -125,7 +125,7 @@ def test_the_periodic_checkpoint_goes_to_the_log_the_file_and_the_webhook(
     with caplog.at_level(logging.INFO, logger="dashboard.audit"):
         quoted = audit_checkpoint.apply().get()
     head = audit.head()
-    assert quoted == str(head)
+    assert head is not None and quoted == str(head)
     assert f"entry {head.seq} hash {head.hash}" in caplog.text
     line = json.loads(checkpoint_file.read_text().splitlines()[-1])
     assert (line["seq"], line["hash"]) == (head.seq, head.hash)
@@ -167,6 +167,7 @@ def test_every_sign_off_and_kep_report_quotes_the_head(client: Client, maintaine
     assert f"{entry.seq}:{entry.hash}" in page
     report = client.get("/review/report.md").content.decode()
     head = audit.head()
+    assert head is not None
     assert f"`{entry.seq}:{entry.hash}`" in report  # the sign-off's own anchor
     assert f"entry {head.seq}, hash `{head.hash}`" in report  # the head when the report was made
     call_command("verify_audit_chain", "--checkpoint", f"{entry.seq}:{entry.hash}")
