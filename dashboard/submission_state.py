@@ -103,3 +103,50 @@ def readiness_change(before: dict[str, str], after: dict[str, str]) -> list[str]
         for key, status in after.items()
         if before.get(key) != status
     ]
+
+
+def run_state(run: Any, outcomes: dict[str, str], reasons: dict[str, str]) -> State:
+    """A finished run's one state: counted (for which criteria) or does not count, and why."""
+    from dashboard.policy import PERIODIC, run_item
+
+    pol = Policy(now=now())
+    item = run_item(run, outcomes, reasons, plugin_facts(run.plugin))
+    keys: tuple[str, ...] = (TESTS_WRITTEN,)
+    if run.battery in ("basic", "all") and run.trigger == "periodic":
+        keys += (PERIODIC,)
+    if run.battery in ("connectivity", "all"):
+        keys += (TWO_PLUGINS, PROXIERS)
+    assessed = {key: pol.assess(item, key) for key in keys}
+    counting = [
+        {"key": key, "why": a.why.removeprefix("counts: ")}
+        for key, a in assessed.items()
+        if a.counts
+    ]
+    if counting:
+        return State("counted", "Counts as evidence", "for the criteria below", counting)
+    blocked = list(assessed.values())
+    general = [a for a in blocked if a.blocked - {OUTCOME}]
+    return State("does-not-count", "Does not count", _why(general or blocked))
+
+
+def run_result(state: str, outcomes: dict[str, str], error: str = "") -> tuple[str, str]:
+    """(passed | failed | error | inconclusive | queued | running | cancelled, one line why)."""
+    if state in ("queued", "running"):
+        return state, ""
+    if state == "cancelled":
+        return "cancelled", error or "the run was cancelled"
+    if state == "error":
+        return "error", error or "the run ended in an error"
+    failed = sorted(k for k, o in outcomes.items() if o == "failed")
+    errored = sorted(k for k, o in outcomes.items() if o == "error")
+    passed = [k for k, o in outcomes.items() if o == "passed"]
+    if failed:
+        return "failed", "failed: " + ", ".join(failed)
+    if errored:
+        return "error", "the harness could not decide: " + ", ".join(errored)
+    if not passed:
+        return "inconclusive", "no test reached a verdict (all skipped or not run)"
+    skipped = sum(1 for o in outcomes.values() if o in ("skipped", "not_run"))
+    return "passed", f"{len(passed)} passed" + (
+        f", {skipped} skipped or not run (the environment cannot)" if skipped else ""
+    )

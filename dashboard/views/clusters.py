@@ -202,7 +202,10 @@ def run_now(request: HttpRequest, name: str) -> HttpResponse:
         cluster=c.name,
         battery=run.battery,
     )
-    messages.success(request, f"Run {run.id} ({run.battery}) queued on {c.name}.")
+    # Tagged so the run page drops it once the run starts (static/js/live.js).
+    messages.success(
+        request, f"Run {run.id} ({run.battery}) queued on {c.name}.", extra_tags="run-queued"
+    )
     return redirect(run.get_absolute_url())
 
 

@@ -21,6 +21,7 @@ from dashboard.readiness.history import statuses_of
 from dashboard.signoffs import override_text, stage_override
 
 from .published import published_page
+from .readiness_words import group_evidence, next_action, short_detail
 
 SYMBOLS = {"met": "✔", "unmet": "✘", "at_risk": "⚠", "stale": "⌛"}
 LABELS = {"met": "met", "unmet": "unmet", "at_risk": "at risk", "stale": "stale"}
@@ -88,8 +89,12 @@ def stage_track(
 
 
 def decorate(evaluation: dict[str, Any], baseline: dict[str, str] | None) -> None:
+    periodic_runs = int((evaluation.get("policy") or {}).get("periodic_runs") or 3)
     for t in evaluation["transitions"]:
         for c in t["criteria"]:
+            c["next_action"] = next_action(c, periodic_runs)
+            c["grouped"] = group_evidence(c.get("evidence") or [])
+            c["short_detail"], c["detail_cut"] = short_detail(c.get("detail") or "")
             c["symbol"] = SYMBOLS.get(c["status"], "?")
             c["status_label"] = LABELS.get(c["status"], c["status"])
             was = (baseline or {}).get(c["key"])

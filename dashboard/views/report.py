@@ -84,6 +84,27 @@ def _cell(text: Any) -> str:
     return _MARKDOWN_SPECIAL.sub(r"\\\1", flat)
 
 
+CELL_WORDS = 20  # a table cell longer than this keeps its first clause; the rest is a footnote
+
+
+class Notes:
+    """Footnotes for long table cells (GitHub renders `[^n]` references and definitions)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def cell(self, text: Any) -> str:
+        flat = " ".join(str(text).split())
+        words = flat.split()
+        if len(words) <= CELL_WORDS:
+            return _cell(flat)
+        first = flat.split("; ")[0]
+        if len(first.split()) > CELL_WORDS:
+            first = " ".join(words[:CELL_WORDS])
+        self.lines.append(f"[^{len(self.lines) + 1}]: {_cell(flat)}")
+        return f"{_cell(first.rstrip('.,;:'))} …[^{len(self.lines)}]"
+
+
 def _counted(e: dict[str, Any]) -> str:
     if e.get("counts", True):
         return "**counted**"
@@ -108,6 +129,7 @@ def markdown_report(evaluation: dict[str, Any], base_url: str) -> str:
     ]
     plugins: set[str] = set()
     proxiers: set[str] = set()
+    notes = Notes()
     for t in evaluation["transitions"]:
         lines += [
             f"### {t['from']} → {t['to']}: {'ready' if t['ready'] else 'not ready'}",
@@ -118,7 +140,7 @@ def markdown_report(evaluation: dict[str, Any], base_url: str) -> str:
         for c in t["criteria"]:
             lines.append(
                 f"| `{c['key']}` {_cell(c['title'])} | {ICON.get(c['status'], '')} {c['status']} | "
-                f"{_cell(c['detail'])} |"
+                f"{notes.cell(c['detail'])} |"
             )
         lines.append("")
         for c in t["criteria"]:
@@ -185,7 +207,7 @@ def markdown_report(evaluation: dict[str, Any], base_url: str) -> str:
                 ]
                 lines += [
                     f"| {_cell(r['name'])}{' (in-tree)' if r['in_tree'] else ''} | {r['status']} | "
-                    f"{_cell(r.get('why', ''))} |"
+                    f"{notes.cell(r.get('why', ''))} |"
                     for r in c["rows"]
                 ]
                 lines.append("")
@@ -198,7 +220,7 @@ def markdown_report(evaluation: dict[str, Any], base_url: str) -> str:
                 ]
                 lines += [
                     f"| {r['proxier']} | {'yes' if r['required'] else 'no'} | {r['status']} | "
-                    f"{_cell(r.get('why', ''))} |"
+                    f"{notes.cell(r.get('why', ''))} |"
                     for r in c["rows"]
                 ]
                 lines.append("")
@@ -223,6 +245,9 @@ def markdown_report(evaluation: dict[str, Any], base_url: str) -> str:
                 f"- {s.created:%Y-%m-%d} {s.from_stage} → {s.to_stage} by {s.maintainer.get_username()}:"
                 f"{said} {_cell(s.comment)} (sign-off `{s.uuid}`{anchor})"
             )
+        lines.append("")
+    if notes.lines:
+        lines += notes.lines
         lines.append("")
     lines += audit_anchor_lines()
     return "\n".join(lines)

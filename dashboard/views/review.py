@@ -9,6 +9,7 @@ from django.contrib import messages
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from dashboard import readiness
@@ -17,6 +18,7 @@ from dashboard.models import AuditEvent, SignOff, Submission
 from dashboard.signoffs import override_reason, unmet_criteria
 
 from .access import AuthenticatedRequest, maintainer_required
+from .md import to_html
 from .report import markdown_report
 
 AUDIT_SHOWN = 10  # the newest; /audit/ has the whole trail
@@ -153,6 +155,18 @@ def signoff_detail(request: HttpRequest, uuid: str) -> HttpResponse:
             "unmet": unmet_criteria(signoff.snapshot, signoff.from_stage),
             "override_reason": override_reason(signoff.snapshot),
         },
+    )
+
+
+@maintainer_required
+def report_page(request: HttpRequest) -> HttpResponse:
+    """/review/report/: the KEP report as a page (the Markdown rendered), with a copy button for
+    the Markdown itself and a download of the .md."""
+    body = markdown_report(
+        readiness.evaluate(), base_url=request.build_absolute_uri("/").rstrip("/")
+    )
+    return render(
+        request, "review/report.html", {"markdown": body, "html": mark_safe(to_html(body))}
     )
 
 

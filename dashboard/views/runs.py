@@ -11,11 +11,13 @@ from typing import Any
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.timezone import now
 from django.views.decorators.http import require_POST
 
 from dashboard import trust
 from dashboard.api import serializers
 from dashboard.models import Run
+from dashboard.submission_state import run_result, run_state
 
 from .access import maintainer_required
 from .fingerprint import facts
@@ -37,6 +39,24 @@ def _context(run_id: int) -> dict[str, Any]:
             outcome = "queued"
         tests.append({"key": key, **res, **cell(outcome)})
     done = sum(1 for t in tests if t["outcome"] not in ("queued", "running"))
+    outcomes = {t["key"]: t["outcome"] for t in tests if t["outcome"] != "queued"}
+    result, result_why = run_result(run.state, outcomes, run.error)
+    active_test = None
+    if run.state == Run.State.RUNNING:
+        # Tests run one after the other in this order: the first without an outcome is running,
+        # since the previous one finished (or the run started).
+        waiting = next((t for t in tests if t["outcome"] == "queued"), None)
+        if waiting is not None:
+            since = max(
+                [r.finished for r in run.results.all() if r.finished] + [run.started or now()]
+            )
+            waiting["outcome"] = "running"
+            waiting.update(cell("running"))
+            active_test = {
+                "key": waiting["key"],
+                "since": since,
+                "seconds": (now() - since).total_seconds(),
+            }
     conformance = [
         {"key": key, **res, **cell(res["outcome"])} for key, res in data["conformance"].items()
     ]
@@ -49,6 +69,12 @@ def _context(run_id: int) -> dict[str, Any]:
         "done": done,
         "total": len(tests),
         "facts": facts(run.fingerprint) if run.fingerprint else None,
+        "result": result,
+        "result_why": result_why,
+        "active_test": active_test,
+        "state": run_state(run, outcomes, {t["key"]: t.get("reason") or "" for t in tests})
+        if run.state not in ACTIVE
+        else None,
     }
 
 

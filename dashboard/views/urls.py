@@ -46,6 +46,7 @@ urlpatterns = [
     path("review/", review.review_page, name="review"),
     path("review/signoff/", review.sign_off, name="signoff"),
     path("review/signoffs/<uuid:uuid>/", review.signoff_detail, name="signoff-detail"),
+    path("review/report/", review.report_page, name="report-page"),
     path("review/report.md", review.report_md, name="report"),
     path("audit/", audit.audit_list, name="audit"),
 ]

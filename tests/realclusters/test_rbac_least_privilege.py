@@ -115,7 +115,7 @@ def _raw(lab, name, method, path, token=None, body=None):
         },
     )
     try:
-        with urllib.request.urlopen(request, timeout=5) as answer:
+        with urllib.request.urlopen(request, timeout=5, context=lab.client_context()) as answer:
             return answer.status, json.loads(answer.read() or b"null")
     except urllib.error.HTTPError as err:
         return err.code, json.loads(err.read())

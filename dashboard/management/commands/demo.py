@@ -138,6 +138,8 @@ class Command(BaseCommand):
                 str(LAB_PORT),
                 "--register",
                 "--kickoff",
+                "--kubeconfig",
+                str(settings.VAR_DIR / "lab" / "kubeconfig"),
             ],
         )
         celery = [py, "-m", "celery", "-A", "workers"]
@@ -155,6 +157,10 @@ class Command(BaseCommand):
             "Log in as maintainer / maintainer-demo, calico-vendor / calico-demo, "
             "cilium-vendor / cilium-demo; the Django admin (/admin/) as admin / admin-demo. "
             "Ctrl-C stops everything.\n"
+        )
+        self.stdout.write(
+            "Look inside the lab: KUBECONFIG=var/lab/kubeconfig kubectl get pods -A "
+            "--context calico-iptables\n"
         )
         stop = False
 
