@@ -146,6 +146,16 @@ class Policy:
     now: datetime
     fresh_days: int = field(default_factory=lambda: settings.READINESS_FRESH_DAYS)
     minimum: int = field(default_factory=min_minor)
+    memo: bool = True  # answer each (item, criterion, relaxation) once
+    _assessed: dict[tuple[str, int, str, frozenset[str]], tuple[Item, Assessment]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    _found: dict[tuple[str, int, str], tuple[Item, list[tuple[str, str]], str]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    _qualifies: dict[tuple[str, int], tuple[Item, tuple[bool, str]]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @property
     def fresh_cutoff(self) -> datetime:
@@ -180,23 +190,41 @@ class Policy:
     # --- per criterion -----------------------------------------------------------------
 
     def assess(self, item: Item, criterion: str, relax: frozenset[str] = frozenset()) -> Assessment:
-        problems = self._general(item, age=criterion != PERIODIC)
-        rule_ok, rule_why = self.rule(item, criterion)
-        if not rule_ok:
-            problems.append((OUTCOME, rule_why))
+        # An evaluation asks again and again (each what-if, the badges): answered once per item,
+        # criterion and relaxation for this policy's `now` (items are immutable).
+        memo_key = (item.kind, item.id, criterion, relax)
+        found = self._assessed.get(memo_key) if self.memo else None
+        if found is not None and found[0] is item:
+            return found[1]
+        problems, rule_why = self._problems(item, criterion)
         blocking = [(c, why) for c, why in problems if c not in relax]
         if blocking:
-            return Assessment(
+            answer = Assessment(
                 False,
                 "not counted: " + "; ".join(why for _, why in blocking),
                 frozenset(c for c, _ in blocking),
             )
-        extra = ""
-        if relax and problems:
-            extra = " (if " + "; ".join(why for _, why in problems) + " were allowed)"
-        return Assessment(
-            True, "counts: " + rule_why + extra, relied=frozenset(c for c, _ in problems)
-        )
+        else:
+            extra = ""
+            if relax and problems:
+                extra = " (if " + "; ".join(why for _, why in problems) + " were allowed)"
+            answer = Assessment(
+                True, "counts: " + rule_why + extra, relied=frozenset(c for c, _ in problems)
+            )
+        if self.memo:
+            self._assessed[memo_key] = (item, answer)
+        return answer
+
+    def _problems(self, item: Item, criterion: str) -> tuple[list[tuple[str, str]], str]:
+        found = self._found.get((item.kind, item.id, criterion)) if self.memo else None
+        if found is not None and found[0] is item:
+            return found[1], found[2]
+        problems = self._general(item, age=criterion != PERIODIC)
+        rule_ok, rule_why = self.rule(item, criterion)
+        if not rule_ok:
+            problems.append((OUTCOME, rule_why))
+        self._found[(item.kind, item.id, criterion)] = (item, problems, rule_why)
+        return problems, rule_why
 
     def rule(self, item: Item, criterion: str) -> tuple[bool, str]:
         """The criterion's own rule on the outcomes: (holds, one line)."""
@@ -208,7 +236,11 @@ class Policy:
         if criterion == PERIODIC:
             return conclusive_basic(item)
         if criterion in (TWO_PLUGINS, BADGE):
-            ok, why = qualifying(item.outcomes, item.plugin)
+            found = self._qualifies.get(item.key)
+            if found is None or found[0] is not item:
+                found = (item, qualifying(item.outcomes, item.plugin))
+                self._qualifies[item.key] = found
+            ok, why = found[1]
             if ok and criterion == TWO_PLUGINS and item.plugin.in_tree:
                 return False, f"{item.plugin.slug} is in-tree: only out-of-tree plugins count"
             return ok, why
@@ -362,6 +394,9 @@ def countable_submissions_q(
 # --- building items from rows ---------------------------------------------------------
 
 
+PROXIER_MODES = frozenset(Proxier.values)  # (the enum builds its list anew on every access)
+
+
 def plugin_facts(plugin: Any) -> PluginFacts:
     return PluginFacts(
         plugin.slug,
@@ -403,8 +438,8 @@ def run_item(
         minor=run.kubernetes_minor,
         outcomes=outcomes,
         reasons=reasons,
-        proxier=detected if detected in Proxier.values else None,
-        proxier_source="detected" if detected in Proxier.values else "",
+        proxier=detected if detected in PROXIER_MODES else None,
+        proxier_source="detected" if detected in PROXIER_MODES else "",
         declared_proxier=run.proxier,
         plugin_version=run.plugin_version,
         kubernetes_version=run.kubernetes_version,
@@ -446,7 +481,7 @@ def submission_item(sub: Any, plugin: PluginFacts) -> Item:
         minor=sub.kubernetes_minor,
         outcomes={k: v for k, v in outcomes.items() if v},
         reasons=reasons,
-        proxier=sub.proxier if sub.proxier in Proxier.values else None,
+        proxier=sub.proxier if sub.proxier in PROXIER_MODES else None,
         proxier_source="declared",
         declared_proxier=sub.proxier,
         plugin_version=sub.plugin_version,

@@ -11,7 +11,7 @@ from dashboard.catalog import criterion_title
 from dashboard.policy import TWO_PLUGINS, Assessment, Item, evidence_entry, qualifying
 
 from ..base import Context, Verdict, plural
-from ..evidence_lookup import connectivity_candidates, plugins_by_id
+from ..evidence_lookup import connectivity, plugins_by_id
 from ..whatif import with_what_if
 
 KEY = TWO_PLUGINS
@@ -29,7 +29,7 @@ def _day(item: Item) -> str:
 
 def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
     plugins = ctx.memo("plugins", plugins_by_id)
-    items = ctx.memo("connectivity", lambda: connectivity_candidates(plugins))
+    items = connectivity(ctx)
     pol = ctx.policy
     assessed: dict[str, list[tuple[Item, Assessment]]] = {}
     for item in items:  # newest first
