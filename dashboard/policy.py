@@ -406,6 +406,17 @@ def plugin_facts(plugin: Any) -> PluginFacts:
     )
 
 
+def withdrawn_text(row: Any) -> str:
+    """ "" while a run or submission (a model or a values() row) stands, else who withdrew it,
+    when and why."""
+    at = getattr(row, "withdrawn_at", None)
+    if at is None:
+        return ""
+    return f"withdrawn by {getattr(row, 'withdrawn_by', '')} on {at:%Y-%m-%d}: " + str(
+        getattr(row, "withdrawn_reason", "")
+    )
+
+
 def run_item(
     run: Any, outcomes: Mapping[str, str], reasons: Mapping[str, str], plugin: PluginFacts
 ) -> Item:
@@ -450,7 +461,7 @@ def run_item(
         invariant=invariant_state(fingerprint),
         self_reported=self_reported,
         verified=verified,
-        withdrawn=getattr(run, "withdrawn_text", ""),
+        withdrawn=withdrawn_text(run),
     )
 
 
@@ -486,7 +497,7 @@ def submission_item(sub: Any, plugin: PluginFacts) -> Item:
         declared_proxier=sub.proxier,
         plugin_version=sub.plugin_version,
         kubernetes_version=sub.kubernetes_version,
-        withdrawn=getattr(sub, "withdrawn_text", ""),
+        withdrawn=withdrawn_text(sub),
     )
 
 

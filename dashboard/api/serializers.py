@@ -25,6 +25,7 @@ EVIDENCE_KINDS = ["run", "submission"]
 RUN_STATES = Run.State.choices
 RUN_TRIGGERS = Run.Trigger.choices
 SUBMISSION_STATUSES = Submission.Status.choices
+CLUSTER_MODES = Cluster.Mode.choices  # one enum (ClusterModeEnum) for the model and the requests
 
 
 def iso(value: Any) -> str | None:
@@ -175,13 +176,13 @@ class ApprovedSerializer(s.Serializer):
 
 
 class ModeRequestSerializer(s.Serializer):
-    mode = s.ChoiceField(choices=["worker", "agent"])
+    mode = s.ChoiceField(choices=CLUSTER_MODES)
     reason = s.CharField(help_text="why the cluster's mode changes (audited)")
 
 
 class ModeSerializer(s.Serializer):
     name = s.CharField()
-    mode = s.ChoiceField(choices=["worker", "agent"])
+    mode = s.ChoiceField(choices=CLUSTER_MODES)
     approved = s.BooleanField(help_text="cleared by a change of mode")
 
 
