@@ -175,6 +175,9 @@ class ApprovedSerializer(s.Serializer):
     approved = s.BooleanField()
 
 
+CLUSTER_MODES = Cluster.Mode.choices
+
+
 class ModeRequestSerializer(s.Serializer):
     mode = s.ChoiceField(choices=CLUSTER_MODES)
     reason = s.CharField(help_text="why the cluster's mode changes (audited)")

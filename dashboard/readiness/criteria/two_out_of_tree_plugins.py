@@ -8,7 +8,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 from dashboard.catalog import criterion_title
-from dashboard.policy import TWO_PLUGINS, Assessment, Item, evidence_entry, qualifying
+from dashboard.policy import (
+    QUALIFYING_KEYS,
+    TWO_PLUGINS,
+    VERDICTS,
+    Assessment,
+    Item,
+    evidence_entry,
+    qualifying,
+)
 
 from ..base import Context, Verdict, plural
 from ..evidence_lookup import connectivity, plugins_by_id
@@ -27,6 +35,11 @@ def _day(item: Item) -> str:
     return item.when.strftime("%Y-%m-%d") if item.when else "no date"
 
 
+def conclusive(item: Item) -> bool:
+    """A verdict (passed or failed) on at least one of the tests that qualify a plugin."""
+    return any(item.outcome(k) in VERDICTS for k in QUALIFYING_KEYS)
+
+
 def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
     plugins = ctx.memo("plugins", plugins_by_id)
     items = connectivity(ctx)
@@ -42,6 +55,9 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
         evidence += [evidence_entry(i, a) for i, a in pairs]
         good = [(i, a) for i, a in pairs if a.counts]
         eligible = [(i, a) for i, a in pairs if a.counts or a.outcome_only]
+        # The most telling evidence: the newest with a verdict on a qualifying test, so an
+        # all-skipped legacy run never hides a real result; the newest attempt is shown beside it.
+        telling = [(i, a) for i, a in pairs if conclusive(i)]
         row = {
             "plugin": p.slug,
             "name": p.name,
@@ -49,7 +65,8 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
             "status": "no evidence",
             "qualifying": evidence_entry(*good[0]) if good else None,
             "latest": evidence_entry(*pairs[0]) if pairs else None,
-            "why": pairs[0][1].why if pairs else "no connectivity evidence",
+            "conclusive": evidence_entry(*telling[0]) if telling else None,
+            "why": (telling or pairs)[0][1].why if pairs else "no connectivity evidence",
         }
         if good:
             counted.append(p.slug)
@@ -70,7 +87,7 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
             row["status"] = "stale"
             stale_only.append(f"{p.slug} (last qualified {_day(item)})")
         elif pairs:
-            item, a = pairs[0]
+            item, a = (telling or pairs)[0]
             row["status"] = "in-tree (does not count)" if p.in_tree else "not counted"
             if p.in_tree:
                 as_exempt = replace(pairs[0][0].plugin, netpol_exemption="in-tree")
