@@ -417,7 +417,6 @@ SPECTACULAR_SETTINGS = {
         "RunStateEnum": "dashboard.api.serializers.RUN_STATES",
         "RunTriggerEnum": "dashboard.api.serializers.RUN_TRIGGERS",
         "SubmissionStatusEnum": "dashboard.api.serializers.SUBMISSION_STATUSES",
-        "ClusterModeEnum": "dashboard.api.serializers.CLUSTER_MODES",
     },
 }
 

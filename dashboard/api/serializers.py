@@ -25,7 +25,6 @@ EVIDENCE_KINDS = ["run", "submission"]
 RUN_STATES = Run.State.choices
 RUN_TRIGGERS = Run.Trigger.choices
 SUBMISSION_STATUSES = Submission.Status.choices
-CLUSTER_MODES = Cluster.Mode.choices  # one enum (ClusterModeEnum) for the model and the requests
 
 
 def iso(value: Any) -> str | None:
