@@ -180,7 +180,15 @@ class Policy:
             problems.append((RELEASE, old))
         if age:
             if item.when is None:
-                problems.append((AGE, "no run time"))
+                problems.append(
+                    (
+                        AGE,
+                        "no run time (the file does not say when the run happened; a "
+                        "maintainer enters the run date when verifying)"
+                        if item.kind == "submission"
+                        else "no run time",
+                    )
+                )
             elif item.when < self.fresh_cutoff:
                 problems.append((AGE, f"older than {self.fresh_days} days ({item.when:%Y-%m-%d})"))
         if item.kind == "run" and not item.finished_ok:
@@ -385,9 +393,7 @@ def countable_submissions_q(
     if RELEASE not in relax:
         q &= Q(kubernetes_minor__gte=policy.minimum)
     if age and AGE not in relax:
-        q &= Q(run_at__gte=policy.fresh_cutoff) | Q(
-            run_at__isnull=True, created__gte=policy.fresh_cutoff
-        )
+        q &= Q(run_at__gte=policy.fresh_cutoff)
     return q
 
 
@@ -477,20 +483,21 @@ def submission_item(sub: Any, plugin: PluginFacts) -> Item:
         )
     )
     results = sub.results or {}
-    outcomes = {k: (v.get("outcome") if isinstance(v, Mapping) else v) for k, v in results.items()}
+    outcomes = submission_outcomes(sub)
     reasons = {k: (v.get("reason") or "") for k, v in results.items() if isinstance(v, Mapping)}
-    when = sub.run_at or sub.created
+    # Age: when the e2e run happened, from the file (or a maintainer's date); a file that does
+    # not say is not fresh until a maintainer enters the date when verifying.
     return Item(
         kind="submission",
         id=sub.id,
         plugin=plugin,
         source=f"submission of {plugin.slug} {sub.plugin_version}".strip(),
-        when=when,
-        when_source=sub.run_at_source or ("file" if sub.run_at else "upload"),
+        when=sub.run_at,
+        when_source=sub.run_at_source or "",
         emulated=bool(sub.emulated),
         untrusted=untrusted,
         minor=sub.kubernetes_minor,
-        outcomes={k: v for k, v in outcomes.items() if v},
+        outcomes=outcomes,
         reasons=reasons,
         proxier=sub.proxier if sub.proxier in PROXIER_MODES else None,
         proxier_source="declared",
@@ -499,6 +506,19 @@ def submission_item(sub: Any, plugin: PluginFacts) -> Item:
         kubernetes_version=sub.kubernetes_version,
         withdrawn=withdrawn_text(sub),
     )
+
+
+def submission_outcomes(sub: Any) -> dict[str, str]:
+    results = sub.results or {}
+    outcomes = {k: (v.get("outcome") if isinstance(v, Mapping) else v) for k, v in results.items()}
+    return {k: str(v) for k, v in outcomes.items() if v}
+
+
+def submission_qualifying(sub: Any) -> tuple[bool, str]:
+    """The one answer to "is this submission qualifying connectivity evidence?" that the API,
+    the stored report, the verification page, ``/`` and the matrix all give: the policy's
+    rule on its outcomes with its plugin's facts as they are now (an exemption included)."""
+    return qualifying(submission_outcomes(sub), plugin_facts(sub.plugin))
 
 
 def evidence_entry(item: Item, assessment: Assessment) -> dict[str, Any]:

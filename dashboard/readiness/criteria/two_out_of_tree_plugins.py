@@ -5,6 +5,7 @@ qualifying connectivity evidence (one vote per plugin, however many versions, cl
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from dashboard.catalog import criterion_title
@@ -33,6 +34,30 @@ def evaluate(ctx: Context) -> Verdict:
 
 def _day(item: Item) -> str:
     return item.when.strftime("%Y-%m-%d") if item.when else "no date"
+
+
+def _version(text: str) -> tuple[int, ...]:
+    """ "1.17.0", "v1.17", "3.28.0-rc1" -> (1, 17, 0) …; () when it has no number."""
+    return tuple(int(part) for part in re.findall(r"\d+", (text or "").split("-")[0])[:4])
+
+
+def _regression(eligible: list[tuple[Item, Assessment]]) -> tuple[Item, Assessment] | None:
+    """The counted connectivity evidence that puts a counted plugin at risk: its newest one
+    (eligible is newest first), or the newest of its newest plugin version, whatever the
+    cluster or proxier, when that one does not qualify (a regression in the latest release,
+    however many older versions still qualify)."""
+    if not eligible:
+        return None
+    newest = eligible[0]
+    if not newest[1].counts:
+        return newest
+    top = max(_version(item.plugin_version) for item, _ in eligible)
+    if not top:
+        return None
+    latest = next((pair for pair in eligible if _version(pair[0].plugin_version) == top), None)
+    if latest is not None and not latest[1].counts:
+        return latest
+    return None
 
 
 def conclusive(item: Item) -> bool:
@@ -72,15 +97,17 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
             counted.append(p.slug)
             for _, a in good:
                 used |= a.relied
-            newest_item, newest = eligible[0]
             row["status"] = "counted"
             row["why"] = good[0][1].why
-            if not newest.counts:
+            regressed = _regression(eligible)
+            if regressed is not None:
+                newest_item, newest = regressed
+                version = newest_item.plugin_version or "an unknown version"
                 row["status"] = "counted, at risk"
                 at_risk.append(
-                    f"{p.slug}: newest counted connectivity evidence ({newest_item.kind} "
-                    f"{newest_item.id}, {_day(newest_item)}) does not qualify: "
-                    f"{newest.why.removeprefix('not counted: ')}"
+                    f"{p.slug} {version}: newest counted connectivity evidence "
+                    f"({newest_item.kind} {newest_item.id}, {_day(newest_item)}) does not "
+                    f"qualify: {newest.why.removeprefix('not counted: ')}"
                 )
         elif any(a.stale_only for _, a in pairs):
             item, _a = next((i, a) for i, a in pairs if a.stale_only)

@@ -54,7 +54,7 @@ def key_the_chain(apps, schema_editor):
     )
     AuditEvent.objects.create(
         seq=seq,
-        actor="migration 0015",
+        actor="migration 0016",
         action="audit.chain.keyed",
         target=f"entries 1…{len(entries)}",
         detail=detail,
@@ -63,7 +63,7 @@ def key_the_chain(apps, schema_editor):
         hash=entry_hash(
             prev,
             seq,
-            "migration 0015",
+            "migration 0016",
             "audit.chain.keyed",
             f"entries 1…{len(entries)}",
             detail,
@@ -74,7 +74,7 @@ def key_the_chain(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("dashboard", "0014_agent_trust"),
+        ("dashboard", "0015_submission_run_identity"),
     ]
 
     operations = [
