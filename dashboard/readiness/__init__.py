@@ -25,7 +25,6 @@ __all__ = [
     "Context",
     "EvidenceRef",
     "Verdict",
-    "cached_evaluate",
     "current_stage",
     "derived",
     "evaluate",
@@ -156,9 +155,6 @@ def published() -> dict[str, Any]:
     entry = _entry()
     data: dict[str, Any] = entry["data"] if entry else evaluate()
     return data
-
-
-cached_evaluate = published  # the name the views used before the evaluation was stored
 
 
 # One evaluation at a time per process: when the stored one is out of date, the requests that
