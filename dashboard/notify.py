@@ -34,9 +34,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils.timezone import now
 
-from workers.celery import send
-
 from .models import NotificationChannel, NotificationLog
+from .tasks_port import send
 
 DELIVER_TASK = "workers.tasks.deliver_notification"
 

@@ -16,7 +16,7 @@ from django.db.models import F
 from django.utils.timezone import now as tz_now
 
 from dashboard.catalog import TRANSITIONS, Stage
-from workers.celery import send
+from dashboard.tasks_port import send
 
 from .base import Context, EvidenceRef, Verdict
 from .criteria import CRITERIA
