@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import os
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +20,23 @@ from tests import factories
 # (workers/netguard.py): the suite allows exactly that, here and in the processes it starts.
 LAB_NETWORKS = "127.0.0.0/8"
 os.environ.setdefault("CLUSTER_ALLOWED_NETWORKS", LAB_NETWORKS)
+
+# The slow suites with real parts: the kernel guest, the failure drills (marked by their folder)
+# and Chromium. Under xdist (`make test`: --dist loadgroup) each runs on one worker, in its own
+# group, while the other workers share the rest of the suite.
+SLOW_SUITES = ("guest", "drills", "browser")
+DRILLS = Path(__file__).resolve().parent / "drills"
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    grouping = config.pluginmanager.hasplugin("xdist")
+    for item in items:
+        if DRILLS in item.path.parents:
+            item.add_marker(pytest.mark.drills)
+        suite = next((s for s in SLOW_SUITES if item.get_closest_marker(s)), None)
+        if grouping and suite is not None:
+            item.add_marker(pytest.mark.xdist_group(suite))
 
 
 @pytest.fixture(autouse=True)
