@@ -2,16 +2,33 @@
 
 The agent runs the battery inside the vendor's cluster with its own ServiceAccount, so the
 dashboard never holds a credential for that cluster. What it posts is therefore a claim, and
-is treated as one: the cluster is the vendor's (registered on first contact, unapproved, so
-the evidence policy counts none of its runs until a maintainer approves it), `emulated` comes
-from the fingerprint (the lab's /version mark), and the payload is validated strictly. A
-refused payload stores nothing.
+is treated as one, a trust class of its own ("self-reported", shown wherever the run is):
+
+- A cluster either is tested by our workers (registered with a kubeconfig) or reports through
+  its agent, fixed at registration; agent runs for a worker-tested cluster are refused, and
+  only a maintainer changes the mode (dashboard.trust.set_mode, audited).
+- The agent's identity is a per-cluster key, sent as the `X-Agent-Key` header; the first
+  contact registers the cluster, unapproved, with the key's SHA-256 (the key is never stored),
+  and the maintainer's approval of the cluster approves that key. Another key is refused.
+- The run carries the facts the battery records (node names and boot IDs, the cluster's
+  resourceVersion when it began, the UID and resourceVersion of every object it created), and
+  they are checked against the cluster's earlier runs: a boot ID never returns after another
+  one and never moves to another node, resourceVersions only grow, runs do not overlap, tests
+  fit inside their run. An inconsistent run is refused (422); a replayed payload, or one whose
+  object UIDs an earlier run reported, is refused (409).
+- None of this proves the outcomes: the dashboard cannot observe the cluster. So a
+  self-reported run counts only once a maintainer verifies it (dashboard.trust.verify_agent_run,
+  audited), as a submission does; the evidence policy says so.
+
+`emulated` comes from the fingerprint (the lab's /version mark), and the payload is validated
+strictly. A refused payload stores nothing.
 
 The view (`dashboard/api/views.py: agent_runs`) only authenticates and calls `accept()`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -59,6 +76,20 @@ MAX_FINGERPRINT_BYTES = 64 * 1024
 MAX_ERRORS = 50
 CLOCK_SKEW = timedelta(minutes=10)
 MAX_RUN_AGE = timedelta(days=2)  # an agent posts right after its run; older is a replay
+KEY_HEADER = "HTTP_X_AGENT_KEY"  # X-Agent-Key: the agent's per-cluster key
+KEY_MIN, KEY_MAX = 32, 200
+MAX_FACT_NODES, MAX_FACT_OBJECTS = 1000, 300
+TIMING_SLACK = timedelta(minutes=1)
+HISTORY = 200  # earlier runs of the cluster the facts are checked against
+
+
+def key_digest(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def key_fingerprint(digest: str) -> str:
+    """What pages show of an agent key, for a maintainer to compare with the vendor's word."""
+    return f"sha256:{digest[:16]}" if digest else ""
 
 
 @dataclass
@@ -200,7 +231,53 @@ def _fingerprint(value: Any) -> dict[str, Any]:
     cni = value.get("cni_detected")
     if cni is not None and (not isinstance(cni, str) or len(cni) > 100):
         raise AgentRunError(400, "fingerprint.cni_detected must be a short string or null")
+    value["facts"] = _facts(value.get("facts"))
     return value
+
+
+def _facts(value: Any) -> dict[str, Any]:
+    """fingerprint.facts, as the battery records it (workers/battery/runner.py)."""
+    if not isinstance(value, dict):
+        raise AgentRunError(
+            400,
+            "fingerprint.facts is missing: the run must carry the facts the battery records "
+            "(node boot IDs, resourceVersions, object UIDs); update the agent",
+        )
+    nodes = value.get("nodes")
+    if (
+        not isinstance(nodes, dict)
+        or not nodes
+        or len(nodes) > MAX_FACT_NODES
+        or not all(
+            isinstance(k, str) and isinstance(v, str) and 0 < len(k) <= 253 and 0 < len(v) <= 100
+            for k, v in nodes.items()
+        )
+    ):
+        raise AgentRunError(400, "fingerprint.facts.nodes must map each node's name to its boot ID")
+    rv = value.get("resource_version")
+    if not isinstance(rv, str) or not rv or len(rv) > 40:
+        raise AgentRunError(400, "fingerprint.facts.resource_version must be a resourceVersion")
+    objects = value.get("objects", [])
+    if not isinstance(objects, list) or len(objects) > MAX_FACT_OBJECTS:
+        raise AgentRunError(
+            400, f"fingerprint.facts.objects must be a list of at most {MAX_FACT_OBJECTS}"
+        )
+    clean = []
+    for obj in objects:
+        if not isinstance(obj, dict) or not all(
+            isinstance(obj.get(k), str) and len(obj[k]) <= 253
+            for k in ("kind", "name", "uid", "resource_version")
+        ):
+            raise AgentRunError(
+                400,
+                "fingerprint.facts.objects[] must be objects with kind, name, uid and "
+                "resource_version",
+            )
+        clean.append({k: obj[k] for k in ("kind", "name", "uid", "resource_version")})
+    uids = [o["uid"] for o in clean]
+    if len(set(uids)) != len(uids):
+        raise AgentRunError(422, "fingerprint.facts.objects: the same UID is given twice")
+    return {"nodes": dict(nodes), "resource_version": rv, "objects": clean}
 
 
 def _results(value: Any, battery: str) -> dict[str, AgentResult]:
@@ -249,9 +326,19 @@ def _results(value: Any, battery: str) -> dict[str, AgentResult]:
     return out
 
 
-def accept(body: bytes, vendor: Vendor, actor: str) -> Run:
-    """Check the payload and the vendor's right to it, then store the run; AgentRunError else."""
+def accept(body: bytes, vendor: Vendor, actor: str, key: str = "") -> Run:
+    """Check the payload, the vendor's right to it and the agent's key, then store the run;
+    AgentRunError else (nothing stored)."""
+    key = (key or "").strip()
+    if not KEY_MIN <= len(key) <= KEY_MAX:
+        raise AgentRunError(
+            401,
+            f"the agent's key is missing or not {KEY_MIN}-{KEY_MAX} characters: send the "
+            "cluster's agent key as the X-Agent-Key header (SCTP_AGENT_KEY)",
+        )
+    digest = key_digest(key)
     data = parse(body)
+    data["digest"] = payload_digest(data)
     plugin = Plugin.objects.filter(slug=data["plugin"]).first()
     if plugin is None:
         raise AgentRunError(400, f"unknown plugin {data['plugin']!r}")
@@ -272,6 +359,8 @@ def accept(body: bytes, vendor: Vendor, actor: str) -> Run:
                 kubeconfig="",
                 approved=False,
                 emulated=data["fingerprint"].get("emulated") is True,
+                mode=Cluster.Mode.AGENT,
+                agent_key_digest=digest,
             )
             AuditEvent.record(
                 actor,
@@ -279,9 +368,16 @@ def accept(body: bytes, vendor: Vendor, actor: str) -> Run:
                 f"cluster {cluster.name}",
                 via="agent",
                 plugin=plugin.slug,
+                agent_key=key_fingerprint(digest),
             )
         elif cluster.owner_id != vendor.pk:
             raise AgentRunError(403, f"cluster {cluster.name} is registered by someone else")
+        elif cluster.mode != Cluster.Mode.AGENT:
+            raise AgentRunError(
+                409,
+                f"cluster {cluster.name} is tested by the dashboard's workers (registered with a "
+                "kubeconfig): it takes no agent runs; only a maintainer may change its mode",
+            )
         elif cluster.plugin_id != plugin.pk:
             raise AgentRunError(
                 409,
@@ -298,6 +394,24 @@ def accept(body: bytes, vendor: Vendor, actor: str) -> Run:
             refusal = refuse_run(cluster, data["battery"])  # basic-only clusters
             if refusal:
                 raise AgentRunError(409, refusal)
+            if not cluster.agent_key_digest:  # a maintainer reset the key: this one registers
+                Cluster.objects.filter(pk=cluster.pk).update(
+                    agent_key_digest=digest, approved=False, approved_by=None, approved_at=None
+                )
+                cluster.refresh_from_db()
+                AuditEvent.record(
+                    actor,
+                    "cluster.agent_key",
+                    f"cluster {cluster.name}",
+                    agent_key=key_fingerprint(digest),
+                )
+            elif cluster.agent_key_digest != digest:
+                raise AgentRunError(
+                    403,
+                    f"this is not the agent key of cluster {cluster.name}: a maintainer may reset "
+                    "the cluster's key if it was lost",
+                )
+        check_consistency(cluster, data)
         run = _store(cluster, plugin, data)
         AuditEvent.record(
             actor, "run.agent", f"run {run.pk}", cluster=cluster.name, battery=run.battery
@@ -321,6 +435,7 @@ def _store(cluster: Cluster, plugin: Plugin, data: dict[str, Any]) -> Run:
         proxier=data["proxier"],
         battery=data["battery"],
         trigger=Run.Trigger.AGENT,
+        agent_digest=data["digest"],
         state=Run.State.RUNNING,
         started=data["started"],
         heartbeat=data["started"],
@@ -336,3 +451,120 @@ def _store(cluster: Cluster, plugin: Plugin, data: dict[str, Any]) -> Run:
     Run.objects.filter(pk=run.pk).update(finished=data["finished"])
     run.refresh_from_db()
     return run
+
+
+def payload_digest(data: dict[str, Any]) -> str:
+    """The checked payload's digest, whatever its spacing or key order: a replay's is the same."""
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, AgentResult):
+            return plain(vars(value))
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [plain(v) for v in value]
+        if isinstance(value, datetime):
+            return value.isoformat()
+        return value
+
+    text = json.dumps(plain(data), sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _rv(text: str) -> int | None:
+    """A resourceVersion as a number (etcd's revision), None when it is not one."""
+    return int(text) if text.isdigit() and len(text) <= 19 else None
+
+
+def check_consistency(cluster: Cluster, data: dict[str, Any]) -> None:
+    """The run's facts against themselves and the cluster's earlier agent runs: 409 for a
+    replay, 422 for what cannot be true of one cluster; the message names the fact."""
+    if Run.objects.filter(agent_digest=data["digest"]).exists():
+        raise AgentRunError(409, "this run was already posted (an identical payload)")
+    facts = data["fingerprint"]["facts"]
+    started, finished = data["started"], data["finished"]
+    # Timings: every test inside its run; the tests run one after another.
+    window = finished - started
+    total = 0.0
+    for key, r in data["results"].items():
+        for name, when in (("started", r.started), ("finished", r.finished)):
+            if when is not None and not started - TIMING_SLACK <= when <= finished + TIMING_SLACK:
+                raise AgentRunError(422, f"results.{key}.{name} lies outside the run's time")
+        if r.duration is not None:
+            if r.duration > window.total_seconds() + TIMING_SLACK.total_seconds():
+                raise AgentRunError(422, f"results.{key}.duration is longer than the run")
+            total += r.duration
+    if total > window.total_seconds() + TIMING_SLACK.total_seconds():
+        raise AgentRunError(
+            422, "the tests' durations add up to more than the run lasted (they run one by one)"
+        )
+    names = data["fingerprint"].get("node_names")
+    if isinstance(names, list) and set(names) != set(facts["nodes"]):
+        raise AgentRunError(422, "fingerprint.node_names and facts.nodes name different nodes")
+    start_rv = _rv(facts["resource_version"])
+    object_rvs = [_rv(o["resource_version"]) for o in facts["objects"]]
+    if start_rv is not None and any(rv is not None and rv < start_rv for rv in object_rvs):
+        raise AgentRunError(
+            422, "an object the run created has a resourceVersion older than the run's start"
+        )
+    earlier = list(
+        Run.objects.filter(cluster=cluster, trigger=Run.Trigger.AGENT)
+        .exclude(started=None)
+        .order_by("-started")
+        .values("id", "started", "finished", "fingerprint")[:HISTORY]
+    )
+    uids = {o["uid"] for o in facts["objects"]}
+    boots = {boot: node for node, boot in facts["nodes"].items()}
+    history: dict[str, list[tuple[datetime, str]]] = {}
+    for other in earlier:
+        their = (other["fingerprint"] or {}).get("facts") or {}
+        seen = uids & {o.get("uid") for o in their.get("objects") or [] if isinstance(o, dict)}
+        if seen:
+            raise AgentRunError(
+                409,
+                f"replayed: run {other['id']} already reported object UID {sorted(seen)[0]}",
+            )
+        o_start = other["started"]
+        o_end = other["finished"] or o_start
+        assert o_start is not None  # excluded by the query
+        if o_start < finished and started < o_end:
+            raise AgentRunError(
+                422,
+                f"the run overlaps run {other['id']} of this cluster (one battery runs at a time)",
+            )
+        for node, boot in (their.get("nodes") or {}).items():
+            history.setdefault(node, []).append((o_start, boot))
+            if boot in boots and boots[boot] != node:
+                raise AgentRunError(
+                    422,
+                    f"boot ID of node {boots[boot]} was node {node}'s in run {other['id']}",
+                )
+        their_rvs = [
+            rv
+            for rv in [_rv(str(their.get("resource_version") or ""))]
+            + [_rv(str(o.get("resource_version") or "")) for o in their.get("objects") or []]
+            if rv is not None
+        ]
+        if start_rv is not None and their_rvs:
+            before = o_start < started
+            if before and max(their_rvs) >= start_rv:
+                raise AgentRunError(
+                    422,
+                    f"resourceVersions went back: run {other['id']}, earlier, saw "
+                    f"{max(their_rvs)}, this run began at {start_rv}",
+                )
+            if not before and min(their_rvs) <= max([start_rv, *filter(None, object_rvs)]):
+                raise AgentRunError(
+                    422,
+                    f"resourceVersions went back: run {other['id']}, later, began at "
+                    f"{min(their_rvs)}",
+                )
+    for node, boot in facts["nodes"].items():
+        # A node's boot IDs in time order: once it booted again, an earlier boot never returns.
+        timeline = sorted([*history.get(node, []), (started, boot)])
+        order: list[str] = []
+        for _, b in timeline:
+            if order and b != order[-1] and b in order:
+                raise AgentRunError(422, f"node {node}'s boot ID returned to an earlier boot's")
+            if not order or b != order[-1]:
+                order.append(b)

@@ -8,7 +8,8 @@ class DashboardConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from django.db.models.signals import post_delete, post_save
+        from django.contrib.auth import get_user_model
+        from django.db.models.signals import m2m_changed, post_delete, post_save
 
         from . import checks, notify, schedules  # noqa: F401  (checks registers itself)
         from .models import Schedule
@@ -20,6 +21,16 @@ class DashboardConfig(AppConfig):
         )
         post_delete.connect(
             schedules.on_schedule_deleted, sender=Schedule, dispatch_uid="schedule-unsync"
+        )
+        # Tokens follow their holder: deactivation or leaving the maintainers revokes them.
+        from . import tokens
+
+        user_model = get_user_model()
+        post_save.connect(tokens.on_user_saved, sender=user_model, dispatch_uid="token-revoke")
+        m2m_changed.connect(
+            tokens.on_groups_changed,
+            sender=user_model.groups.through,
+            dispatch_uid="token-revoke-groups",
         )
         # Any change to evidence drops the shared readiness evaluation.
         from . import models

@@ -4,7 +4,9 @@ The status follows the plugin's newest counted connectivity evidence per plugin 
 proxier (dashboard.policy decides what counts): passing when such evidence qualifies and none
 of the plugin's fresh counted groups fails; failing when the newest counted evidence of some
 version and proxier does not qualify; so one legacy cluster below the release floor never flips
-it. Emulated evidence is never counted: a plugin with only that says so, in grey.
+it. Emulated evidence is never counted: a plugin with only that says so, in grey; so does one
+with only self-reported (agent) runs no maintainer verified, and a badge passing on a verified
+self-reported run says "(self-reported)".
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 from django.utils.timezone import now
 
 from dashboard.models import Plugin
-from dashboard.policy import BADGE, EMULATED, Assessment, Item, Policy, evidence_entry
+from dashboard.policy import BADGE, EMULATED, TRUST, Assessment, Item, Policy, evidence_entry
 from dashboard.readiness.evidence_lookup import connectivity_candidates, plugins_by_id
 
 COLOURS = {
@@ -27,12 +29,13 @@ COLOURS = {
     "stale": "#6e7781",
     "no evidence": "#8c959f",
     "emulated only": "#8c959f",
+    "self-reported only": "#8c959f",
 }
 
 
 @dataclass
 class PluginStatus:
-    status: str  # passing | failing | stale | no evidence | emulated only
+    status: str  # passing | failing | stale | no evidence | emulated only | self-reported only
     qualifying: dict[str, Any] | None  # evidence_entry of the newest counted qualifying evidence
     latest: dict[str, Any] | None  # evidence_entry of the newest counted connectivity evidence
     why: str = ""
@@ -44,6 +47,10 @@ class PluginStatus:
             return "no evidence"
         if self.status == "emulated only":
             return "emulated only (not counted)"
+        if self.status == "self-reported only":
+            return "self-reported, unverified"
+        if self.status == "passing" and (self.qualifying or {}).get("trust") == "self-reported":
+            return "connectivity passing (self-reported)"
         return f"connectivity {self.status}"
 
 
@@ -83,6 +90,11 @@ def plugin_status(plugin: Plugin, at: datetime | None = None) -> PluginStatus:
     emulated = next(((i, a) for i, a in assessed if EMULATED in a.blocked), None)
     if emulated is not None:
         return PluginStatus("emulated only", None, evidence_entry(*emulated), emulated[1].why, rows)
+    unverified = next(((i, a) for i, a in assessed if i.self_reported and TRUST in a.blocked), None)
+    if unverified is not None:
+        return PluginStatus(
+            "self-reported only", None, evidence_entry(*unverified), unverified[1].why, rows
+        )
     if assessed:
         return PluginStatus(
             "no evidence", None, evidence_entry(*assessed[0]), assessed[0][1].why, rows

@@ -3,7 +3,8 @@
 FIELD_ENCRYPTION_KEY holds one or more comma-separated Fernet keys. The first encrypts; all of
 them decrypt, so a key is rotated by putting the new key first, running
 `manage.py rotate_encryption_key` (re-encrypts every row with the first key), then dropping
-the old key. Without FIELD_ENCRYPTION_KEY (development only) a key is derived from SECRET_KEY.
+the old key. Without FIELD_ENCRYPTION_KEY, and only with DEBUG on (development), a key is
+derived from SECRET_KEY.
 """
 
 from __future__ import annotations
@@ -24,6 +25,12 @@ from django.db.models.query_utils import DeferredAttribute
 def _keys() -> list[bytes]:
     raw = [k.strip() for k in (settings.FIELD_ENCRYPTION_KEY or "").split(",") if k.strip()]
     if not raw:
+        if not settings.DEBUG:
+            raise ImproperlyConfigured(
+                "FIELD_ENCRYPTION_KEY is not set: with DEBUG=false nothing is derived from "
+                "SECRET_KEY (python -c 'from cryptography.fernet import Fernet; "
+                "print(Fernet.generate_key().decode())')"
+            )
         digest = hashlib.sha256(("field-encryption:" + settings.SECRET_KEY).encode()).digest()
         return [base64.urlsafe_b64encode(digest)]
     keys = []

@@ -82,6 +82,24 @@ class ApiToken(models.Model):
         )
         return obj, token
 
+    def holder_still_entitled(self) -> bool:
+        """Asked on every request: a maintainer token needs its user active and still a
+        maintainer; a vendor token its vendor, and its user (when it names one) active and still a
+        member of that vendor. Revoking on deactivation (dashboard/tokens.py) is the record of
+        it; this check is what holds even when a change bypassed that (a script, the shell)."""
+        user = self.user
+        if user is not None and not user.is_active:
+            return False
+        if self.role == self.Role.MAINTAINER:
+            from .roles import is_maintainer
+
+            return user is not None and is_maintainer(user)
+        if self.role == self.Role.VENDOR:
+            if self.vendor_id is None:
+                return False
+            return user is None or self.vendor.members.filter(pk=user.pk).exists()
+        return False
+
     @classmethod
     def authenticate(cls, token: str) -> ApiToken | None:
         if not token:
@@ -91,15 +109,26 @@ class ApiToken(models.Model):
             .filter(digest=token_digest(token), revoked=False)
             .first()
         )
-        if obj is not None and (
-            obj.last_used is None or now() - obj.last_used > timedelta(minutes=5)
-        ):
+        if obj is None or not obj.holder_still_entitled():
+            return None
+        if obj.last_used is None or now() - obj.last_used > timedelta(minutes=5):
             cls.objects.filter(pk=obj.pk).update(last_used=now())
         return obj
 
 
 class Cluster(SealedSecrets):
+    class Mode(models.TextChoices):
+        # Tested by the dashboard's workers through the kubeconfig the cluster was registered
+        # with; or reporting through its in-cluster agent (self-reported evidence). Fixed at
+        # registration; only a maintainer changes it (dashboard.trust.set_mode, audited).
+        WORKER = "worker", "tested by the dashboard's workers"
+        AGENT = "agent", "self-reported by its in-cluster agent"
+
     name = models.SlugField(max_length=63, unique=True)
+    mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.WORKER)
+    # The agent's identity: the SHA-256 of its per-cluster key (the key itself is never stored).
+    # Set on the agent's first contact; a maintainer's approval of the cluster approves it.
+    agent_key_digest = models.CharField(max_length=64, blank=True, editable=False)
     owner = models.ForeignKey(
         Vendor, models.SET_NULL, null=True, blank=True, related_name="clusters"
     )
@@ -261,6 +290,13 @@ class Run(EvidenceMixin):
     proxier_detected = models.CharField(max_length=20, blank=True)
     # The Kubernetes minor the evidence is of (the server's /version when the run saw it).
     kubernetes_minor = models.PositiveSmallIntegerField(null=True, blank=True)
+    # Agent runs (self-reported): the payload's digest (a replay is refused), and the
+    # maintainer's verification, without which the run never counts (dashboard.policy).
+    agent_digest = models.CharField(max_length=64, null=True, blank=True, unique=True)
+    agent_verified_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    agent_verified_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created"]
@@ -291,6 +327,11 @@ class Run(EvidenceMixin):
 
     def get_absolute_url(self) -> str:
         return f"/runs/{self.pk}/"
+
+    @property
+    def self_reported(self) -> bool:
+        """Posted by the cluster's own agent: a claim the dashboard's workers did not observe."""
+        return self.trigger == Run.Trigger.AGENT
 
     @property
     def duration(self) -> timedelta | None:

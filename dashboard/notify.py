@@ -21,18 +21,30 @@ import hashlib
 import hmac
 import json
 import logging
-import urllib.error
-import urllib.request
+import threading
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
+import urllib3
 from celery.exceptions import MaxRetriesExceededError
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils.timezone import now
+
+from workers.netguard import (
+    IPNetwork,
+    Pin,
+    PinnedPoolManager,
+    Server,
+    ServerNotAllowed,
+    allowed_networks,
+    refusal,
+    resolve,
+)
 
 from .models import NotificationChannel, NotificationLog
 from .tasks_port import send
@@ -43,6 +55,13 @@ log = logging.getLogger(__name__)
 
 SENDING_TIMEOUT = timedelta(minutes=10)
 USER_AGENT = "sctp-dashboard-notify/1"
+# Every failure to deliver reads the same, whatever happened (refused connection, silence,
+# reset, TLS, an address webhooks may not use): a maintainer's webhook URL must not become a
+# probe that tells open ports from closed ones. An answer is reported by its status code only.
+UNDELIVERED = (
+    "the webhook could not be reached (no connection or no answer in time, or an address "
+    "webhooks may not use)"
+)
 
 
 class DeliveryError(Exception):
@@ -154,7 +173,48 @@ def body_of(payload: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def webhook_networks() -> list[IPNetwork]:
+    """WEBHOOK_ALLOWED_NETWORKS, or CLUSTER_ALLOWED_NETWORKS when it is not set."""
+    value = getattr(settings, "WEBHOOK_ALLOWED_NETWORKS", None)
+    if value is None:
+        value = getattr(settings, "CLUSTER_ALLOWED_NETWORKS", "")
+    return allowed_networks(value)
+
+
+def check_webhook(url: str, *, resolve_timeout: float = 5.0) -> tuple[Pin, str]:
+    """The webhook's checked address and the request target (path and query), or
+    ServerNotAllowed saying why (never quoting the URL): the cluster servers' guard
+    (workers.netguard) applied to webhook URLs, with WEBHOOK_ALLOWED_NETWORKS."""
+    text = str(url or "").strip()
+    if any(c.isspace() or ord(c) < 32 or c == "\\" for c in text):
+        raise ServerNotAllowed("the webhook URL contains spaces or control characters")
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError as exc:
+        raise ServerNotAllowed("the webhook URL is not a valid http(s) URL") from exc
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ServerNotAllowed("the webhook URL is not an http(s) URL with a host")
+    if "@" in parts.netloc:
+        raise ServerNotAllowed("the webhook URL may not carry a user name or password")
+    host = parts.hostname.rstrip(".")
+    server = Server(parts.scheme, host, port or (443 if parts.scheme == "https" else 80), "")
+    networks = webhook_networks()
+    addresses = resolve(server.host, server.port, resolve_timeout)
+    for address in addresses:
+        why = refusal(address, networks)
+        if why:
+            raise ServerNotAllowed(
+                f"the webhook's host resolves to a {why} address, where webhooks may not go "
+                "(WEBHOOK_ALLOWED_NETWORKS lists the exceptions)"
+            )
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return Pin(server, addresses[0]), target
+
+
 def send_webhook(channel: NotificationChannel, payload: dict[str, Any]) -> None:
+    """POSTs the event to the checked address only, follows no redirect, reads no answer body,
+    and gives up after NOTIFY_TIMEOUT_SECONDS in all (a receiver dripping bytes included)."""
     body = json.dumps(payload, sort_keys=True).encode()
     headers = {
         "Content-Type": "application/json",
@@ -165,18 +225,37 @@ def send_webhook(channel: NotificationChannel, payload: dict[str, Any]) -> None:
         headers["X-Signature"] = (
             "sha256=" + hmac.new(channel.secret.encode(), body, hashlib.sha256).hexdigest()
         )
-    request = urllib.request.Request(channel.target, data=body, headers=headers, method="POST")
+    deadline = float(settings.NOTIFY_TIMEOUT_SECONDS)
     try:
-        with urllib.request.urlopen(request, timeout=settings.NOTIFY_TIMEOUT_SECONDS) as response:
-            status = response.status
-    except urllib.error.HTTPError as exc:
-        raise DeliveryError(f"the webhook answered {exc.code} {exc.reason}") from exc
-    except (urllib.error.URLError, OSError) as exc:
-        raise DeliveryError(
-            f"the webhook could not be reached: {getattr(exc, 'reason', exc)}"
-        ) from exc
+        pin, target = check_webhook(channel.target, resolve_timeout=min(5.0, deadline))
+    except ServerNotAllowed as exc:
+        log.warning("webhook channel %s not delivered: %s", channel.pk, exc)
+        raise DeliveryError(UNDELIVERED) from None
+    manager = PinnedPoolManager(pin, num_pools=1)
+    timer = threading.Timer(deadline, pin.abort)
+    timer.daemon = True
+    timer.start()
+    try:
+        response = manager.urlopen(
+            "POST",
+            f"{pin.server.url}{target}",
+            body=body,
+            headers=headers,
+            redirect=False,
+            retries=False,
+            preload_content=False,
+            timeout=urllib3.Timeout(connect=deadline, read=deadline),
+        )
+        status = response.status
+        response.close()
+    except Exception:  # urllib3's many errors, TLS, resets: one message for all (see UNDELIVERED)
+        raise DeliveryError(UNDELIVERED) from None
+    finally:
+        timer.cancel()
+        manager.clear()
     if not 200 <= status < 300:
-        raise DeliveryError(f"the webhook answered {status}")
+        note = " (redirects are not followed)" if 300 <= status < 400 else ""
+        raise DeliveryError(f"the webhook answered {status}{note}")
 
 
 def send_email(channel: NotificationChannel, payload: dict[str, Any]) -> None:

@@ -1,4 +1,6 @@
-"""Operations endpoints: `/healthz` (liveness), `/readyz` (database and broker), `/metrics`.
+"""Operations endpoints: `/healthz` (liveness), `/readyz` (database and broker), `/metrics`
+(only with METRICS_TOKEN or from METRICS_ALLOWED_NETWORKS: it tells how busy and how used the
+dashboard is; the probes stay open).
 
 Served by a middleware placed first, before host validation and the HTTPS redirect: a
 kubelet probes the pod's IP over plain HTTP, and an ALLOWED_HOSTS refusal (400) or a
@@ -7,6 +9,7 @@ redirect (301, which a probe counts as success) would make the probes meaningles
 
 from __future__ import annotations
 
+import hmac
 import logging
 import time
 from collections.abc import Callable
@@ -62,8 +65,35 @@ def readyz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"ready": ready, **body}, status=200 if ready else 503)
 
 
+def metrics_allowed(request: HttpRequest) -> bool:
+    """`Authorization: Bearer <METRICS_TOKEN>` when one is set, or a peer in
+    METRICS_ALLOWED_NETWORKS that is not a trusted proxy (whatever a proxy relays is from outside)."""
+    from dashboard.ratelimit import from_trusted_proxy, in_networks
+
+    expected = getattr(settings, "METRICS_TOKEN", "")
+    if expected:
+        scheme, _, given = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(
+            given.strip().encode(), expected.encode()
+        ):
+            return True
+    peer = request.META.get("REMOTE_ADDR", "")
+    return not from_trusted_proxy(request) and in_networks(
+        peer, getattr(settings, "METRICS_ALLOWED_NETWORKS", "")
+    )
+
+
 def metrics(request: HttpRequest) -> HttpResponse:
     from dashboard.metrics import render
+
+    if not metrics_allowed(request):
+        refused = HttpResponse(
+            "metrics need 'Authorization: Bearer <METRICS_TOKEN>'\n",
+            status=401,
+            content_type="text/plain",
+        )
+        refused["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return refused
 
     started = time.monotonic()
     text = render()

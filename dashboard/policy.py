@@ -89,6 +89,8 @@ class Item:
     finished_ok: bool = True  # runs: the run ended `finished` (not error/cancelled)
     state: str = ""
     invariant: str = ""  # basic runs: conclusive | inconclusive | unchecked | ""
+    self_reported: bool = False  # runs: posted by the cluster's own agent (a claim, not observed)
+    verified: bool = False  # self-reported runs: a maintainer verified this run
 
     @property
     def key(self) -> tuple[str, int]:
@@ -105,7 +107,16 @@ class Item:
     def label(self) -> str:
         day = self.when.strftime("%Y-%m-%d") if self.when else "no date"
         mark = ", emulated" if self.emulated else ""
+        if self.self_reported:
+            mark += ", self-reported" + (" and verified" if self.verified else "")
         return f"{self.kind} {self.id} ({self.source}{mark}, {day})"
+
+    @property
+    def trust_class(self) -> str:
+        """worker | self-reported | submission: who observed what this evidence says."""
+        if self.kind == "submission":
+            return "submission"
+        return "self-reported" if self.self_reported else "worker"
 
 
 @dataclass(frozen=True)
@@ -149,7 +160,7 @@ class Policy:
         if item.minor is None:
             problems.append((RELEASE, "Kubernetes release unknown"))
         elif item.minor < self.minimum:
-            old = f"Kubernetes 1.{item.minor} is older than 1.{self.minimum} (READINESS_MIN_KUBERNETES)"
+            old = f"Kubernetes 1.{item.minor} is older than 1.{self.minimum}, the oldest release that counts"
             problems.append((RELEASE, old))
         if age:
             if item.when is None:
@@ -308,6 +319,8 @@ def countable_runs_q(
     q = Q(**{f"{p}state": "finished"})
     if TRUST not in relax:
         q &= Q(**{f"{p}cluster__approved__in": [True], f"{p}cluster__enabled__in": [True]})
+        # a self-reported run counts only once a maintainer verified it
+        q &= ~Q(**{f"{p}trigger": "agent"}) | Q(**{f"{p}agent_verified_at__isnull": False})
     if EMULATED not in relax:
         q &= Q(
             **{
@@ -356,10 +369,16 @@ def run_item(
     run: Any, outcomes: Mapping[str, str], reasons: Mapping[str, str], plugin: PluginFacts
 ) -> Item:
     cluster = run.cluster
+    self_reported = run.trigger == "agent"
+    verified = self_reported and run.agent_verified_at is not None
     if not cluster.enabled:
         untrusted = f"cluster {cluster.name} is disabled"
     elif not cluster.approved:
         untrusted = f"cluster {cluster.name} is not approved by a maintainer"
+    elif self_reported and not verified:
+        untrusted = (
+            "self-reported by the cluster's agent: counts once a maintainer verifies the run"
+        )
     else:
         untrusted = ""
     fingerprint = run.fingerprint or {}
@@ -388,6 +407,8 @@ def run_item(
         finished_ok=run.state == "finished",
         state=run.state,
         invariant=invariant_state(fingerprint),
+        self_reported=self_reported,
+        verified=verified,
     )
 
 
@@ -427,7 +448,8 @@ def submission_item(sub: Any, plugin: PluginFacts) -> Item:
 
 
 def evidence_entry(item: Item, assessment: Assessment) -> dict[str, Any]:
-    """The API's evidence item: {"kind","id","url","label","counts","why","emulated"}."""
+    """The API's evidence item: {"kind","id","url","label","counts","why","emulated",
+    "trust"} (trust: worker | self-reported | submission)."""
     return {
         "kind": item.kind,
         "id": item.id,
@@ -436,4 +458,5 @@ def evidence_entry(item: Item, assessment: Assessment) -> dict[str, Any]:
         "counts": assessment.counts,
         "why": assessment.why,
         "emulated": item.emulated,
+        "trust": item.trust_class,
     }

@@ -12,6 +12,7 @@ more than counting, and the outage is logged.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import logging
 import math
 import time
@@ -97,14 +98,41 @@ class Limiter:
             log.warning("rate limit %s not reset, the cache is unavailable: %s", self.scope, exc)
 
 
+def _networks(text: str) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    return [ipaddress.ip_network(n.strip(), strict=False) for n in text.split(",") if n.strip()]
+
+
+def in_networks(address: str, networks: str) -> bool:
+    """Whether `address` (an IP, maybe with a port or brackets) is in the comma-separated CIDRs."""
+    try:
+        ip = ipaddress.ip_address(address.strip().strip("[]"))
+    except ValueError:
+        return False
+    return any(ip in net for net in _networks(networks) if net.version == ip.version)
+
+
+def from_trusted_proxy(request: HttpRequest) -> bool:
+    """The request's peer is one of RATE_LIMIT_TRUSTED_PROXIES (the ingress, compose's nginx)."""
+    return in_networks(
+        request.META.get("REMOTE_ADDR", ""), getattr(settings, "RATE_LIMIT_TRUSTED_PROXIES", "")
+    )
+
+
 def client_ip(request: HttpRequest) -> str:
+    """The client's address: REMOTE_ADDR, unless the peer is a trusted proxy and sets
+    RATE_LIMIT_IP_HEADER. Then the header's hops are read from the right (the proxy appends what it
+    saw), skipping trusted proxies: the first other hop is the client; what lies left of it is the
+    client's word and never believed. A header from any other peer is ignored."""
+    remote = request.META.get("REMOTE_ADDR", "") or "unknown"
     header = getattr(settings, "RATE_LIMIT_IP_HEADER", "")
-    if header:
-        # The last hop is the one the trusted proxy appended; earlier ones are the client's word.
-        forwarded = [h.strip() for h in request.META.get(header, "").split(",") if h.strip()]
-        if forwarded:
-            return forwarded[-1]
-    return request.META.get("REMOTE_ADDR", "") or "unknown"
+    if not header or not from_trusted_proxy(request):
+        return remote
+    trusted = getattr(settings, "RATE_LIMIT_TRUSTED_PROXIES", "")
+    hops = [h.strip() for h in request.META.get(header, "").split(",") if h.strip()]
+    for hop in reversed(hops):
+        if not in_networks(hop, trusted):
+            return hop
+    return hops[0] if hops else remote
 
 
 def registration_wait(request: HttpRequest, identity: str) -> float:
@@ -139,11 +167,37 @@ def _login_counters(request: HttpRequest, username: str) -> list[tuple[Limiter, 
     ]
 
 
+def _known_key(request: HttpRequest, username: str) -> str:
+    name = (username or "").strip().lower()
+    digest = hashlib.sha256(f"{name}|{client_ip(request)}".encode()).hexdigest()[:32]
+    return f"rl:login-known:{digest}"
+
+
+def known_login(request: HttpRequest, username: str) -> bool:
+    """This user name has logged in successfully from this address before (LOGIN_KNOWN_SECONDS)."""
+    try:
+        return bool(caches["default"].get(_known_key(request, username)))
+    except Exception as exc:
+        log.warning("known log-ins not checked, the cache is unavailable: %s", exc)
+        return False
+
+
 def login_lock_wait(request: HttpRequest, username: str) -> float:
-    """0 when this user name may try to log in from this address, else the seconds to wait."""
-    return max(
-        limiter.blocked(identity) for limiter, identity, _ in _login_counters(request, username)
-    )
+    """0 when this user name may try to log in from this address, else the seconds to wait.
+
+    The account's own lockout (the user name, and the name from this address) always holds. The
+    address's limit (spraying: one guess at many names) is separate from it: it does not stop a
+    user name that has logged in from this address before, so failures under other names from a
+    shared address (an office, a proxy that hides its clients) never lock a known user out.
+    """
+    pair, user, address = _login_counters(request, username)
+    account = max(pair[0].blocked(pair[1]), user[0].blocked(user[1]))
+    if account:
+        return account
+    wait = address[0].blocked(address[1])
+    if wait and known_login(request, username):
+        return 0
+    return wait
 
 
 def login_failed(request: HttpRequest, username: str) -> None:
@@ -155,6 +209,12 @@ def login_succeeded(request: HttpRequest, username: str) -> None:
     for limiter, identity, clears in _login_counters(request, username):
         if clears:
             limiter.reset(identity)
+    try:
+        caches["default"].set(
+            _known_key(request, username), 1, getattr(settings, "LOGIN_KNOWN_SECONDS", 0) or None
+        )
+    except Exception as exc:
+        log.warning("known log-in not recorded, the cache is unavailable: %s", exc)
 
 
 def lockout_message(wait: float) -> str:

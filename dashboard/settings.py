@@ -38,7 +38,11 @@ def env_float(name: str, default: float) -> float:
 
 
 DEBUG = env_bool("DEBUG", True)
-SECRET_KEY = env("SECRET_KEY", "dev-only-insecure-secret-key-change-me")
+# Development only: with DEBUG off the web, workers and beat refuse to start on this key, or
+# without a FIELD_ENCRYPTION_KEY of their own (dashboard/checks.py). `make demo` generates both
+# into var/.
+DEV_SECRET_KEY = "dev-only-insecure-secret-key-change-me"
+SECRET_KEY = env("SECRET_KEY", DEV_SECRET_KEY)
 ALLOWED_HOSTS = [
     h.strip()
     for h in env("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",")
@@ -190,6 +194,14 @@ RUN_TIME_LIMIT_SECONDS = env_int("RUN_TIME_LIMIT_SECONDS", 2 * 3600)
 
 # --- The product -----------------------------------------------------------------------------
 FIELD_ENCRYPTION_KEY = env("FIELD_ENCRYPTION_KEY", "")
+# The audit chain's HMAC key (dashboard/audit.py): kept out of the database, so that a copy of
+# the database cannot recompute the chain after an edit. Empty: derived from SECRET_KEY (set it
+# on its own so SECRET_KEY can be rotated without re-keying the chain).
+AUDIT_CHAIN_KEY = env("AUDIT_CHAIN_KEY", "")
+# The chain's head goes to the log and to every enabled webhook this often (workers.tasks
+# audit_checkpoint), and is appended to this file, which verify_audit_chain checks against.
+AUDIT_CHECKPOINT_SECONDS = env_int("AUDIT_CHECKPOINT_SECONDS", 3600)
+AUDIT_CHECKPOINT_FILE = env("AUDIT_CHECKPOINT_FILE", str(VAR_DIR / "audit-checkpoints.jsonl"))
 READINESS_FRESH_DAYS = env_int("READINESS_FRESH_DAYS", 90)
 READINESS_PERIODIC_RUNS = env_int("READINESS_PERIODIC_RUNS", 3)
 # Evidence of an older Kubernetes minor never counts; empty: three minors below the newest
@@ -206,6 +218,10 @@ READINESS_RECHECK_SECONDS = env_float("READINESS_RECHECK_SECONDS", 1.0)
 # After a commit that changed evidence, ask a worker to recompute it (at most every 10 s).
 READINESS_REFRESH_ON_COMMIT = env_bool("READINESS_REFRESH_ON_COMMIT", True)
 SUBMISSION_MAX_BYTES = env_int("SUBMISSION_MAX_BYTES", 50 * 1024 * 1024)
+# Per-vendor quotas (0: none): submissions waiting for review (429 past it), and bytes uploaded
+# in the last 24 hours (413 past it). A refused upload stores nothing.
+SUBMISSION_MAX_PENDING = env_int("SUBMISSION_MAX_PENDING", 20)
+SUBMISSION_MAX_BYTES_PER_DAY = env_int("SUBMISSION_MAX_BYTES_PER_DAY", 250 * 1024 * 1024)
 # Any other request body (forms, kubeconfigs, JSON): larger is refused from Content-Length, unread.
 REQUEST_MAX_BYTES = env_int("REQUEST_MAX_BYTES", 2 * 1024 * 1024)
 AGENT_RUN_MAX_BYTES = env_int(
@@ -328,8 +344,31 @@ LOGIN_RATE_LIMIT_IP = env("LOGIN_RATE_LIMIT_IP", "30/900")
 AUTHENTICATION_BACKENDS = ["dashboard.ratelimit.LockoutModelBackend"]
 # Cluster registrations (page and API), per account and per address: each one contacts a server.
 CLUSTER_REGISTER_RATE_LIMIT = env("CLUSTER_REGISTER_RATE_LIMIT", "10/3600")
-# The client address: REMOTE_ADDR, or the last hop of this header when a trusted proxy sets it.
+# A user name that logged in from an address is not stopped by that address's limit (only by
+# its own lockout) for this long after: failures under other names never lock a known user out.
+LOGIN_KNOWN_SECONDS = env_int("LOGIN_KNOWN_SECONDS", 90 * 24 * 3600)
+# The client address: REMOTE_ADDR, or, when the peer is one of RATE_LIMIT_TRUSTED_PROXIES
+# (comma-separated CIDRs: the ingress controller, compose's nginx), the nearest hop of this
+# header (e.g. HTTP_X_FORWARDED_FOR) that is not a trusted proxy. From any other peer the header
+# is ignored. /metrics never counts a request relayed by a trusted proxy as local.
 RATE_LIMIT_IP_HEADER = env("RATE_LIMIT_IP_HEADER", "")
+RATE_LIMIT_TRUSTED_PROXIES = env("RATE_LIMIT_TRUSTED_PROXIES", "")
+# /metrics: answered with `Authorization: Bearer <METRICS_TOKEN>` (when set), or to a peer in
+# METRICS_ALLOWED_NETWORKS (CIDRs; loopback by default) that is not a trusted proxy. /healthz and
+# /readyz stay open.
+METRICS_TOKEN = env("METRICS_TOKEN", "")
+METRICS_ALLOWED_NETWORKS = env("METRICS_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")
+for _name in ("RATE_LIMIT_TRUSTED_PROXIES", "METRICS_ALLOWED_NETWORKS"):
+    try:
+        [
+            _ipaddress.ip_network(_n.strip(), strict=False)
+            for _n in globals()[_name].split(",")
+            if _n.strip()
+        ]
+    except ValueError as _exc:
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(f"{_name} must be comma-separated CIDRs: {_exc}") from None
 
 # --- The API (dashboard/api/): Django REST framework, its schema by drf-spectacular ------------
 REST_FRAMEWORK = {
@@ -389,6 +428,9 @@ NOTIFY_MAX_ATTEMPTS = env_int("NOTIFY_MAX_ATTEMPTS", 5)
 NOTIFY_BACKOFF_SECONDS = env_int("NOTIFY_BACKOFF_SECONDS", 30)  # 30 s, 60 s, 120 s, … capped
 NOTIFY_BACKOFF_MAX_SECONDS = env_int("NOTIFY_BACKOFF_MAX_SECONDS", 1800)
 NOTIFY_TIMEOUT_SECONDS = env_int("NOTIFY_TIMEOUT_SECONDS", 10)
+# CIDRs webhooks may use although loopback or private (like CLUSTER_ALLOWED_NETWORKS, which
+# applies when this is not set).
+WEBHOOK_ALLOWED_NETWORKS = os.environ.get("WEBHOOK_ALLOWED_NETWORKS")
 
 CELERY_BEAT_SCHEDULE["refresh-readiness"] = {
     "task": "workers.tasks.refresh_readiness",

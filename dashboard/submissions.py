@@ -6,10 +6,12 @@ import hashlib
 import re
 import time
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import IO, Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
+from django.db.models import Sum
 from django.utils.timezone import now
 
 from .catalog import Proxier, kubernetes_minor
@@ -34,6 +36,39 @@ def _field(value: str | None, name: str, *, required: bool = True, max_len: int 
     if len(value) > max_len:
         raise SubmissionError(400, f"field {name} is too long (at most {max_len} characters)")
     return value
+
+
+def check_quota(vendor: Vendor, size: int) -> None:
+    """Refuse an upload past the vendor's quotas (nothing is stored): 429 while too many of its
+    submissions wait for review (SUBMISSION_MAX_PENDING), 413 when the upload would take the
+    bytes it sent in the last 24 hours past SUBMISSION_MAX_BYTES_PER_DAY. 0 turns a quota off."""
+    max_pending = int(getattr(settings, "SUBMISSION_MAX_PENDING", 20))
+    if max_pending:
+        pending = Submission.objects.filter(vendor=vendor, status=Submission.Status.PENDING).count()
+        if pending >= max_pending:
+            raise SubmissionError(
+                429,
+                f"quota reached: {vendor.name} has {pending} submissions pending review, the "
+                f"most a vendor may have (SUBMISSION_MAX_PENDING = {max_pending}); send more "
+                "once a maintainer has verified or rejected some",
+                {"quota": "pending", "limit": max_pending, "pending": pending},
+            )
+    per_day = int(getattr(settings, "SUBMISSION_MAX_BYTES_PER_DAY", 250 * 1024 * 1024))
+    if per_day:
+        sent = (
+            Submission.objects.filter(vendor=vendor, created__gte=now() - timedelta(days=1))
+            .aggregate(total=Sum("size"))
+            .get("total")
+            or 0
+        )
+        if sent + size > per_day:
+            raise SubmissionError(
+                413,
+                f"quota reached: {vendor.name} sent {sent} bytes in the last 24 hours and this "
+                f"file of {size} bytes would exceed the daily quota of {per_day} bytes "
+                "(SUBMISSION_MAX_BYTES_PER_DAY); try again later",
+                {"quota": "bytes_per_day", "limit": per_day, "sent": sent},
+            )
 
 
 def _seekable(fileobj: IO[bytes]) -> IO[bytes]:
@@ -108,6 +143,7 @@ def create_submission(
     sha256, size = hash_bounded(stream, limit)
     if not size:
         raise SubmissionError(400, "the file is empty")
+    check_quota(vendor, size)
     existing = (
         Submission.objects.filter(plugin=plugin_obj, sha256=sha256)
         .values_list("id", flat=True)
@@ -180,6 +216,9 @@ def create_submission(
     sub.apply_flags(flags)
     try:
         with transaction.atomic():
+            # Under the vendor's row lock, so that concurrent uploads cannot all pass the check.
+            Vendor.objects.select_for_update().filter(pk=vendor.pk).first()
+            check_quota(vendor, size)
             sub.save()
             if pieces:
                 _store_content_pieces(sub.pk, stream)
@@ -239,7 +278,11 @@ def _store_content_pieces(pk: int, stream: IO[bytes]) -> None:
         cursor.execute("DELETE FROM upload_pieces")
 
 
-def review(sub: Submission, *, user: Any, verify: bool, reason: str) -> Submission:
+def review(sub: Submission, *, user: Any, verify: bool, reason: str, actor: str = "") -> Submission:
+    """`actor` names who acted when `user` is None (a token's id); an audit entry always has one."""
+    actor = user.get_username() if user is not None else actor
+    if not actor:
+        raise ValueError("a review names its actor")
     reason = (reason or "").strip()
     if not verify and not reason:
         raise SubmissionError(400, "a rejection needs a reason")
@@ -250,7 +293,7 @@ def review(sub: Submission, *, user: Any, verify: bool, reason: str) -> Submissi
     with transaction.atomic():
         sub.save(update_fields=["status", "reviewed_by", "reviewed_at", "review_reason"])
         AuditEvent.record(
-            user.get_username() if user else "?",
+            actor,
             "submission.verify" if verify else "submission.reject",
             f"submission {sub.id}",
             reason=reason,

@@ -114,20 +114,110 @@ def refuse_run(cluster: Cluster, battery: str) -> str | None:
 
 def refuse_remote_run(cluster: Cluster, battery: str) -> str | None:
     """Why the dashboard's workers may not run `battery` on `cluster` (refuse_run, and: a
-    cluster known only through its in-cluster agent has no kubeconfig to reach it with)."""
+    cluster that reports through its in-cluster agent is never tested from here)."""
     refusal = refuse_run(cluster, battery)
     if refusal:
         return refusal
-    agent_only = (
-        Cluster.objects.filter(pk=cluster.pk, kubeconfig="").exists()
-        and Run.objects.filter(cluster=cluster, trigger=Run.Trigger.AGENT).exists()
-    )
-    if agent_only:
+    if cluster.mode == Cluster.Mode.AGENT:
         return (
-            f"cluster {cluster.name} has no kubeconfig: its runs come from its in-cluster agent "
-            "(python -m workers.agent); register it with a kubeconfig to run batteries from here"
+            f"cluster {cluster.name} reports through its in-cluster agent (python -m "
+            "workers.agent): the dashboard's workers do not test it; a maintainer may change "
+            "its mode"
         )
     return None
+
+
+def set_mode(cluster: Cluster, mode: str, actor: Any, reason: str = "") -> Cluster:
+    """A maintainer changes how a cluster is tested (audited). Its approval is cleared: what
+    a maintainer approved was the cluster as tested the other way. Switching to the workers
+    needs a stored kubeconfig; switching to the agent forgets the agent key, so the next
+    agent to post registers its key, for a maintainer to approve."""
+    if mode not in Cluster.Mode.values:
+        raise TrustError(400, f"mode must be one of {', '.join(Cluster.Mode.values)}")
+    reason = (reason or "").strip()
+    if not reason:
+        raise TrustError(400, "changing a cluster's mode needs a reason")
+    if mode == cluster.mode:
+        return cluster
+    if (
+        mode == Cluster.Mode.WORKER
+        and not Cluster.objects.filter(pk=cluster.pk).exclude(kubeconfig="").exists()
+    ):
+        raise TrustError(
+            409, f"cluster {cluster.name} has no kubeconfig: store one before the workers test it"
+        )
+    with transaction.atomic():
+        Cluster.objects.filter(pk=cluster.pk).update(
+            mode=mode, agent_key_digest="", approved=False, approved_by=None, approved_at=None
+        )
+        AuditEvent.record(
+            actor,
+            "cluster.mode",
+            f"cluster {cluster.name}",
+            previous=cluster.mode,
+            mode=mode,
+            reason=reason[:300],
+        )
+        invalidate()
+    cluster.refresh_from_db()
+    return cluster
+
+
+def reset_agent_key(cluster: Cluster, actor: Any, reason: str = "") -> Cluster:
+    """Forgets the agent's key (a lost or leaked key): the next agent to post registers its
+    own, and the cluster waits for a maintainer's approval again (audited)."""
+    with transaction.atomic():
+        Cluster.objects.filter(pk=cluster.pk).update(
+            agent_key_digest="", approved=False, approved_by=None, approved_at=None
+        )
+        AuditEvent.record(
+            actor, "cluster.agent_key_reset", f"cluster {cluster.name}", reason=reason[:300]
+        )
+        invalidate()
+    cluster.refresh_from_db()
+    return cluster
+
+
+def verify_agent_run(run: Run, actor: Any, reason: str = "") -> Run:
+    """A maintainer vouches for one self-reported run (audited): only then may it count, as a
+    verified submission does. Worker runs need no such word."""
+    if run.trigger != Run.Trigger.AGENT:
+        raise TrustError(
+            409, f"run {run.pk} was made by the dashboard's workers: nothing to verify"
+        )
+    if run.state != Run.State.FINISHED:
+        raise TrustError(409, f"run {run.pk} ended {run.state}: only finished runs are verified")
+    if run.agent_verified_at is not None:
+        return run
+    with transaction.atomic():
+        Run.objects.filter(pk=run.pk).update(
+            agent_verified_by=_user(actor), agent_verified_at=now()
+        )
+        AuditEvent.record(
+            actor,
+            "run.verify",
+            f"run {run.pk}",
+            cluster=run.cluster.name,
+            reason=(reason or "").strip()[:300],
+        )
+        invalidate()
+    run.refresh_from_db()
+    return run
+
+
+def unverify_agent_run(run: Run, actor: Any, reason: str) -> Run:
+    """Withdraws a verification (audited, with a reason): the run stops counting."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise TrustError(400, "withdrawing a verification needs a reason")
+    with transaction.atomic():
+        Run.objects.filter(pk=run.pk).update(agent_verified_by=None, agent_verified_at=None)
+        AuditEvent.record(
+            actor, "run.unverify", f"run {run.pk}", cluster=run.cluster.name, reason=reason[:300]
+        )
+        invalidate()
+    run.refresh_from_db()
+    return run
 
 
 def periodic_conflict(cluster: Cluster) -> str | None:

@@ -2,10 +2,11 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from dashboard.ratelimit import LockoutAdminAuthenticationForm, RateLimitedLoginView, admin_login
+from dashboard.ratelimit import LockoutAdminAuthenticationForm
 from dashboard.views import front
 from dashboard.views import register as register_views
 from dashboard.views import schedules as schedule_views
+from dashboard.views.login import LoginPage, admin_login_page
 
 admin.site.login_form = LockoutAdminAuthenticationForm
 
@@ -14,7 +15,8 @@ urlpatterns = [
     path("favicon.ico", front.favicon, name="favicon"),
     path("robots.txt", front.robots, name="robots"),
     # Django's LoginView, refusing a user name + address after LOGIN_RATE_LIMIT failures.
-    path("login/", RateLimitedLoginView.as_view(template_name="accounts/login.html"), name="login"),
+    # It says why the visitor was sent there, and shows no form to a logged-in user.
+    path("login/", LoginPage.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/v1/", include("dashboard.api.urls")),
     # Periodic schedules and notification channels (maintainers).
@@ -60,6 +62,7 @@ urlpatterns = [
         "", include("dashboard.views.urls")
     ),  # the pages: matrix, clusters, runs, submissions, review
     # The admin's log-in under the same lockout as /login/ (dashboard.ratelimit).
-    path("admin/login/", admin_login, name="admin-login"),
+    # Logged-in users who are not staff get the dashboard's styled refusal there.
+    path("admin/login/", admin_login_page, name="admin-login"),
     path("admin/", admin.site.urls),
 ]

@@ -37,9 +37,24 @@ LB_DELAY_S = 0.2
 SYSTEM_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
 PROTECTED_NAMESPACES = ("default", "kube-public", "kube-system")
 
-KIND_OF = {"pods": "Pod", "services": "Service", "networkpolicies": "NetworkPolicy"}
-GROUP_OF = {"pods": "", "services": "", "networkpolicies": "networking.k8s.io"}
-API_VERSION_OF = {"pods": "v1", "services": "v1", "networkpolicies": "networking.k8s.io/v1"}
+KIND_OF = {
+    "pods": "Pod",
+    "services": "Service",
+    "networkpolicies": "NetworkPolicy",
+    "deployments": "Deployment",
+}
+GROUP_OF = {
+    "pods": "",
+    "services": "",
+    "networkpolicies": "networking.k8s.io",
+    "deployments": "apps",
+}
+API_VERSION_OF = {
+    "pods": "v1",
+    "services": "v1",
+    "networkpolicies": "networking.k8s.io/v1",
+    "deployments": "apps/v1",
+}
 
 
 def timestamp(when: float) -> str:
@@ -364,6 +379,10 @@ class Cluster:
             obj = self._create_pod(namespace, name, body, spec)
         elif kind == "services":
             obj = self._create_service(namespace, name, body, spec)
+        elif kind == "deployments":
+            from lab import deployments
+
+            obj = deployments.create(self, namespace, name, body, spec)
         else:
             obj = self._create_network_policy(namespace, name, body, spec)
         if self.faults["basic_loads_module"] and dataplane.has_sctp_port(kind, obj["spec"]):
@@ -375,6 +394,11 @@ class Cluster:
                 )
         rendered = self.render(kind, (namespace, name))
         self._emit(kind, "ADDED", copy.deepcopy(rendered))
+        if kind == "deployments":
+            from lab import deployments
+
+            deployments.reconcile(self, (namespace, name))
+            rendered = self.render(kind, (namespace, name))
         return rendered
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any]:
@@ -394,11 +418,24 @@ class Cluster:
         ]
         return [self.render(kind, k, in_list=True) for k in keys]
 
-    def delete(self, kind: str, namespace: str, name: str) -> dict[str, Any]:
+    def delete(
+        self, kind: str, namespace: str, name: str, propagation: str | None = None
+    ) -> dict[str, Any]:
         key = (namespace, name)
         if key not in self.objects[kind] or key in self.ghost_pods:
             raise not_found(kind, name, GROUP_OF[kind])
+        if propagation not in (None, "", "Orphan", "Background", "Foreground"):
+            raise ApiError(
+                422,
+                f'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: '
+                f'"{propagation}": supported values: "Foreground", "Background", "Orphan", "nil"',
+            )
         rendered = self.render(kind, key)
+        if kind == "deployments" and propagation != "Orphan":
+            from lab import deployments
+
+            for pod_key in deployments.owned_pods(self, key):
+                self.delete("pods", *pod_key)
         if kind == "pods" and self.faults.get("endpoints_never_removed"):
             self.ghost_pods.add(key)  # gone for the API, still listed as an endpoint
             self.next_rv()
@@ -406,7 +443,7 @@ class Cluster:
             self._drop(kind, key)
         rendered["metadata"]["resourceVersion"] = str(self.resource_version)
         self._emit(kind, "DELETED", copy.deepcopy(rendered))
-        if kind == "networkpolicies":
+        if kind in ("networkpolicies", "deployments"):
             # Like the real server: objects without graceful deletion answer a Success Status.
             return {
                 "kind": "Status",
@@ -498,6 +535,10 @@ class Cluster:
             obj["status"] = self._pod_status(key)
         elif kind == "services":
             obj["status"] = self._service_status(key)
+        elif kind == "deployments":
+            from lab import deployments
+
+            obj["status"] = deployments.status(self, key)
         if in_list:
             return obj
         return {"kind": KIND_OF[kind], "apiVersion": API_VERSION_OF[kind], **obj}

@@ -1,7 +1,8 @@
 """The DaemonSets an emulated cluster runs: its CNI's (profile `cni`) and kube-proxy's.
 
-Names, namespaces and labels are those of each CNI's upstream manifests, so the battery's
-CNI detection meets here what it meets on a real cluster.
+Names, namespaces, labels and images come from the one CNI table (workers/cni.py), taken
+from each CNI's upstream manifests, so the battery's CNI detection meets here what it meets
+on a real cluster.
 """
 
 from __future__ import annotations
@@ -10,43 +11,20 @@ import uuid
 import zlib
 from typing import TYPE_CHECKING, Any
 
+from workers.cni import BY_SLUG
+
 if TYPE_CHECKING:
     from lab.cluster import Cluster
 
-# cni -> (namespace, DaemonSet name, pod labels, image)
-CNI_DAEMONSETS: dict[str, tuple[str, str, dict[str, str], str]] = {
-    "calico": (
-        "calico-system",
-        "calico-node",
-        {"k8s-app": "calico-node"},
-        "docker.io/calico/node:v{v}",
-    ),
-    "cilium": ("kube-system", "cilium", {"k8s-app": "cilium"}, "quay.io/cilium/cilium:v{v}"),
-    "flannel": (
-        "kube-flannel",
-        "kube-flannel-ds",
-        {"app": "flannel", "k8s-app": "flannel"},
-        "docker.io/flannel/flannel:v{v}",
-    ),
-    "ovn-kubernetes": (
-        "ovn-kubernetes",
-        "ovnkube-node",
-        {"name": "ovnkube-node"},
-        "ghcr.io/ovn-org/ovn-kubernetes/ovn-kube-ubuntu:v{v}",
-    ),
-    "antrea": (
-        "kube-system",
-        "antrea-agent",
-        {"app": "antrea", "component": "antrea-agent"},
-        "antrea/antrea-agent-ubuntu:v{v}",
-    ),
-    "kube-router": (
-        "kube-system",
-        "kube-router",
-        {"k8s-app": "kube-router"},
-        "docker.io/cloudnativelabs/kube-router:v{v}",
-    ),
-}
+
+def cni_daemonset(cni: str) -> tuple[str, str, dict[str, str], str]:
+    """(namespace, DaemonSet name, pod labels, image template) of a CNI, from the one table
+    (workers/cni.py) the battery and ingest detect with; an unknown CNI gets a plain one."""
+    plugin = BY_SLUG.get(cni)
+    if plugin is None:
+        return "kube-system", cni, {"k8s-app": cni}, f"example.com/{cni}:v{{v}}"
+    labels = dict(plugin.labels) or {"k8s-app": plugin.daemonsets[0]}
+    return plugin.namespace, plugin.daemonsets[0], labels, plugin.image
 
 
 def _daemonset(
@@ -90,9 +68,7 @@ def daemonsets(cluster: Cluster, namespace: str | None = None) -> list[dict[str,
     cni = profile["cni"]
     version = profile.get("plugin_version") or "1.0.0"
     if cni != "kubenet":  # kubenet is the kubelet's own: no DaemonSet
-        ns, name, labels, image = CNI_DAEMONSETS.get(
-            cni, ("kube-system", cni, {"k8s-app": cni}, f"example.com/{cni}:v{{v}}")
-        )
+        ns, name, labels, image = cni_daemonset(cni)
         out.append(_daemonset(cluster, ns, name, labels, image.format(v=version)))
     if profile["kube_proxy"] != "none":
         out.append(
@@ -105,3 +81,58 @@ def daemonsets(cluster: Cluster, namespace: str | None = None) -> list[dict[str,
             )
         )
     return [d for d in out if namespace is None or d["metadata"]["namespace"] == namespace]
+
+
+def _configmap(cluster: Cluster, namespace: str, name: str, data: dict[str, str]) -> dict[str, Any]:
+    uid = str(
+        uuid.UUID(int=zlib.crc32(f"{cluster.name}/cm/{namespace}/{name}".encode()), version=4)
+    )
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": uid,
+            "resourceVersion": str(cluster.resource_version),
+            "creationTimestamp": "2024-10-22T20:30:00Z",
+        },
+        "data": dict(data),
+    }
+
+
+def configmaps(cluster: Cluster, namespace: str | None = None) -> list[dict[str, Any]]:
+    """The ConfigMaps that say a CNI's mode (named and keyed as the CNIs' own manifests do)
+    and kube-proxy's: what the battery reads to tell who really programs Services."""
+    profile = cluster.profile
+    out: list[dict[str, Any]] = []
+    cni = profile["cni"]
+    replaced = profile["kube_proxy"] == "none"
+    if cni == "cilium":
+        out.append(
+            _configmap(
+                cluster,
+                "kube-system",
+                "cilium-config",
+                {
+                    "kube-proxy-replacement": "true" if replaced else "false",
+                    "cni-chaining-mode": "none",
+                    "tunnel-protocol": "vxlan",
+                },
+            )
+        )
+    if profile["kube_proxy"] != "none":
+        mode = profile["kube_proxy"]
+        out.append(
+            _configmap(
+                cluster,
+                "kube-system",
+                "kube-proxy",
+                {
+                    "config.conf": (
+                        "apiVersion: kubeproxy.config.k8s.io/v1alpha1\n"
+                        "kind: KubeProxyConfiguration\n"
+                        f'mode: "{"" if mode == "iptables" else mode}"\n'
+                    )
+                },
+            )
+        )
+    return [c for c in out if namespace is None or c["metadata"]["namespace"] == namespace]

@@ -140,9 +140,16 @@ def state_of(cluster: Any) -> RbacState:
     return state
 
 
-def authenticate(cluster: Any, header: str | None) -> Identity:
-    """The identity of a bearer token; 401 as a real server answers an unknown token."""
+def authenticate(
+    cluster: Any, header: str | None, peer: tuple[str, tuple[str, ...]] | None = None
+) -> Identity:
+    """The identity of a client certificate (verified by the TLS layer against the lab's CA:
+    CN the user, O the groups, as kube-apiserver's x509 authenticator reads them) or of a
+    bearer token; 401 as a real server answers an unknown token."""
     state = state_of(cluster)
+    if peer is not None:
+        user, groups = peer
+        return Identity(user, (*groups, "system:authenticated"), admin="system:masters" in groups)
     # The scheme is case-insensitive, as in the API server (the in-cluster loader sends "bearer").
     scheme, _, value = (header or "").partition(" ")
     token = value.strip() if scheme.lower() == "bearer" else ""
@@ -290,6 +297,31 @@ def authorize(
     if any(_allows(rule, attrs) for rule in _bound_rules(state_of(cluster), who, attrs.namespace)):
         return
     raise forbidden(attrs, who.name)
+
+
+def review(cluster: Any, who: Identity, spec: dict[str, Any]) -> tuple[bool, str]:
+    """SelfSubjectAccessReview (`kubectl auth can-i`): may WHO do what SPEC describes?"""
+    if who.admin:
+        return True, ""
+    resource = spec.get("resourceAttributes")
+    if isinstance(resource, dict):
+        attrs = Attributes(
+            verb=str(resource.get("verb") or ""),
+            path="",
+            resource_request=True,
+            api_group=str(resource.get("group") or ""),
+            resource=str(resource.get("resource") or ""),
+            subresource=str(resource.get("subresource") or ""),
+            namespace=str(resource.get("namespace") or ""),
+            name=str(resource.get("name") or ""),
+        )
+    else:
+        other = spec.get("nonResourceAttributes") or {}
+        attrs = Attributes(str(other.get("verb") or ""), str(other.get("path") or ""), False)
+    for rule in _bound_rules(state_of(cluster), who, attrs.namespace):
+        if _allows(rule, attrs):
+            return True, "RBAC: allowed by a role bound to " + who.name
+    return False, ""
 
 
 # --- the RBAC objects and TokenRequest ------------------------------------------------------

@@ -7,29 +7,49 @@ Run it standalone with `python -m lab.server --profiles lab/profiles --port 8081
 from __future__ import annotations
 
 import argparse
+import base64
 import json
+import os
 import re
 import signal
 import socket
+import ssl
 import sys
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from lab import rbac
+from lab import discovery, fields, openapi, patch, protobuf, rbac, tables, updates
 from lab.cluster import KIND_OF, Cluster
-from lab.daemonsets import daemonsets
+from lab.daemonsets import configmaps, daemonsets
 from lab.errors import ApiError
 from lab.profiles import load_profiles, validate_profile
-from lab.watch import WatchStream, check_list_resource_version, is_watch
+from lab.tls import DEFAULT_HOSTS, KeyPair, LabCA, peer_identity
+from lab.watch import WatchStream, check_list_resource_version, field_matches, is_watch
 
 _NS = r"(?P<ns>[a-z0-9.-]+)"
 _NAME = r"(?P<name>[^/]+)"
-LIST_KIND = {"pods": "PodList", "services": "ServiceList", "networkpolicies": "NetworkPolicyList"}
-LIST_API_VERSION = {"pods": "v1", "services": "v1", "networkpolicies": "networking.k8s.io/v1"}
-PREFIX = {"pods": "/api/v1", "services": "/api/v1", "networkpolicies": "/apis/networking.k8s.io/v1"}
+LIST_KIND = {
+    "pods": "PodList",
+    "services": "ServiceList",
+    "networkpolicies": "NetworkPolicyList",
+    "deployments": "DeploymentList",
+}
+LIST_API_VERSION = {
+    "pods": "v1",
+    "services": "v1",
+    "networkpolicies": "networking.k8s.io/v1",
+    "deployments": "apps/v1",
+}
+PREFIX = {
+    "pods": "/api/v1",
+    "services": "/api/v1",
+    "networkpolicies": "/apis/networking.k8s.io/v1",
+    "deployments": "/apis/apps/v1",
+}
 
 Handler = Callable[[Cluster, dict[str, str], dict[str, list[str]], Any], tuple[int, Any]]
 
@@ -54,7 +74,43 @@ ITEM_TYPE = {
     "nodes": ("Node", "v1"),
     "endpoints": ("Endpoints", "v1"),
     "endpointslices": ("EndpointSlice", "discovery.k8s.io/v1"),
+    "deployments": ("Deployment", "apps/v1"),
 }
+
+
+class Answer:
+    """A payload with its own media type and extra headers (aggregated discovery, warnings)."""
+
+    def __init__(
+        self,
+        payload: Any,
+        content_type: str | None = None,
+        headers: list[tuple[str, str]] | None = None,
+    ) -> None:
+        self.payload = payload
+        self.content_type = content_type
+        self.headers = headers or []
+
+
+def _request_header(name: str) -> str | None:
+    headers = getattr(_ROUTER._local, "headers", None)
+    return headers.get(name) if headers is not None else None
+
+
+def _table_or(
+    resource: str, obj: dict[str, Any], cluster: Cluster, query: dict[str, list[str]]
+) -> Any:
+    """One object, or its one-row Table when the client asked for `as=Table`."""
+    version = tables.wants_table(_request_header("Accept"))
+    if version is None:
+        return obj
+    return tables.table(
+        resource,
+        [obj],
+        resource_version=str(cluster.resource_version),
+        api_version=version,
+        include=_q(query, "includeObject") or "Metadata",
+    )
 
 
 def _list_or_watch(
@@ -77,9 +133,44 @@ def _list_or_watch(
             }
             for item in produce()
         ]
-        return 200, WatchStream(cluster, resource, namespace, query, snapshot, _ROUTER.stopping)
+        stream = WatchStream(cluster, resource, namespace, query, snapshot, _ROUTER.stopping)
+        stream.item_type = ITEM_TYPE[resource]
+        version = tables.wants_table(_request_header("Accept"))
+        if version is not None:
+            include = _q(query, "includeObject") or "Metadata"
+            first = [True]
+
+            table_version: str = version
+
+            def as_table(obj: dict[str, Any]) -> dict[str, Any]:
+                out = tables.table(
+                    resource,
+                    [obj],
+                    resource_version=str(obj.get("metadata", {}).get("resourceVersion", "")),
+                    api_version=table_version,
+                    include=include,
+                    with_columns=first[0],
+                )
+                first[0] = False
+                return out
+
+            stream.transform = as_table
+        return 200, stream
     check_list_resource_version(cluster, query)
-    return 200, _list(list_kind, api_version, produce(), cluster)
+    selector = _q(query, "fieldSelector")
+    items = [i for i in produce() if field_matches(selector, i)]
+    version = tables.wants_table(_request_header("Accept"))
+    if version is not None:
+        kind, item_version = ITEM_TYPE[resource]
+        full = [{"kind": kind, "apiVersion": item_version, **i} for i in items]
+        return 200, tables.table(
+            resource,
+            full,
+            resource_version=str(cluster.resource_version),
+            api_version=version,
+            include=_q(query, "includeObject") or "Metadata",
+        )
+    return 200, _list(list_kind, api_version, items, cluster)
 
 
 def _q(query: dict[str, list[str]], key: str) -> str | None:
@@ -118,35 +209,47 @@ def _build_router() -> _Router:
     r = _Router()
     r.add("/version", GET=lambda c, a, q, b: (200, c.version()))
     r.add("/(healthz|readyz|livez)", GET=lambda c, a, q, b: (200, "ok"))
+    r.add("/api", GET=lambda c, a, q, b: _discovery_root(c, core=True))
+    r.add("/apis", GET=lambda c, a, q, b: _discovery_root(c, core=False))
+    r.add("/api/v1", GET=lambda c, a, q, b: _served(discovery.resource_list(c, "v1")))
     r.add(
-        "/api",
-        GET=lambda c, a, q, b: (
-            200,
-            {
-                "kind": "APIVersions",
-                "versions": ["v1"],
-                "serverAddressByClientCIDRs": [
-                    {"clientCIDR": "0.0.0.0/0", "serverAddress": "172.18.0.2:6443"}
-                ],
-            },
-        ),
+        r"/apis/(?P<group>[a-z0-9.-]+)",
+        GET=lambda c, a, q, b: _served(discovery.api_group(c, a["group"])),
     )
     r.add(
-        "/api/v1/nodes",
-        GET=lambda c, a, q, b: (
-            200,
-            _list(
-                "NodeList",
-                "v1",
-                [
-                    c.render_node(n, in_list=True)
-                    for n in c.nodes
-                    if _labels_ok(q, c.render_node(n))
-                ],
-                c,
-            ),
-        ),
+        r"/apis/(?P<group>[a-z0-9.-]+)/(?P<version>v[0-9a-z]+)",
+        GET=lambda c, a, q, b: _served(discovery.resource_list(c, f"{a['group']}/{a['version']}")),
     )
+    r.add("/openapi/v3", GET=lambda c, a, q, b: (200, openapi.root(c)))
+    r.add(
+        r"/openapi/v3/(?P<doc>api/v1|apis/[a-z0-9.-]+/v[0-9a-z]+)",
+        GET=lambda c, a, q, b: (200, openapi.document(c, a["doc"])),
+    )
+    r.add("/openapi/v2", GET=lambda c, a, q, b: _openapi_v2_missing())
+    r.add(
+        "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        POST=lambda c, a, q, b: (201, _self_subject_access_review(c, _body(b))),
+    )
+
+    def list_nodes(c: Cluster, a: dict[str, str], q: Any, b: Any) -> tuple[int, Any]:
+        items = [
+            c.render_node(n, in_list=True)
+            for n in c.nodes
+            if _labels_ok(q, c.render_node(n))
+            and field_matches(_q(q, "fieldSelector"), c.render_node(n))
+        ]
+        version = tables.wants_table(_request_header("Accept"))
+        if version is not None:
+            return 200, tables.table(
+                "nodes",
+                [{"kind": "Node", "apiVersion": "v1", **i} for i in items],
+                resource_version=str(c.resource_version),
+                api_version=version,
+                include=_q(q, "includeObject") or "Metadata",
+            )
+        return 200, _list("NodeList", "v1", items, c)
+
+    r.add("/api/v1/nodes", GET=list_nodes)
 
     def get_node(c: Cluster, a: dict[str, str], q: Any, b: Any) -> tuple[int, Any]:
         node = c.node_by_name(a["name"])
@@ -154,7 +257,7 @@ def _build_router() -> _Router:
             raise ApiError(
                 404, f'nodes "{a["name"]}" not found', details={"name": a["name"], "kind": "nodes"}
             )
-        return 200, c.render_node(node)
+        return 200, _table_or("nodes", c.render_node(node), c, q)
 
     r.add(f"/api/v1/nodes/{_NAME}", GET=get_node)
     r.add(
@@ -171,12 +274,25 @@ def _build_router() -> _Router:
                 for ns in c.list_namespaces(_q(q, "labelSelector"))
             ],
         ),
-        POST=lambda c, a, q, b: (201, c.create_namespace(_body(b))),
+        POST=lambda c, a, q, b: _created(
+            q, "Namespace", _body(b), lambda: c.create_namespace(_body(b))
+        ),
     )
     r.add(
         f"/api/v1/namespaces/{_NAME}",
-        GET=lambda c, a, q, b: (200, c.get_namespace(a["name"])),
+        GET=lambda c, a, q, b: (200, _table_or("namespaces", c.get_namespace(a["name"]), c, q)),
         DELETE=lambda c, a, q, b: (200, c.delete_namespace(a["name"])),
+        PUT=lambda c, a, q, b: _updated(
+            q, "Namespace", _body(b), lambda: updates.replace_namespace(c, a["name"], _body(b))
+        ),
+        PATCH=lambda c, a, q, b: _patched(
+            c,
+            q,
+            b,
+            "Namespace",
+            c.get_namespace(a["name"]),
+            lambda new: updates.replace_namespace(c, a["name"], new),
+        ),
     )
     for kind in KIND_OF:
         _add_kind(r, kind)
@@ -198,7 +314,10 @@ def _build_router() -> _Router:
     )
     r.add(
         f"/api/v1/namespaces/{_NS}/endpoints/{_NAME}",
-        GET=lambda c, a, q, b: (200, _endpoints(c, a["ns"], a["name"])),
+        GET=lambda c, a, q, b: (
+            200,
+            _table_or("endpoints", _endpoints(c, a["ns"], a["name"]), c, q),
+        ),
     )
     r.add(
         "/api/v1/endpoints",
@@ -249,12 +368,22 @@ def _build_router() -> _Router:
         f"/apis/apps/v1/namespaces/{_NS}/daemonsets",
         GET=lambda c, a, q, b: (200, _list("DaemonSetList", "apps/v1", daemonsets(c, a["ns"]), c)),
     )
+    # The ConfigMaps that say a CNI's mode and kube-proxy's (lab/daemonsets.py).
+    r.add(
+        f"/api/v1/namespaces/{_NS}/configmaps",
+        GET=lambda c, a, q, b: (200, _list("ConfigMapList", "v1", configmaps(c, a["ns"]), c)),
+    )
+    r.add(
+        "/api/v1/configmaps",
+        GET=lambda c, a, q, b: (200, _list("ConfigMapList", "v1", configmaps(c), c)),
+    )
     return r
 
 
 def _add_kind(r: _Router, k: str) -> None:
     """The routes of one kind of object (a function, so that each route's lambdas keep their kind)."""
     prefix = PREFIX[k]
+    kind = KIND_OF[k]
     r.add(
         f"{prefix}/namespaces/{_NS}/{k}",
         GET=lambda c, a, q, b: _list_or_watch(
@@ -268,12 +397,30 @@ def _add_kind(r: _Router, k: str) -> None:
                 c, a["ns"], lambda: c.list_objects(k, a["ns"], _q(q, "labelSelector"))
             ),
         ),
-        POST=lambda c, a, q, b: (201, c.create(k, a["ns"], _body(b))),
+        POST=lambda c, a, q, b: _created(q, kind, _body(b), lambda: c.create(k, a["ns"], _body(b))),
     )
     r.add(
         f"{prefix}/namespaces/{_NS}/{k}/{_NAME}",
+        GET=lambda c, a, q, b: (200, _table_or(k, c.get(k, a["ns"], a["name"]), c, q)),
+        DELETE=lambda c, a, q, b: (
+            200,
+            c.delete(k, a["ns"], a["name"], _propagation(q, b)),
+        ),
+        PUT=lambda c, a, q, b: _updated(
+            q, kind, _body(b), lambda: updates.replace(c, k, a["ns"], a["name"], _body(b))
+        ),
+        PATCH=lambda c, a, q, b: _patched(
+            c,
+            q,
+            b,
+            kind,
+            c.get(k, a["ns"], a["name"]),
+            lambda new: updates.replace(c, k, a["ns"], a["name"], new),
+        ),
+    )
+    r.add(
+        f"{prefix}/namespaces/{_NS}/{k}/{_NAME}/status",
         GET=lambda c, a, q, b: (200, c.get(k, a["ns"], a["name"])),
-        DELETE=lambda c, a, q, b: (200, c.delete(k, a["ns"], a["name"])),
     )
     r.add(
         f"{prefix}/{k}",
@@ -287,6 +434,120 @@ def _add_kind(r: _Router, k: str) -> None:
             lambda: c.list_objects(k, None, _q(q, "labelSelector")),
         ),
     )
+
+
+def _served(found: dict[str, Any] | None) -> tuple[int, Any]:
+    if found is None:
+        raise ApiError(404, "the server could not find the requested resource")
+    return 200, found
+
+
+def _discovery_root(cluster: Cluster, core: bool) -> tuple[int, Any]:
+    media = discovery.wants_aggregated(_request_header("Accept"))
+    if media is not None:
+        version = "v2" if media == discovery.AGGREGATED_V2 else "v2beta1"
+        return 200, Answer(
+            discovery.aggregated(cluster, core, f"apidiscovery.k8s.io/{version}"),
+            content_type=media,
+        )
+    return 200, discovery.api_versions() if core else discovery.api_group_list(cluster)
+
+
+def _openapi_v2_missing() -> tuple[int, Any]:
+    raise ApiError(404, "the lab serves OpenAPI v3 only (/openapi/v3)")
+
+
+def _propagation(query: dict[str, list[str]], body: Any) -> str | None:
+    if isinstance(body, dict) and body.get("propagationPolicy"):
+        return str(body["propagationPolicy"])
+    return _q(query, "propagationPolicy")
+
+
+def _dry_run(query: dict[str, list[str]]) -> bool:
+    values = query.get("dryRun") or []
+    for value in values:
+        if value != "All":
+            raise ApiError(
+                400,
+                f'dryRun: Unsupported value: "{value}": supported values: "All"',
+            )
+    return bool(values)
+
+
+def _warnings(texts: list[str]) -> list[tuple[str, str]]:
+    return [("Warning", '299 - "' + t.replace('"', '\\"') + '"') for t in texts]
+
+
+def _created(
+    query: dict[str, list[str]], kind: str, body: dict[str, Any], make: Callable[[], Any]
+) -> tuple[int, Any]:
+    warnings = fields.check(kind, body, _q(query, "fieldValidation"))
+    if _dry_run(query):
+        return 201, Answer(_dry(make), headers=_warnings(warnings))
+    return 201, Answer(make(), headers=_warnings(warnings))
+
+
+def _updated(
+    query: dict[str, list[str]], kind: str, body: dict[str, Any], make: Callable[[], Any]
+) -> tuple[int, Any]:
+    warnings = fields.check(kind, body, _q(query, "fieldValidation"))
+    if _dry_run(query):
+        return 200, Answer(_dry(make), headers=_warnings(warnings))
+    return 200, Answer(make(), headers=_warnings(warnings))
+
+
+def _patched(
+    cluster: Cluster,
+    query: dict[str, list[str]],
+    raw: Any,
+    kind: str,
+    current: dict[str, Any],
+    replace: Callable[[dict[str, Any]], Any],
+) -> tuple[int, Any]:
+    content_type = _request_header("Content-Type") or ""
+    original = {k: v for k, v in current.items() if k != "status"}
+    new = patch.apply_patch(kind, content_type, original, raw if isinstance(raw, bytes) else b"")
+    warnings = fields.check(kind, new, _q(query, "fieldValidation"))
+    if _dry_run(query):
+        return 200, Answer(_dry(lambda: replace(new)), headers=_warnings(warnings))
+    return 200, Answer(replace(new), headers=_warnings(warnings))
+
+
+class _DryRunDone(Exception):
+    def __init__(self, result: Any) -> None:
+        self.result = result
+
+
+def _dry(make: Callable[[], Any]) -> Any:
+    """Run a change on a copy of the cluster's state: validated, answered, not kept."""
+    import copy as _copy
+
+    cluster = _ROUTER._local.cluster
+    saved = {
+        name: _copy.deepcopy(getattr(cluster, name))
+        for name in ("namespaces", "objects", "pod_rt", "svc_rt", "ghost_pods", "resource_version")
+    }
+    events = len(cluster.events)
+    try:
+        return make()
+    finally:
+        for name, value in saved.items():
+            setattr(cluster, name, value)
+        while len(cluster.events) > events:
+            cluster.events.pop()
+
+
+def _self_subject_access_review(cluster: Cluster, body: dict[str, Any]) -> dict[str, Any]:
+    who = _ROUTER._local.who
+    spec = body.get("spec") or {}
+    allowed, reason = rbac.review(cluster, who, spec)
+    return {
+        "kind": "SelfSubjectAccessReview",
+        "apiVersion": "authorization.k8s.io/v1",
+        "metadata": {"creationTimestamp": None},
+        "spec": spec,
+        "status": {"allowed": allowed, **({"reason": reason} if reason else {})},
+    }
 
 
 class _Text(str):
@@ -331,6 +592,12 @@ class _RequestHandler(BaseHTTPRequestHandler):
     server: _HTTPServer
 
     def setup(self) -> None:
+        if isinstance(self.request, ssl.SSLSocket):
+            # The TLS handshake runs here, in the request's thread: a client that connects and
+            # stays silent holds up no one else.
+            self.request.settimeout(HANDSHAKE_TIMEOUT_S)
+            self.request.do_handshake()
+            self.request.settimeout(None)
         super().setup()
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
@@ -354,12 +621,18 @@ class _RequestHandler(BaseHTTPRequestHandler):
         self._handle("PATCH")
 
     def _send(self, code: int, payload: Any) -> None:
+        extra: list[tuple[str, str]] = []
+        media = None
+        if isinstance(payload, Answer):
+            extra, media, payload = payload.headers, payload.content_type, payload.payload
         if isinstance(payload, _Text) or isinstance(payload, str):
             data, ctype = str(payload).encode(), "text/plain; charset=utf-8"
         else:
-            data, ctype = json.dumps(payload).encode(), "application/json"
+            data, ctype = json.dumps(payload).encode(), media or "application/json"
         self.send_response(code)
         self.send_header("Content-Type", ctype)
+        for name, value in extra:
+            self.send_header(name, value)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -368,6 +641,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         _ROUTER._local.stopping = self.server.lab.stopping
+        _ROUTER._local.headers = self.headers
         try:
             code, payload = self._dispatch(method, raw)
         except ApiError as err:
@@ -393,6 +667,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         self.wfile.flush()
         try:
             for event in watch.lines():
+                if watch.transform is not None and event.get("type") not in ("ERROR", "BOOKMARK"):
+                    event = {**event, "object": watch.transform(event["object"])}
                 data = json.dumps(event).encode() + b"\n"
                 self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
                 self.wfile.flush()
@@ -411,7 +687,12 @@ class _RequestHandler(BaseHTTPRequestHandler):
         cluster = lab.clusters.get(name)
         if cluster is None:
             raise ApiError(404, f'lab cluster "{name}" not found')
-        who = rbac.authenticate(cluster, self.headers.get("Authorization"))
+        peer = (
+            peer_identity(self.connection.getpeercert())
+            if isinstance(self.connection, ssl.SSLSocket)
+            else None
+        )
+        who = rbac.authenticate(cluster, self.headers.get("Authorization"), peer)
         faults = cluster.faults
         if faults["api_timeout"]:
             # Hang like an overloaded apiserver; stop() wakes us so shutdown stays quick.
@@ -437,8 +718,15 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 and not cluster.serves_endpointslices()
             ):
                 raise ApiError(404, "the server could not find the requested resource")
+            _ROUTER._local.who = who
+            _ROUTER._local.cluster = cluster
             body: Any = None
-            if raw:
+            content_type = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+            if method == "PATCH":
+                body = raw  # decoded by its media type (lab/patch.py)
+            elif raw and content_type == protobuf.PROTOBUF:
+                body = protobuf.decode(raw)  # what client-go's typed clients send
+            elif raw:
                 try:
                     body = json.loads(raw)
                 except ValueError as exc:
@@ -451,14 +739,31 @@ class _RequestHandler(BaseHTTPRequestHandler):
             return handler(cluster, args, query, body)
 
 
+HANDSHAKE_TIMEOUT_S = 10.0
+
+
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     lab: LabServer
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that refuses our certificate (wrong CA, expired, another host) or goes away
+        # mid-handshake is its own business, not a server error worth a traceback.
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ssl.SSLError, ConnectionError, TimeoutError, OSError)):
+            return
+        super().handle_error(request, client_address)
+
 
 class LabServer:
-    """Serves one emulated cluster per profile; `start()` runs it on a background thread."""
+    """Serves one emulated cluster per profile; `start()` runs it on a background thread.
+
+    HTTPS by default, with the certificate authority of `lab.tls`: the one kept in
+    `state_dir` (generated there at the first start), or `ca`, or one per process in memory.
+    `tls=False` serves plain HTTP (`--insecure-http`: debugging, or tools that need it).
+    `server_cert` replaces the serving certificate (tests: an expired one, another host's).
+    """
 
     def __init__(
         self,
@@ -467,10 +772,16 @@ class LabServer:
         port: int = 0,
         *,
         verbose: bool = False,
+        tls: bool = True,
+        state_dir: str | Path | None = None,
+        ca: LabCA | None = None,
+        server_cert: KeyPair | None = None,
+        hosts: tuple[str, ...] = (),
     ) -> None:
         self.host = host
         self.port = port
         self.verbose = verbose
+        self.tls = tls
         self.stopping = threading.Event()
         self.clusters: dict[str, Cluster] = {}
         for profile in profiles:
@@ -479,12 +790,29 @@ class LabServer:
                 raise ValueError(f"<profile {checked['name']}>: field name is used twice")
             self.clusters[checked["name"]] = Cluster(checked)
             rbac.state_of(self.clusters[checked["name"]])  # a bad role file fails here, not later
+        self.ca: LabCA | None = None
+        self.server_cert: KeyPair | None = None
+        if tls:
+            if ca is None:
+                ca = LabCA.load_or_create(state_dir) if state_dir else LabCA.ephemeral()
+            self.ca = ca
+            names = [*DEFAULT_HOSTS, *hosts]
+            if host not in ("0.0.0.0", "::", ""):
+                names.append(host)
+            else:
+                names.append(socket.gethostname())
+            self.server_cert = server_cert or ca.server_certificate(tuple(names))
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
 
     def start(self) -> LabServer:
         self._httpd = _HTTPServer((self.host, self.port), _RequestHandler)
         self._httpd.lab = self
+        if self.ca is not None and self.server_cert is not None:
+            context = self.ca.server_context(self.server_cert)
+            self._httpd.socket = context.wrap_socket(
+                self._httpd.socket, server_side=True, do_handshake_on_connect=False
+            )
         self.port = self._httpd.server_address[1]
         # A short poll interval keeps stop() fast (shutdown waits for the next poll).
         self._thread = threading.Thread(
@@ -494,8 +822,13 @@ class LabServer:
         return self
 
     @property
+    def scheme(self) -> str:
+        return "https" if self.tls else "http"
+
+    @property
     def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.scheme}://{host}:{self.port}"
 
     def cluster_url(self, name: str) -> str:
         self.cluster(name)
@@ -507,17 +840,88 @@ class LabServer:
         except KeyError:
             raise KeyError(f"no lab cluster named {name!r}") from None
 
-    def kubeconfig(self, name: str) -> dict[str, Any]:
-        token = self.cluster(name).profile["token"]
+    @property
+    def ca_data(self) -> str | None:
+        """The CA as kubeconfigs carry it (base64 of the PEM), None over plain HTTP."""
+        if self.ca is None:
+            return None
+        return base64.b64encode(self.ca.cert_pem).decode()
+
+    def client_context(self) -> ssl.SSLContext | None:
+        """An SSL context that trusts the lab's CA (for urllib and friends), None over HTTP."""
+        if self.ca is None:
+            return None
+        return ssl.create_default_context(cadata=self.ca.cert_pem.decode())
+
+    def _cluster_entry(self, name: str, server: str | None = None) -> dict[str, Any]:
+        entry: dict[str, Any] = {"server": server or self.cluster_url(name)}
+        if self.ca_data:
+            entry["certificate-authority-data"] = self.ca_data
+        return {"name": name, "cluster": entry}
+
+    def user_entry(self, name: str, auth: str = "token") -> dict[str, Any]:
+        """The kubeconfig user of cluster NAME: its token, or (`client-certificate`) a
+        kind-style admin certificate (CN kubernetes-admin, O system:masters)."""
+        if auth == "token":
+            return {"name": f"{name}-admin", "user": {"token": self.cluster(name).profile["token"]}}
+        if auth != "client-certificate" or self.ca is None:
+            raise ValueError(
+                "client certificates need TLS; auth is 'token' or 'client-certificate'"
+            )
+        pair = self.ca.client_certificate()
+        return {
+            "name": f"kind-{name}",
+            "user": {
+                "client-certificate-data": base64.b64encode(pair.cert_pem).decode(),
+                "client-key-data": base64.b64encode(pair.key_pem).decode(),
+            },
+        }
+
+    def kubeconfig(
+        self, name: str, *, auth: str = "token", server: str | None = None
+    ) -> dict[str, Any]:
+        """A kubeconfig for cluster NAME alone (current context NAME)."""
+        user = self.user_entry(name, auth)
         return {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": name, "cluster": {"server": self.cluster_url(name)}}],
-            "users": [{"name": f"{name}-admin", "user": {"token": token}}],
-            "contexts": [{"name": name, "context": {"cluster": name, "user": f"{name}-admin"}}],
+            "clusters": [self._cluster_entry(name, server)],
+            "users": [user],
+            "contexts": [{"name": name, "context": {"cluster": name, "user": user["name"]}}],
             "current-context": name,
             "preferences": {},
         }
+
+    def kubeconfig_all(self, public_url: str | None = None) -> dict[str, Any]:
+        """One kubeconfig with a context per cluster, named after it, each with a token user."""
+        names = list(self.clusters)
+        base = public_url.rstrip("/") if public_url else None
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                self._cluster_entry(n, f"{base}/clusters/{n}" if base else None) for n in names
+            ],
+            "users": [self.user_entry(n) for n in names],
+            "contexts": [
+                {"name": n, "context": {"cluster": n, "user": f"{n}-admin"}} for n in names
+            ],
+            "current-context": names[0] if names else "",
+            "preferences": {},
+        }
+
+    def write_kubeconfig(self, path: str | Path, public_url: str | None = None) -> Path:
+        """Write `kubeconfig_all()` to PATH (mode 0600: it holds the tokens)."""
+        import yaml
+
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = yaml.safe_dump(self.kubeconfig_all(public_url), sort_keys=False)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(path, 0o600)
+        return path
 
     def stop(self) -> None:
         self.stopping.set()
@@ -534,6 +938,9 @@ class LabServer:
         self.stop()
 
 
+DEFAULT_STATE_DIR = Path(__file__).resolve().parent.parent / "var" / "lab"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m lab.server", description="Serve emulated Kubernetes clusters."
@@ -542,13 +949,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--verbose", action="store_true", help="log every request")
+    parser.add_argument(
+        "--state-dir",
+        default=str(DEFAULT_STATE_DIR),
+        help="where the lab keeps its CA (generated at the first start)",
+    )
+    parser.add_argument(
+        "--kubeconfig", default="", help="write a kubeconfig with a context per cluster here"
+    )
+    parser.add_argument(
+        "--insecure-http", action="store_true", help="serve plain HTTP instead of HTTPS"
+    )
     args = parser.parse_args(argv)
     try:
         profiles = load_profiles(args.profiles)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    lab = LabServer(profiles, host=args.host, port=args.port, verbose=args.verbose).start()
+    try:
+        lab = LabServer(
+            profiles,
+            host=args.host,
+            port=args.port,
+            verbose=args.verbose,
+            tls=not args.insecure_http,
+            state_dir=args.state_dir,
+        ).start()
+    except (OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.kubeconfig:
+        lab.write_kubeconfig(args.kubeconfig)
+        print(f"kubeconfig {args.kubeconfig}", file=sys.stderr, flush=True)
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())

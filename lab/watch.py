@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from lab.errors import ApiError
@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 # between it and twice it. The lab ends idle watches sooner: the client re-watches anyway.
 DEFAULT_TIMEOUT_S = 1800.0
 POLL_S = 0.5
+# With allowWatchBookmarks, a BOOKMARK (the current resourceVersion) after this long without
+# an event; kube-apiserver sends them about once a minute, the lab sooner.
+BOOKMARK_S = 5.0
 
 
 def _q(query: dict[str, list[str]], key: str) -> str | None:
@@ -40,7 +43,7 @@ def is_watch(query: dict[str, list[str]]) -> bool:
     return (_q(query, "watch") or "").lower() in ("true", "1")
 
 
-def _field_matches(selector: str | None, obj: dict[str, Any]) -> bool:
+def field_matches(selector: str | None, obj: dict[str, Any]) -> bool:
     """fieldSelector on metadata.name / metadata.namespace (what clients wait with)."""
     if not selector:
         return True
@@ -124,6 +127,11 @@ class WatchStream:
         except ValueError:
             raise ApiError(400, f"invalid timeoutSeconds {timeout!r}") from None
         self.stopping = stopping
+        # Applied to each event's object as it is sent (kubectl's `as=Table` watches).
+        self.transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+        self.bookmarks = (_q(query, "allowWatchBookmarks") or "").lower() in ("true", "1")
+        # (kind, apiVersion) of the objects, for BOOKMARK events.
+        self.item_type: tuple[str, str] = ("", "v1")
         self.start_rv = _parse_rv(_q(query, "resourceVersion"))
         # Taken now, under the lock the request holds: nothing can happen in between.
         self.current = cluster.resource_version
@@ -142,7 +150,7 @@ class WatchStream:
         meta = obj.get("metadata") or {}
         if self.namespace is not None and meta.get("namespace") != self.namespace:
             return False
-        return matches_query(self.labels, meta.get("labels")) and _field_matches(self.fields, obj)
+        return matches_query(self.labels, meta.get("labels")) and field_matches(self.fields, obj)
 
     def _new_events(self) -> list[WatchEvent]:
         found = []
@@ -165,10 +173,22 @@ class WatchStream:
         yield from self.initial
         deadline = time.monotonic() + self.timeout
         cluster = self.cluster
+        quiet_since = time.monotonic()
         while not self.stopping.is_set():
             left = deadline - time.monotonic()
             if left <= 0:
                 return
+            if self.bookmarks and time.monotonic() - quiet_since >= BOOKMARK_S:
+                quiet_since = time.monotonic()
+                kind, api_version = self.item_type
+                yield {
+                    "type": "BOOKMARK",
+                    "object": {
+                        "kind": kind,
+                        "apiVersion": api_version,
+                        "metadata": {"resourceVersion": str(max(self.last, self.current))},
+                    },
+                }
             with cluster.changed:
                 cluster.advance()
                 batch = self._new_events()
@@ -181,4 +201,5 @@ class WatchStream:
                     cluster.advance()
                     batch = self._new_events()
             for event in batch:
+                quiet_since = time.monotonic()
                 yield {"type": event.type, "object": event.obj}

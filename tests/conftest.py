@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import copy
 import os
+import secrets
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.fernet import Fernet
+from django.conf import settings as dj_settings
 from django.contrib.auth import get_user_model
 from django.test import Client
 
@@ -20,6 +23,13 @@ from tests import factories
 # (workers/netguard.py): the suite allows exactly that, here and in the processes it starts.
 LAB_NETWORKS = "127.0.0.0/8"
 os.environ.setdefault("CLUSTER_ALLOWED_NETWORKS", LAB_NETWORKS)
+
+# The suite's own keys, generated per session (pytest-django runs tests with DEBUG off, where
+# nothing is derived from the built-in SECRET_KEY): for this process and those it starts.
+os.environ.setdefault("FIELD_ENCRYPTION_KEY", Fernet.generate_key().decode())
+os.environ.setdefault("AUDIT_CHAIN_KEY", secrets.token_hex(32))
+dj_settings.FIELD_ENCRYPTION_KEY = os.environ["FIELD_ENCRYPTION_KEY"]
+dj_settings.AUDIT_CHAIN_KEY = os.environ["AUDIT_CHAIN_KEY"]
 
 # The slow suites with real parts: the kernel guest, the failure drills (marked by their folder)
 # and Chromium. Under xdist (`make test`: --dist loadgroup) each runs on one worker, in its own

@@ -6,9 +6,12 @@
 Runs as a Job or CronJob (deploy/agent/) with the in-cluster ServiceAccount (deploy/rbac/):
 the dashboard never holds a credential that can start privileged pods on the vendor's nodes,
 which is why Sonobuoy runs inside the cluster too. The vendor's dashboard token comes from a
-Secret (SCTP_DASHBOARD_TOKEN, or a file named by SCTP_DASHBOARD_TOKEN_FILE). The run is posted
-to `POST /api/v1/agent-runs/`; the dashboard registers the cluster on first contact,
-unapproved, and counts its runs once a maintainer approves it.
+Secret (SCTP_DASHBOARD_TOKEN, or a file named by SCTP_DASHBOARD_TOKEN_FILE), and so does the
+agent's own per-cluster key (SCTP_AGENT_KEY or SCTP_AGENT_KEY_FILE: 32 or more random
+characters, e.g. `openssl rand -hex 32`), its identity: the dashboard keeps only its SHA-256.
+The run is posted to `POST /api/v1/agent-runs/`; the dashboard registers the cluster on first
+contact, unapproved, with that key. Its runs are self-reported evidence: each counts once a
+maintainer has approved the cluster (and so its key) and verified that run.
 
 Every option can also come from the environment (SCTP_AGENT_<OPTION>, e.g.
 SCTP_AGENT_CLUSTER), so a ConfigMap can configure the CronJob. Exit status: 0 posted,
@@ -103,6 +106,11 @@ def parser() -> argparse.ArgumentParser:
         help="file holding the vendor's dashboard token (else env SCTP_DASHBOARD_TOKEN)",
     )
     p.add_argument(
+        "--key-file",
+        default=os.environ.get("SCTP_AGENT_KEY_FILE"),
+        help="file holding this cluster's agent key (else env SCTP_AGENT_KEY)",
+    )
+    p.add_argument(
         "--dashboard-ca",
         default=_env("dashboard_ca"),
         help="a CA bundle for the dashboard's certificate (default: the system's)",
@@ -126,6 +134,22 @@ def vendor_token(args: argparse.Namespace, environ: Mapping[str, str]) -> str:
             "(from the Secret holding your vendor token)"
         )
     return token
+
+
+def agent_key(args: argparse.Namespace, environ: Mapping[str, str]) -> str:
+    if getattr(args, "key_file", None):
+        try:
+            key = Path(args.key_file).read_text().strip()
+        except OSError as exc:
+            raise AgentError(f"cannot read the agent key file {args.key_file}: {exc}") from exc
+    else:
+        key = (environ.get("SCTP_AGENT_KEY") or "").strip()
+    if not 32 <= len(key) <= 200:
+        raise AgentError(
+            "no agent key: set SCTP_AGENT_KEY or SCTP_AGENT_KEY_FILE to this cluster's key "
+            "(32 to 200 characters, e.g. from `openssl rand -hex 32`, kept in a Secret)"
+        )
+    return key
 
 
 def in_cluster_client(sa_dir: str, environ: Mapping[str, str]) -> Any:
@@ -236,6 +260,7 @@ def post(
     ca: str | None = None,
     tries: int = POST_TRIES,
     backoff: float = 2.0,
+    key: str = "",
 ) -> dict[str, Any]:
     """POST the run; retried on connection errors and 5xx (bounded), never on 4xx."""
     data = json.dumps(body).encode()
@@ -251,6 +276,7 @@ def post(
             method="POST",
             headers={
                 "Authorization": f"Token {token}",
+                "X-Agent-Key": key,
                 "Content-Type": "application/json",
                 "User-Agent": f"sctp-dashboard-agent/{VERSION}",
             },
@@ -284,6 +310,7 @@ def main(argv: list[str] | None = None, environ: Mapping[str, str] | None = None
             raise AgentError("--dashboard is required (or SCTP_DASHBOARD_URL)")
         spec = cluster_spec(args)
         token = vendor_token(args, environ)
+        key = agent_key(args, environ)
         api = in_cluster_client(args.service_account_dir, environ)
         from workers.battery import run_battery, sweep_namespaces
 
@@ -304,7 +331,11 @@ def main(argv: list[str] | None = None, environ: Mapping[str, str] | None = None
         finally:
             api.close()
         answer = post(
-            args.dashboard, token, payload(args, report, started, finished), args.dashboard_ca
+            args.dashboard,
+            token,
+            payload(args, report, started, finished),
+            args.dashboard_ca,
+            key=key,
         )
     except AgentError as exc:
         print(f"error: {exc}", file=sys.stderr)

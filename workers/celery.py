@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from celery import Celery
+from celery import Celery, signals
 
 from .broker import install as install_redis_transport
 
@@ -16,6 +16,21 @@ install_redis_transport()
 app = Celery("workers")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks(["workers"], related_name="tasks", force=False)
+
+
+@signals.import_modules.connect
+def _refuse_unsafe_keys(**kwargs: Any) -> None:
+    """With DEBUG off, no worker or beat on the built-in or a missing key (dashboard/checks.py).
+    import_modules: sent when a worker or beat initializes, before beat opens its schedule.
+    SystemExit: Celery's signals log and swallow ordinary exceptions."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    from dashboard.checks import refuse_unsafe_keys
+
+    try:
+        refuse_unsafe_keys()
+    except ImproperlyConfigured as exc:
+        raise SystemExit(str(exc)) from None
 
 
 def send(name: str, **options: object) -> Any:  # an AsyncResult (celery is untyped)

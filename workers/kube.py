@@ -12,6 +12,7 @@ import http.client
 import json
 import logging
 import socket
+import ssl
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -71,7 +72,75 @@ def api_error_message(exc: ApiException) -> str:
     return f"{text}: {message}" if message else text
 
 
+# OpenSSL's verify codes (x509_vfy.h) -> what they mean for the person holding the kubeconfig.
+_VERIFY_CODES = {
+    9: "the server's certificate is not valid yet",
+    10: "the server's certificate has expired",
+    18: "the server's certificate is not signed by the kubeconfig's certificate authority "
+    "(certificate-authority-data)",
+    19: "the server's certificate is not signed by the kubeconfig's certificate authority "
+    "(certificate-authority-data)",
+    20: "the server's certificate is not signed by the kubeconfig's certificate authority "
+    "(certificate-authority-data)",
+    21: "the server's certificate is not signed by the kubeconfig's certificate authority "
+    "(certificate-authority-data)",
+    62: "the server's certificate is for another host",
+    64: "the server's certificate is for another host",
+}
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    todo: list[BaseException] = [exc]
+    while todo and len(seen) < 20:
+        cur = todo.pop()
+        if any(cur is s for s in seen):
+            continue
+        seen.append(cur)
+        todo += [c for c in (cur.__cause__, cur.__context__) if c is not None]
+        reason = getattr(cur, "reason", None)
+        if isinstance(reason, BaseException):
+            todo.append(reason)
+        todo += [a for a in getattr(cur, "args", ()) if isinstance(a, BaseException)]
+    return seen
+
+
+def tls_failure(exc: BaseException, host: str | None = None) -> str | None:
+    """What went wrong in the TLS handshake, in words, or None when it was something else.
+
+    Only what our side found (a verify code, a protocol mismatch) is said; nothing the
+    server sent is quoted."""
+    for cause in _causes(exc):
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            words = _VERIFY_CODES.get(
+                cause.verify_code,
+                "the server's certificate did not verify against the kubeconfig's certificate "
+                "authority",
+            )
+            if cause.verify_code in (62, 64) and host:
+                words += f": it is not valid for {host}"
+            return f"TLS: {words}"
+    for cause in _causes(exc):
+        if isinstance(cause, ssl.SSLError):
+            text = f"{getattr(cause, 'reason', '') or ''} {cause}".upper()
+            if "WRONG_VERSION_NUMBER" in text or "RECORD_LAYER_FAILURE" in text:
+                return (
+                    "TLS: the server does not speak TLS (is its URL http:// rather than https://?)"
+                )
+            if isinstance(cause, ssl.SSLEOFError):
+                return (
+                    "TLS: the server closed the connection during the handshake (did it refuse "
+                    "the kubeconfig's client certificate?)"
+                )
+            if "CERTIFICATE_REQUIRED" in text or "BAD_CERTIFICATE" in text or "UNKNOWN_CA" in text:
+                return "TLS: the server refused the kubeconfig's client certificate"
+            return "TLS: the handshake with the server failed"
+    return None
+
+
 def is_transient(exc: BaseException) -> bool:
+    if tls_failure(exc) is not None:
+        return False  # a certificate does not fix itself between two tries
     if isinstance(exc, ApiException):
         # Status 0: the client wrapped a transport error (e.g. SSL) in an ApiException.
         return exc.status in TRANSIENT_STATUSES or not exc.status
@@ -83,6 +152,11 @@ def _is_connection_error(exc: BaseException) -> bool:
 
 
 def _describe(exc: BaseException) -> str:
+    if isinstance(exc, ApiException) and exc.status:
+        return api_error_message(exc)
+    tls = tls_failure(exc)
+    if tls is not None:
+        return tls
     if isinstance(exc, ApiException):
         return api_error_message(exc)
     # The class says what happened (refused, timed out, cut off); its text may quote what the
@@ -162,16 +236,26 @@ class Kube:
             except ApiException as exc:
                 if exc.status == 409 and attempt and adopt is not None:
                     return adopt()
+                tls = None if exc.status else tls_failure(exc)
+                if tls is not None:
+                    # The client wraps a failed handshake as status 0; a certificate does not
+                    # fix itself between two tries.
+                    self.unreachable = tls
+                    raise ClusterUnreachable(f"cluster unreachable: {tls}") from exc
                 if not is_transient(exc):
                     raise
                 last = exc
             except _CONNECTION_ERRORS as exc:
                 last = exc
+                if tls_failure(exc) is not None:
+                    break  # a certificate does not fix itself between two tries
             log.info("transient API error (try %d/%d): %s", attempt + 1, tries, _describe(last))
         assert last is not None
         cause = _describe(last)
         if _is_connection_error(last):
             self.unreachable = cause
+            if tls_failure(last) is not None:
+                raise ClusterUnreachable(f"cluster unreachable: {cause}") from last
             raise ClusterUnreachable(f"cluster unreachable after {tries} tries: {cause}") from last
         status = getattr(last, "status", 0) or 0
         raise ApiCallFailed(f"API kept failing after {tries} tries: {cause}", status) from last

@@ -20,6 +20,7 @@ import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
+from workers.kube import tls_failure
 from workers.netguard import Pin, ServerNotAllowed, check_server, parse_server, pin_api_client
 
 MAX_KUBECONFIG_BYTES = 1_000_000
@@ -174,6 +175,9 @@ def _ask_version(data: dict[str, Any], server: str) -> dict[str, Any]:
     try:
         status, body = _get_version(api, remaining)
     except Exception as exc:  # urllib3 wraps every transport failure differently
+        tls = None if pin.aborted else tls_failure(exc, pin.server.host)
+        if tls is not None:
+            raise KubeconfigError(f"server {server} cannot be trusted: {tls}") from exc
         within = f" within {REACHABILITY_DEADLINE:.0f} s" if pin.aborted else ""
         raise KubeconfigError(f"server {server} {NOT_A_KUBERNETES_SERVER}{within}") from exc
     finally:

@@ -48,6 +48,12 @@ class ErrorSerializer(s.Serializer):
     existing_id = s.IntegerField(required=False, help_text="409: the submission already stored")
     field = s.CharField(required=False, help_text="the form field that was refused")
     retry_after = s.IntegerField(required=False, help_text="429: seconds until the limit resets")
+    quota = s.CharField(
+        required=False, help_text="the vendor quota reached: pending (429) or bytes_per_day (413)"
+    )
+    limit = s.IntegerField(required=False, help_text="the quota's limit")
+    pending = s.IntegerField(required=False, help_text="the vendor's submissions pending review")
+    sent = s.IntegerField(required=False, help_text="bytes the vendor sent in the last 24 hours")
 
 
 class CatalogTestSerializer(s.ModelSerializer):
@@ -101,6 +107,7 @@ class ClusterSerializer(s.ModelSerializer):
             "lab",
             "enabled",
             "emulated",
+            "mode",
             "approved",
             "basic_only",
             "credentials_ok",
@@ -135,6 +142,29 @@ class ClusterRegistrationSerializer(s.Serializer):
     kubeconfig = s.FileField(help_text="inline credentials only; no exec, no file paths")
 
 
+class ClusterEditSerializer(s.Serializer):
+    """The multipart form of PATCH clusters/{name}/: every field optional."""
+
+    plugin = s.SlugField(required=False)
+    plugin_version = s.CharField(required=False)
+    kubernetes_version = s.CharField(required=False)
+    proxier = s.ChoiceField(choices=Proxier.choices, required=False)
+    node_access = s.BooleanField(required=False)
+    load_balancer = s.BooleanField(required=False)
+    kubenet = s.BooleanField(required=False)
+    agnhost_image = s.CharField(required=False)
+    kubeconfig = s.FileField(required=False, help_text="a new kubeconfig; left out: kept")
+
+
+class ClusterEditedSerializer(ClusterSerializer):
+    changes = s.DictField(
+        child=s.ListField(), help_text="field -> [old, new], as the audit entry records them"
+    )
+
+    class Meta(ClusterSerializer.Meta):
+        fields = [*ClusterSerializer.Meta.fields, "changes"]
+
+
 class RunRequestSerializer(s.Serializer):
     battery = s.ChoiceField(choices=Battery.choices, required=False, default=Battery.ALL)
 
@@ -142,6 +172,27 @@ class RunRequestSerializer(s.Serializer):
 class ApprovedSerializer(s.Serializer):
     name = s.CharField()
     approved = s.BooleanField()
+
+
+class ModeRequestSerializer(s.Serializer):
+    mode = s.ChoiceField(choices=["worker", "agent"])
+    reason = s.CharField(help_text="why the cluster's mode changes (audited)")
+
+
+class ModeSerializer(s.Serializer):
+    name = s.CharField()
+    mode = s.ChoiceField(choices=["worker", "agent"])
+    approved = s.BooleanField(help_text="cleared by a change of mode")
+
+
+class ReasonSerializer(s.Serializer):
+    reason = s.CharField(required=False, allow_blank=True)
+
+
+class RunVerifiedSerializer(s.Serializer):
+    run = s.IntegerField()
+    trust = s.CharField()
+    verified_at = IsoDateTime()
 
 
 class RunQueuedSerializer(s.Serializer):
@@ -185,6 +236,8 @@ class RunSerializer(s.ModelSerializer):
     qualifying = s.SerializerMethodField()
     results = s.SerializerMethodField()
     conformance = s.SerializerMethodField()
+    trust = s.SerializerMethodField()
+    verified_at = IsoDateTime(source="agent_verified_at")
 
     class Meta:
         model = Run
@@ -207,6 +260,8 @@ class RunSerializer(s.ModelSerializer):
             "heartbeat",
             "duration_seconds",
             "emulated",
+            "trust",
+            "verified_at",
             "proxier_detected",
             "fingerprint",
             "qualifying",
@@ -235,6 +290,16 @@ class RunSerializer(s.ModelSerializer):
     )
     def get_proxier_detected(self, r: Run) -> str | None:
         return r.proxier_detected or None
+
+    @extend_schema_field(
+        s.ChoiceField(
+            choices=["worker", "self-reported"],
+            help_text="worker: run by the dashboard's workers; self-reported: posted by the "
+            "cluster's own agent, counted only once a maintainer verifies it (verified_at)",
+        )
+    )
+    def get_trust(self, r: Run) -> str:
+        return "self-reported" if r.self_reported else "worker"
 
     @extend_schema_field(
         s.BooleanField(allow_null=True, help_text="null for a run without connectivity tests")
@@ -446,6 +511,11 @@ class EvidenceSerializer(s.Serializer):
     counts = s.BooleanField(required=False, help_text="whether the evidence policy counts it")
     why = s.CharField(required=False, allow_blank=True, allow_null=True)
     emulated = s.BooleanField(required=False)
+    trust = s.ChoiceField(
+        choices=["worker", "self-reported", "submission"],
+        required=False,
+        help_text="who observed it: the dashboard's workers, the cluster's own agent, a file",
+    )
 
 
 class CriterionSerializer(s.Serializer):

@@ -29,12 +29,18 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from dashboard import readiness
-from dashboard.clusters import KUBECONFIG_MAX_BYTES, ClusterError, register_cluster
+from dashboard.clusters import (
+    KUBECONFIG_MAX_BYTES,
+    ClusterError,
+    register_cluster,
+    shown,
+    update_cluster,
+)
 from dashboard.models import CatalogTest, Cluster, Run, Submission
 from dashboard.ratelimit import registration_wait
 from dashboard.runs import RunRequestError, request_run
 from dashboard.submissions import SubmissionError, create_submission, review
-from dashboard.trust import TrustError, approve_cluster
+from dashboard.trust import TrustError, approve_cluster, set_mode, verify_agent_run
 
 from . import serializers as sz
 from .auth import (
@@ -52,9 +58,10 @@ ERROR_TEXT = {
     403: "not allowed for this token",
     404: "not found",
     409: "conflict",
-    413: "body larger than allowed (judged from Content-Length, unread)",
+    413: "body larger than allowed (judged from Content-Length, unread), or a vendor's daily "
+    "upload quota reached",
     422: "a readable file that is no evidence",
-    429: "too many requests (Retry-After)",
+    429: "too many requests (Retry-After), or too many submissions pending review",
 }
 
 
@@ -188,9 +195,69 @@ class ClustersView(GetOpenPostNeeds):
                 actor=str(vendor or token.user),
             )
         except ClusterError as exc:
-            raise ApiError(exc.status, exc.message, field=exc.field) from exc
+            raise ApiError(
+                exc.status,
+                exc.message,
+                field=exc.field,
+                url=request.build_absolute_uri(exc.url) if exc.url else None,
+            ) from exc
         cluster = Cluster.objects.select_related("plugin", "owner").get(pk=cluster.pk)
         return Response(sz.ClusterSerializer(cluster).data, status=201)
+
+
+class ClusterEditView(ApiView):
+    permission_classes = [ClusterOwnerOrMaintainer]
+
+    @extend_schema(
+        summary="Change a cluster (owner or maintainer token; audited with old and new values)",
+        description="Fields left out keep their values; a kubeconfig left out keeps the stored "
+        "one. A vendor's change of plugin or server withdraws the approval; a maintainer's "
+        "change approves. Registering a taken name is refused (409): this is how to change it.",
+        request={"multipart/form-data": sz.ClusterEditSerializer},
+        responses={200: sz.ClusterEditedSerializer, **post_errors(401, 403, 404, 429)},
+    )
+    def patch(self, request: Request, name: str) -> Response:
+        token = token_of(request)
+        cluster = Cluster.objects.select_related("plugin", "owner").filter(name=name).first()
+        if cluster is None:
+            raise ApiError(404, f"no cluster named {name!r}")
+        self.check_object_permissions(request, cluster)
+        upload = request.FILES.get("kubeconfig")
+        body = request.data
+        if not hasattr(body, "get"):
+            raise ApiError(400, "the body must be an object of fields")
+        try:
+            text = (
+                upload.read(KUBECONFIG_MAX_BYTES + 1).decode("utf-8")
+                if upload
+                else str(body.get("kubeconfig", "") or "")
+            )
+        except UnicodeDecodeError as exc:
+            raise ApiError(400, "kubeconfig: the file is not UTF-8 text") from exc
+        if text.strip():  # a new kubeconfig makes the dashboard contact a server: counted
+            wait = registration_wait(request._request, f"token:{token.pk}")
+            if wait:
+                raise TooManyRequests(
+                    wait,
+                    f"too many cluster registrations (limit {settings.CLUSTER_REGISTER_RATE_LIMIT} s)",
+                )
+        data = {k: v for k, v in shown(cluster).items() if k != "server"}
+        data.update({k: body.get(k) for k in data if k in body})
+        vendor = token.vendor if token.role == "vendor" else None
+        try:
+            edit = update_cluster(
+                cluster,
+                data=data,
+                kubeconfig=text,
+                allowed_plugin_ids=set(vendor.plugins.values_list("id", flat=True))
+                if vendor
+                else None,
+                actor=str(vendor or token.user),
+            )
+        except ClusterError as exc:
+            raise ApiError(exc.status, exc.message, field=exc.field) from exc
+        cluster = Cluster.objects.select_related("plugin", "owner").get(pk=cluster.pk)
+        return Response({**sz.ClusterSerializer(cluster).data, "changes": edit.changes}, status=200)
 
 
 class ClusterRunsView(ApiView):
@@ -244,6 +311,63 @@ class ClusterApproveView(ApiView):
 @extend_schema(exclude=True)
 class ClusterApproveSlashView(ClusterApproveView):
     """`…/approve/`: the same call; the schema names the contract's form only."""
+
+
+class ClusterModeView(ApiView):
+    permission_classes = [MaintainerToken]
+
+    @extend_schema(
+        summary="Change how a cluster is tested: by the workers (kubeconfig) or by its agent "
+        "(maintainer token; audited with a reason; clears the approval)",
+        request=sz.ModeRequestSerializer,
+        responses={200: sz.ModeSerializer, **post_errors(401, 403, 404, 409, 429)},
+    )
+    def post(self, request: Request, name: str) -> Response:
+        token = token_of(request)
+        cluster = Cluster.objects.filter(name=name).first()
+        if cluster is None:
+            raise ApiError(404, f"no cluster named {name!r}")
+        data = request.data if isinstance(request.data, dict) else {}
+        try:
+            cluster = set_mode(
+                cluster,
+                str(data.get("mode") or ""),
+                token.user or "maintainer token",
+                str(data.get("reason") or ""),
+            )
+        except TrustError as exc:
+            raise ApiError(exc.status, exc.message) from exc
+        return Response({"name": cluster.name, "mode": cluster.mode, "approved": cluster.approved})
+
+
+class RunVerifyView(ApiView):
+    permission_classes = [MaintainerToken]
+
+    @extend_schema(
+        summary="Verify a self-reported (agent) run: only then may it count (maintainer token; "
+        "audited)",
+        request=sz.ReasonSerializer,
+        responses={200: sz.RunVerifiedSerializer, **post_errors(401, 403, 404, 409, 429)},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        token = token_of(request)
+        run = Run.objects.select_related("cluster").filter(pk=pk).first()
+        if run is None:
+            raise ApiError(404, f"no run {pk}")
+        data = request.data if isinstance(request.data, dict) else {}
+        try:
+            run = verify_agent_run(
+                run, token.user or "maintainer token", str(data.get("reason") or "")
+            )
+        except TrustError as exc:
+            raise ApiError(exc.status, exc.message) from exc
+        return Response(
+            {
+                "run": run.pk,
+                "trust": "self-reported",
+                "verified_at": run.agent_verified_at.isoformat() if run.agent_verified_at else None,
+            }
+        )
 
 
 class RunDetailView(ApiView, generics.RetrieveAPIView):
@@ -441,7 +565,13 @@ class SubmissionReviewView(ApiView):
             body = {}
         reason = str(body.get("reason", "")) if hasattr(body, "get") else ""
         try:
-            review(sub, user=token.user, verify=self.verify, reason=reason)
+            review(
+                sub,
+                user=token.user,
+                verify=self.verify,
+                reason=reason,
+                actor=f"{token.role} token {token.hint}",
+            )
         except SubmissionError as exc:
             raise ApiError(exc.status, exc.message) from exc
         return Response(sz.SubmissionSerializer(sub).data)
@@ -497,11 +627,11 @@ class AgentRunsView(ApiView):
                     "emulated": drf_fields.BooleanField(),
                 },
             ),
-            **post_errors(401, 403, 409, 429),
+            **post_errors(401, 403, 409, 422, 429),
         },
     )
     def post(self, request: Request) -> Response:
-        from dashboard.agent_runs import AgentRunError, accept, max_bytes
+        from dashboard.agent_runs import KEY_HEADER, AgentRunError, accept, max_bytes
 
         token = token_of(request)
         vendor = token.vendor
@@ -510,7 +640,7 @@ class AgentRunsView(ApiView):
         # The raw bytes, bounded (the body guard refused a larger Content-Length unread).
         raw = request._request.read(max_bytes() + 1)
         try:
-            run = accept(raw, vendor, actor=str(vendor))
+            run = accept(raw, vendor, actor=str(vendor), key=request.META.get(KEY_HEADER, "") or "")
         except AgentRunError as exc:
             raise ApiError(exc.status, exc.message) from exc
         return Response(

@@ -32,6 +32,7 @@ _RUN_FIELDS = (
     "proxier_detected",
     "battery",
     "trigger",
+    "agent_verified_at",
     "emulated",
     "fingerprint",
     "cluster__name",
@@ -99,14 +100,18 @@ def connectivity_candidates(plugins: dict[int, Any], plugin_id: int | None = Non
     newest verified submissions of those kinds; and the newest connectivity submissions
     (pending ones included: they are shown, never counted)."""
     runs = Run.objects.filter(state=Run.State.FINISHED)
+    # The newest qualifying (or pod-to-service) run among those that may count: an unverified
+    # self-reported run must not hide an older verified one. The newest connectivity run of
+    # each cluster is found whatever its trust, to be shown.
+    trusted = runs.exclude(trigger=Run.Trigger.AGENT, agent_verified_at__isnull=True)
     clusters = Cluster.objects.all()
     if plugin_id is not None:
         clusters = clusters.filter(plugin_id=plugin_id)
     ids = list(
         clusters.annotate(
             c_run=_newest(runs.filter(has_connectivity__in=[True]), "cluster", "-finished"),
-            q_run=_newest(runs.filter(qualifying__in=[True]), "cluster", "-finished"),
-            p_run=_newest(runs.filter(pod_to_service_passed__in=[True]), "cluster", "-finished"),
+            q_run=_newest(trusted.filter(qualifying__in=[True]), "cluster", "-finished"),
+            p_run=_newest(trusted.filter(pod_to_service_passed__in=[True]), "cluster", "-finished"),
         ).values_list("c_run", "q_run", "p_run")
     )
     run_ids = {i for row in ids for i in row if i}

@@ -44,6 +44,8 @@ CLUSTER_FIELDS = (
     "approved_at",
     "basic_only",
     "emulated",
+    "mode",
+    "agent_key_digest",
 )
 
 
@@ -200,7 +202,10 @@ def run_now(request: HttpRequest, name: str) -> HttpResponse:
         cluster=c.name,
         battery=run.battery,
     )
-    messages.success(request, f"Run {run.id} ({run.battery}) queued on {c.name}.")
+    # Tagged so the run page drops it once the run starts (static/js/live.js).
+    messages.success(
+        request, f"Run {run.id} ({run.battery}) queued on {c.name}.", extra_tags="run-queued"
+    )
     return redirect(run.get_absolute_url())
 
 
@@ -239,5 +244,32 @@ def basic_only(request: HttpRequest, name: str) -> HttpResponse:
         f"Cluster {c.name} is basic-only: connectivity runs are refused."
         if value
         else f"Cluster {c.name} accepts connectivity runs again.",
+    )
+    return redirect(c.get_absolute_url())
+
+
+@require_POST
+@maintainer_required
+def mode(request: HttpRequest, name: str) -> HttpResponse:
+    """A maintainer changes how the cluster is tested (trust.set_mode: audited, with a reason)."""
+    c = get_object_or_404(Cluster.objects.only(*CLUSTER_FIELDS), name=name)
+    try:
+        trust.set_mode(
+            c, request.POST.get("mode", ""), request.user, request.POST.get("reason", "")
+        )
+        messages.success(request, f"Cluster {c.name}: {c.get_mode_display()}; approve it again.")
+    except trust.TrustError as exc:
+        messages.error(request, exc.message)
+    return redirect(c.get_absolute_url())
+
+
+@require_POST
+@maintainer_required
+def agent_key_reset(request: HttpRequest, name: str) -> HttpResponse:
+    c = get_object_or_404(Cluster.objects.only(*CLUSTER_FIELDS), name=name)
+    trust.reset_agent_key(c, request.user, request.POST.get("reason", ""))
+    messages.success(
+        request,
+        f"The agent key of {c.name} is forgotten: the next agent to post registers its own.",
     )
     return redirect(c.get_absolute_url())

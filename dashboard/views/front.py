@@ -18,8 +18,10 @@ from django.views.decorators.http import require_GET
 from dashboard.catalog import Stage
 from dashboard.models import SignOff
 from dashboard.readiness.history import statuses_of
+from dashboard.signoffs import override_text, stage_override
 
 from .published import published_page
+from .readiness_words import group_evidence, next_action, short_detail
 
 SYMBOLS = {"met": "✔", "unmet": "✘", "at_risk": "⚠", "stale": "⌛"}
 LABELS = {"met": "met", "unmet": "unmet", "at_risk": "at risk", "stale": "stale"}
@@ -34,24 +36,31 @@ def _unmet_summary(transition: dict[str, Any]) -> str:
     return f"{len(bad)} of {len(transition['criteria'])} criteria not met"
 
 
-def stage_track(evaluation: dict[str, Any], releases: dict[str, SignOff]) -> list[dict[str, Any]]:
+def stage_track(
+    evaluation: dict[str, Any],
+    releases: dict[str, SignOff],
+    overrides: dict[str, list[str]] | None = None,
+) -> list[dict[str, Any]]:
     """Stages as reached / current / later, and between them what was decided or is next.
 
     Only the next transition says whether its criteria are met; later ones say "later", so the
     track never reads as if a stage beyond the next were in reach."""
     current = STAGES.index(evaluation["stage"])
     by_to = {t["to"]: t for t in evaluation["transitions"]}
-    track = []
+    track: list[dict[str, Any]] = []
     for i, name in enumerate(STAGES):
         if i > 0:
             signoff = releases.get(name)
             if i <= current:
-                label = "signed off" + (
+                unmet = (overrides or {}).get(name) or []
+                label = ("signed off over unmet criteria" if unmet else "signed off") + (
                     f" in Kubernetes {signoff.kubernetes_release}"
                     if signoff and signoff.kubernetes_release
                     else ""
                 )
-                track.append({"kind": "edge", "state": "done", "label": label})
+                track.append(
+                    {"kind": "edge", "state": "override" if unmet else "done", "label": label}
+                )
             elif i == current + 1:
                 t = by_to.get(name)
                 track.append(
@@ -66,28 +75,37 @@ def stage_track(evaluation: dict[str, Any], releases: dict[str, SignOff]) -> lis
                 track.append({"kind": "edge", "state": "later", "label": "later"})
         state = "done" if i < current else ("current" if i == current else "later")
         symbol = {"done": "✔", "current": "●", "later": "○"}[state]
-        track.append(
-            {
-                "kind": "stage",
-                "name": name,
-                "label": STAGE_NAMES[name],
-                "state": state,
-                "symbol": symbol,
-            }
-        )
+        overridden = bool((overrides or {}).get(name)) and i <= current
+        stage_item: dict[str, Any] = {
+            "kind": "stage",
+            "name": name,
+            "label": STAGE_NAMES[name],
+            "state": state,
+            "symbol": "⚠" if overridden else symbol,
+            "override": overridden,
+        }
+        track.append(stage_item)
     return track
 
 
 def decorate(evaluation: dict[str, Any], baseline: dict[str, str] | None) -> None:
+    periodic_runs = int((evaluation.get("policy") or {}).get("periodic_runs") or 3)
     for t in evaluation["transitions"]:
         for c in t["criteria"]:
+            c["next_action"] = next_action(c, periodic_runs)
+            c["grouped"] = group_evidence(c.get("evidence") or [])
+            c["short_detail"], c["detail_cut"] = short_detail(c.get("detail") or "")
             c["symbol"] = SYMBOLS.get(c["status"], "?")
             c["status_label"] = LABELS.get(c["status"], c["status"])
             was = (baseline or {}).get(c["key"])
             c["changed"] = LABELS.get(was) if was is not None and was != c["status"] else None
 
 
-def glance(evaluation: dict[str, Any], releases: dict[str, SignOff]) -> dict[str, Any]:
+def glance(
+    evaluation: dict[str, Any],
+    releases: dict[str, SignOff],
+    overrides: dict[str, list[str]] | None = None,
+) -> dict[str, Any]:
     stage = evaluation["stage"]
     nxt = next((t for t in evaluation["transitions"] if t["from"] == stage), None)
     past = [t for t in evaluation["transitions"] if STAGES.index(t["to"]) <= STAGES.index(stage)]
@@ -97,6 +115,7 @@ def glance(evaluation: dict[str, Any], releases: dict[str, SignOff]) -> dict[str
         "stage_label": STAGE_NAMES.get(stage, stage),
         "next": nxt,
         "since": releases.get(stage),
+        "override": override_text((overrides or {}).get(stage) or []),
         "past": past,
         "later": later,
     }
@@ -136,6 +155,8 @@ def readiness_body(evaluation: dict[str, Any], maintainer: bool) -> SafeString:
     releases: dict[str, SignOff] = {}
     for s in reversed(signoffs):  # the newest sign-off into each stage wins
         releases[s.to_stage] = s
+    # A stage reached over unmet criteria says so wherever it is shown (dashboard/signoffs.py).
+    overrides = {stage: stage_override(releases, stage) for stage in releases}
     baseline = None
     if last is not None:
         baseline = statuses_of(SignOff.objects.only("snapshot").get(pk=last.pk).snapshot)
@@ -147,8 +168,8 @@ def readiness_body(evaluation: dict[str, Any], maintainer: bool) -> SafeString:
             {
                 "readiness": evaluation,
                 "stage": evaluation["stage"],
-                "track": stage_track(evaluation, releases),
-                "glance": glance(evaluation, releases),
+                "track": stage_track(evaluation, releases, overrides),
+                "glance": glance(evaluation, releases, overrides),
                 "last_signoff": last,
                 "is_maintainer": maintainer,
             },

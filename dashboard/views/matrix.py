@@ -34,13 +34,26 @@ from dashboard.models import Cluster, Plugin, Run, Submission, TestResult
 from .outcomes import SHORT, cell
 from .published import published_page
 
-TRUST = {"run": "our run", "verified": "verified vendor", "pending": "pending vendor"}
-TRUST_SHORT = {"run": "ours", "verified": "vendor ✓", "pending": "vendor ?"}
+TRUST = {
+    "run": "our run",
+    "verified": "verified vendor",
+    "pending": "pending vendor",
+    "agent": "self-reported, verified",
+    "agent-pending": "self-reported, unverified",
+}
+TRUST_SHORT = {
+    "run": "ours",
+    "verified": "vendor ✓",
+    "pending": "vendor ?",
+    "agent": "self-reported ✓",
+    "agent-pending": "self-reported ?",
+}
+RUN_TRUSTS = ("run", "agent", "agent-pending")  # sources that are runs (the others: files)
 
 
 @dataclass
 class Source:
-    trust: str  # run | verified | pending
+    trust: str  # run | verified | pending | agent | agent-pending (self-reported runs)
     id: int
     when: datetime
     plugin_id: int
@@ -56,7 +69,7 @@ class Source:
 
     @property
     def url(self) -> str:
-        return f"/runs/{self.id}/" if self.trust == "run" else f"/submissions/{self.id}/"
+        return f"/runs/{self.id}/" if self.trust in RUN_TRUSTS else f"/submissions/{self.id}/"
 
     def outcome(self, key: str) -> str:
         return self.outcomes.get(key) or Outcome.NOT_RUN
@@ -164,14 +177,19 @@ def load_sources() -> list[Source]:
                 "finished",
                 "created",
                 "emulated",
+                "trigger",
+                "agent_verified_at",
                 "cluster__name",
             )
         ):
             got = results.get(r.id, {})
             keys = keys_of(r.battery)
+            kind = "run"
+            if r.trigger == Run.Trigger.AGENT:
+                kind = "agent" if r.agent_verified_at else "agent-pending"
             sources.append(
                 Source(
-                    "run",
+                    kind,
                     r.id,
                     r.finished or r.created,
                     r.plugin_id,
@@ -227,8 +245,8 @@ def _pick(candidates: list[Source], key: str) -> Source | None:
 
 
 def _cell(sources: list[Source], key: str) -> dict[str, Any]:
-    main = _pick([s for s in sources if s.trust in ("run", "verified")], key)
-    pending = _pick([s for s in sources if s.trust == "pending"], key)
+    main = _pick([s for s in sources if s.trust in ("run", "verified", "agent")], key)
+    pending = _pick([s for s in sources if s.trust in ("pending", "agent-pending")], key)
     if pending is not None and (
         pending.outcome(key) == Outcome.NOT_RUN
         or (main is not None and main.outcome(key) != Outcome.NOT_RUN and pending.when <= main.when)
@@ -253,8 +271,8 @@ def _cell(sources: list[Source], key: str) -> dict[str, Any]:
     if pending is not None:
         out["pending"] = cell(
             pending.outcome(key),
-            trust="pending",
-            trust_label=TRUST["pending"],
+            trust=pending.trust,
+            trust_label=TRUST[pending.trust],
             url=pending.url,
             when=pending.when,
             kubernetes_version=pending.kubernetes_version,
@@ -296,13 +314,17 @@ def _cell_html(c: dict[str, Any]) -> str:
         )
     if p := c.get("pending"):
         html += format_html(
-            '<a href="{}" class="pending-note" title="pending vendor submission: {}">'
-            '<span class="o o-{} trust-pending">{}</span> <span class="trust trust-pending">{} · vendor ?</span></a>',
+            '<a href="{}" class="pending-note" title="{}: {}">'
+            '<span class="o o-{} trust-{}">{}</span> <span class="trust trust-{}">{} · {}</span></a>',
             p["url"],
+            p["trust_label"],
             p["label"],
             p["outcome"],
+            p["trust"],
             p["symbol"],
+            p["trust"],
             p["source"],
+            TRUST_SHORT[p["trust"]],
         )
     return mark_safe(html)  # every piece went through format_html
 

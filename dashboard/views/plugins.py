@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.db.models import OuterRef, Subquery
 from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
@@ -79,6 +81,27 @@ def netpol_exemption(request: HttpRequest, slug: str) -> HttpResponse:
         return redirect(back)
     messages.success(request, f"{plugin.name} is exempt from netpol-allow-deny: “{reason}”.")
     return redirect(back)
+
+
+def _stage_svg(data: dict[str, Any]) -> str:
+    from dashboard.signoffs import current_override, override_text
+
+    stage, unmet = current_override()
+    if unmet and stage == data["stage"]:
+        # Reached over unmet criteria: the colour of a warning, never of success.
+        return badges.render_svg("SCTP " + stage, override_text(unmet), "#9a6700")
+    return badges.render_svg("SCTP", data["stage"], "#0969da")
+
+
+@require_GET
+def stage_badge(request: HttpRequest) -> HttpResponse:
+    """/badge/stage.svg: the feature's stage; a sign-off bumps the publication, so it is made
+    once per publication."""
+    body = readiness.derived("stage-badge", _stage_svg)
+    response = HttpResponse(body, content_type="image/svg+xml; charset=utf-8")
+    response["ETag"] = badges.etag_of(body)
+    response["Cache-Control"] = f"public, max-age={BADGE_MAX_AGE}"
+    return response
 
 
 @require_GET

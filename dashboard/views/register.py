@@ -78,7 +78,7 @@ def register(request: HttpRequest) -> HttpResponse:
                 actor=request.user.get_username(),
             )
         except ClusterError as exc:
-            context.update(error=exc.message, field=exc.field)
+            context.update(error=exc.message, field=exc.field, error_url=exc.url)
             return render(request, "clusters/register.html", context, status=exc.status)
         messages.success(
             request, f"Cluster {cluster.name} registered; its kubeconfig is stored encrypted."

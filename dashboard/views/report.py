@@ -13,6 +13,7 @@ from typing import Any
 from django.conf import settings
 
 from dashboard.models import Run, SignOff, Submission
+from dashboard.signoffs import current_override, override_reason, override_text, unmet_criteria
 
 ICON = {"met": "✅", "unmet": "❌", "at_risk": "⚠️", "stale": "⌛"}
 
@@ -83,6 +84,27 @@ def _cell(text: Any) -> str:
     return _MARKDOWN_SPECIAL.sub(r"\\\1", flat)
 
 
+CELL_WORDS = 20  # a table cell longer than this keeps its first clause; the rest is a footnote
+
+
+class Notes:
+    """Footnotes for long table cells (GitHub renders `[^n]` references and definitions)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def cell(self, text: Any) -> str:
+        flat = " ".join(str(text).split())
+        words = flat.split()
+        if len(words) <= CELL_WORDS:
+            return _cell(flat)
+        first = flat.split("; ")[0]
+        if len(first.split()) > CELL_WORDS:
+            first = " ".join(words[:CELL_WORDS])
+        self.lines.append(f"[^{len(self.lines) + 1}]: {_cell(flat)}")
+        return f"{_cell(first.rstrip('.,;:'))} …[^{len(self.lines)}]"
+
+
 def _counted(e: dict[str, Any]) -> str:
     if e.get("counts", True):
         return "**counted**"
@@ -93,11 +115,13 @@ def _counted(e: dict[str, Any]) -> str:
 def markdown_report(evaluation: dict[str, Any], base_url: str) -> str:
     base_url = settings.SITE_URL or base_url
     runs, subs = _evidence_facts(evaluation)
+    stage, unmet = current_override()
+    over = f" ({override_text(unmet)})" if unmet and stage == evaluation["stage"] else ""
     lines = [
         "## KEP-614 SCTP support: graduation evidence",
         "",
         (
-            f"Current stage: **{evaluation['stage']}**. Evaluated at {evaluation['evaluated_at']} by the SCTP "
+            f"Current stage: **{evaluation['stage']}**{over}. Evaluated at {evaluation['evaluated_at']} by the SCTP "
             f"readiness dashboard ({base_url}/). Evidence counts when younger than {evaluation['fresh_days']} days; "
             "only finished battery runs and *verified* vendor submissions count."
         ),
@@ -105,6 +129,7 @@ def markdown_report(evaluation: dict[str, Any], base_url: str) -> str:
     ]
     plugins: set[str] = set()
     proxiers: set[str] = set()
+    notes = Notes()
     for t in evaluation["transitions"]:
         lines += [
             f"### {t['from']} → {t['to']}: {'ready' if t['ready'] else 'not ready'}",
@@ -115,7 +140,7 @@ def markdown_report(evaluation: dict[str, Any], base_url: str) -> str:
         for c in t["criteria"]:
             lines.append(
                 f"| `{c['key']}` {_cell(c['title'])} | {ICON.get(c['status'], '')} {c['status']} | "
-                f"{_cell(c['detail'])} |"
+                f"{notes.cell(c['detail'])} |"
             )
         lines.append("")
         for c in t["criteria"]:
@@ -182,7 +207,7 @@ def markdown_report(evaluation: dict[str, Any], base_url: str) -> str:
                 ]
                 lines += [
                     f"| {_cell(r['name'])}{' (in-tree)' if r['in_tree'] else ''} | {r['status']} | "
-                    f"{_cell(r.get('why', ''))} |"
+                    f"{notes.cell(r.get('why', ''))} |"
                     for r in c["rows"]
                 ]
                 lines.append("")
@@ -195,7 +220,7 @@ def markdown_report(evaluation: dict[str, Any], base_url: str) -> str:
                 ]
                 lines += [
                     f"| {r['proxier']} | {'yes' if r['required'] else 'no'} | {r['status']} | "
-                    f"{_cell(r.get('why', ''))} |"
+                    f"{notes.cell(r.get('why', ''))} |"
                     for r in c["rows"]
                 ]
                 lines.append("")
@@ -205,14 +230,23 @@ def markdown_report(evaluation: dict[str, Any], base_url: str) -> str:
     )
     lines.append("")
     lines += _verified_submissions(evaluation, base_url)
-    signoffs = list(SignOff.objects.select_related("maintainer").defer("snapshot")[:10])
+    signoffs = list(SignOff.objects.select_related("maintainer")[:10])
     if signoffs:
         lines += ["Sign-offs:", ""]
-        lines += [
-            f"- {s.created:%Y-%m-%d} {s.from_stage} → {s.to_stage} by {s.maintainer.get_username()}: "
-            f"{_cell(s.comment)} (sign-off `{s.uuid}`)"
-            for s in signoffs
-        ]
+        for s in signoffs:
+            missed = unmet_criteria(s.snapshot, s.from_stage)
+            said = (
+                f" **{override_text(missed)}** (reason: {_cell(override_reason(s.snapshot))});"
+                if missed
+                else ""
+            )
+            lines.append(
+                f"- {s.created:%Y-%m-%d} {s.from_stage} → {s.to_stage} by {s.maintainer.get_username()}:"
+                f"{said} {_cell(s.comment)} (sign-off `{s.uuid}`)"
+            )
+        lines.append("")
+    if notes.lines:
+        lines += notes.lines
         lines.append("")
     return "\n".join(lines)
 

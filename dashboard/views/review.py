@@ -9,13 +9,16 @@ from django.contrib import messages
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from dashboard import readiness
 from dashboard.catalog import TRANSITIONS
 from dashboard.models import AuditEvent, SignOff, Submission
+from dashboard.signoffs import override_reason, unmet_criteria
 
 from .access import AuthenticatedRequest, maintainer_required
+from .md import to_html
 from .report import markdown_report
 
 AUDIT_SHOWN = 10  # the newest; /audit/ has the whole trail
@@ -82,14 +85,37 @@ def sign_off(request: AuthenticatedRequest) -> HttpResponse:
             "alpha 1.12, beta 1.19, GA 1.20).",
         )
         return redirect("/review/")
-    ready = next(t["ready"] for t in evaluation["transitions"] if t["from"] == from_stage)
+    transition = next(t for t in evaluation["transitions"] if t["from"] == from_stage)
+    ready = transition["ready"]
+    unmet = [c for c in transition["criteria"] if c["status"] != "met"]
+    override: dict[str, Any] | None = None
+    if not ready:
+        # An override gets its own step: each unmet criterion named, and a reason required.
+        reason = request.POST.get("override_reason", "").strip()
+        if request.POST.get("override") != "confirmed" or not reason:
+            return render(
+                request,
+                "review/confirm_override.html",
+                {
+                    "from_stage": from_stage,
+                    "to_stage": to_stage,
+                    "unmet": unmet,
+                    "comment": comment,
+                    "kubernetes_release": release,
+                    "error": "Say why the unmet criteria do not stop the graduation."
+                    if request.POST.get("override") == "confirmed"
+                    else "",
+                },
+                status=400 if request.POST.get("override") == "confirmed" else 200,
+            )
+        override = {"unmet": [c["key"] for c in unmet], "reason": reason}
     with transaction.atomic():
         signoff = SignOff.objects.create(
             from_stage=from_stage,
             to_stage=to_stage,
             maintainer=request.user,
             comment=comment,
-            snapshot=evaluation,
+            snapshot={**evaluation, **({"override": override} if override else {})},
             kubernetes_release=release,
         )
         AuditEvent.record(
@@ -100,11 +126,17 @@ def sign_off(request: AuthenticatedRequest) -> HttpResponse:
             comment=comment,
             criteria_met=ready,
             kubernetes_release=release,
+            **(
+                {"unmet_criteria": override["unmet"], "override_reason": override["reason"]}
+                if override
+                else {}
+            ),
         )
     messages.success(
         request,
-        f"Signed off {from_stage} → {to_stage} in Kubernetes {release}. The verdicts and evidence are frozen "
-        "in the sign-off.",
+        f"Signed off {from_stage} → {to_stage} in Kubernetes {release}"
+        + (f" over unmet criteria: {', '.join(override['unmet'])}" if override else "")
+        + ". The verdicts and evidence are frozen in the sign-off; the readiness page shows it now.",
     )
     return redirect(f"/review/signoffs/{signoff.uuid}/")
 
@@ -113,7 +145,26 @@ def sign_off(request: AuthenticatedRequest) -> HttpResponse:
 def signoff_detail(request: HttpRequest, uuid: str) -> HttpResponse:
     signoff = get_object_or_404(SignOff.objects.select_related("maintainer"), uuid=uuid)
     return render(
-        request, "review/signoff.html", {"signoff": signoff, "snapshot": signoff.snapshot}
+        request,
+        "review/signoff.html",
+        {
+            "signoff": signoff,
+            "snapshot": signoff.snapshot,
+            "unmet": unmet_criteria(signoff.snapshot, signoff.from_stage),
+            "override_reason": override_reason(signoff.snapshot),
+        },
+    )
+
+
+@maintainer_required
+def report_page(request: HttpRequest) -> HttpResponse:
+    """/review/report/: the KEP report as a page (the Markdown rendered), with a copy button for
+    the Markdown itself and a download of the .md."""
+    body = markdown_report(
+        readiness.evaluate(), base_url=request.build_absolute_uri("/").rstrip("/")
+    )
+    return render(
+        request, "review/report.html", {"markdown": body, "html": mark_safe(to_html(body))}
     )
 
 

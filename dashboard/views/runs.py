@@ -8,12 +8,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.timezone import now
+from django.views.decorators.http import require_POST
 
+from dashboard import trust
 from dashboard.api import serializers
 from dashboard.models import Run
+from dashboard.submission_state import run_result, run_state
 
+from .access import maintainer_required
 from .fingerprint import facts
 from .outcomes import cell
 
@@ -33,6 +39,24 @@ def _context(run_id: int) -> dict[str, Any]:
             outcome = "queued"
         tests.append({"key": key, **res, **cell(outcome)})
     done = sum(1 for t in tests if t["outcome"] not in ("queued", "running"))
+    outcomes = {t["key"]: t["outcome"] for t in tests if t["outcome"] != "queued"}
+    result, result_why = run_result(run.state, outcomes, run.error)
+    active_test = None
+    if run.state == Run.State.RUNNING:
+        # Tests run one after the other in this order: the first without an outcome is running,
+        # since the previous one finished (or the run started).
+        waiting = next((t for t in tests if t["outcome"] == "queued"), None)
+        if waiting is not None:
+            since = max(
+                [r.finished for r in run.results.all() if r.finished] + [run.started or now()]
+            )
+            waiting["outcome"] = "running"
+            waiting.update(cell("running"))
+            active_test = {
+                "key": waiting["key"],
+                "since": since,
+                "seconds": (now() - since).total_seconds(),
+            }
     conformance = [
         {"key": key, **res, **cell(res["outcome"])} for key, res in data["conformance"].items()
     ]
@@ -45,6 +69,12 @@ def _context(run_id: int) -> dict[str, Any]:
         "done": done,
         "total": len(tests),
         "facts": facts(run.fingerprint) if run.fingerprint else None,
+        "result": result,
+        "result_why": result_why,
+        "active_test": active_test,
+        "state": run_state(run, outcomes, {t["key"]: t.get("reason") or "" for t in tests})
+        if run.state not in ACTIVE
+        else None,
     }
 
 
@@ -73,3 +103,20 @@ def run_progress(request: HttpRequest, run_id: int) -> HttpResponse:
     response = render(request, "runs/_progress.html", _context(run_id))
     response["Cache-Control"] = "no-store"
     return response
+
+
+@require_POST
+@maintainer_required
+def run_verify(request: HttpRequest, run_id: int) -> HttpResponse:
+    """A maintainer verifies a self-reported run, or withdraws that (audited; dashboard.trust)."""
+    run = get_object_or_404(Run.objects.select_related("cluster"), pk=run_id)
+    try:
+        if request.POST.get("action") == "withdraw":
+            trust.unverify_agent_run(run, request.user, request.POST.get("reason", ""))
+            messages.success(request, f"Run {run.pk} is no longer verified: it does not count.")
+        else:
+            trust.verify_agent_run(run, request.user, request.POST.get("reason", ""))
+            messages.success(request, f"Run {run.pk} verified: it may count as evidence.")
+    except trust.TrustError as exc:
+        messages.error(request, exc.message)
+    return redirect(run.get_absolute_url())

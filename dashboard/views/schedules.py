@@ -19,11 +19,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
+from dashboard import notify, trust
 from dashboard import schedules as ops
-from dashboard import trust
 from dashboard.catalog import Battery
 from dashboard.models import AuditEvent, Cluster, NotificationChannel, NotificationLog, Schedule
 from dashboard.roles import is_maintainer
+from workers.netguard import ServerNotAllowed
 
 from .access import forbidden
 
@@ -78,12 +79,24 @@ class ChannelForm(forms.Form):
                 URLValidator(schemes=["http", "https"])(target)
             except forms.ValidationError:
                 self.add_error("target", "Enter an http:// or https:// URL.")
+            else:
+                self._guard(target)
         elif data.get("kind") == NotificationChannel.Kind.EMAIL:
             try:
                 validate_email(target)
             except forms.ValidationError:
                 self.add_error("target", "Enter a valid e-mail address.")
         return data
+
+    def _guard(self, target: str) -> None:
+        """The webhook guard (dashboard.notify.check_webhook): a URL whose host resolves to a
+        loopback, private, link-local… address is refused here already; one whose host does
+        not resolve yet is kept (delivery checks again, every time)."""
+        try:
+            notify.check_webhook(target)
+        except ServerNotAllowed as exc:
+            if "does not resolve" not in str(exc) and "did not resolve" not in str(exc):
+                self.add_error("target", f"{str(exc)[0].upper()}{str(exc)[1:]}.")
 
 
 def _list(request: HttpRequest, cluster: Cluster | None) -> HttpResponse:

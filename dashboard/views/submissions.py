@@ -12,9 +12,12 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
+from dashboard import readiness
 from dashboard.catalog import ALL_KEYS, CATALOG, Proxier
 from dashboard.models import Plugin, Submission, Vendor
+from dashboard.readiness.history import statuses_of
 from dashboard.roles import is_maintainer, vendor_ids
+from dashboard.submission_state import readiness_change, short_reason, state_of
 from dashboard.submissions import SubmissionError, create_submission, review
 
 from .access import forbidden, login_required, maintainer_required, vendor_required
@@ -93,6 +96,7 @@ def submission_detail(request: HttpRequest, sub_id: int) -> HttpResponse:
         "submissions/detail.html",
         {
             "sub": sub,
+            "state": state_of(sub),
             "rows": _report_rows(sub),
             "report": report,
             "qualifying": qualifying,
@@ -133,6 +137,7 @@ def submission_review(request: HttpRequest, sub_id: int) -> HttpResponse:
     if action not in ("verify", "reject"):
         messages.error(request, "Choose verify or reject.")
         return redirect(sub.get_absolute_url())
+    before = statuses_of(readiness.evaluate())
     try:
         review(
             sub, user=request.user, verify=action == "verify", reason=request.POST.get("reason", "")
@@ -140,7 +145,12 @@ def submission_review(request: HttpRequest, sub_id: int) -> HttpResponse:
     except SubmissionError as exc:
         messages.error(request, exc.message)
         return redirect(sub.get_absolute_url())
-    messages.success(request, f"Submission {sub.id} {sub.get_status_display()}.")
+    # Tell the maintainer what the decision did to the readiness page.
+    changed = readiness_change(before, statuses_of(readiness.evaluate()))
+    effect = "; ".join(changed) if changed else f"no change: {short_reason(sub)}"
+    messages.success(
+        request, f"Submission {sub.id} {sub.get_status_display()}. Readiness: {effect}."
+    )
     return redirect(
         "/review/" if request.POST.get("next") == "/review/" else sub.get_absolute_url()
     )

@@ -87,20 +87,62 @@ def test_approving_an_unknown_or_disabled_cluster_is_refused(client, maintainer_
     assert not Cluster.objects.get(name="off").approved
 
 
-def test_re_registering_never_re_enables_and_a_new_server_clears_the_approval(
-    client, vendor_token, labs
+def test_a_taken_name_is_refused_and_an_edit_never_re_enables_while_a_new_server_clears_the_approval(
+    client, vendor_token, maintainer_token, labs
 ):
     assert client.post("/api/v1/clusters/", form(labs[0]), **auth(vendor_token)).status_code == 201
     Cluster.objects.filter(name="calico-prod").update(approved=True, enabled=False)
-    again = client.post(
-        "/api/v1/clusters/", form(labs[0], plugin_version="3.29.0"), **auth(vendor_token)
-    )
-    assert again.status_code == 201
+    for token in (vendor_token, maintainer_token):  # whoever sends it, a registration never edits
+        again = client.post(
+            "/api/v1/clusters/",
+            form(labs[0], plugin_version="3.29.0", proxier="ipvs"),
+            **auth(token),
+        )
+        assert again.status_code == 409, again.content
+        assert again.json()["url"].endswith("/clusters/calico-prod/")
+        assert "already registered" in again.json()["error"]
     cluster = Cluster.objects.get(name="calico-prod")
-    assert (cluster.enabled, cluster.approved, cluster.plugin_version) == (False, True, "3.29.0")
-    moved = client.post("/api/v1/clusters/", form(labs[1]), **auth(vendor_token))
-    assert moved.status_code == 201 and moved.json()["approved"] is False
+    assert (cluster.plugin_version, cluster.proxier) == ("3.28.0", "iptables")
+
+    edited = client.patch(
+        "/api/v1/clusters/calico-prod/",
+        {"plugin_version": "3.29.0"},
+        content_type="application/json",
+        **auth(vendor_token),
+    )
+    assert edited.status_code == 200, edited.content
+    assert edited.json()["changes"] == {"plugin_version": ["3.28.0", "3.29.0"]}
+    cluster = Cluster.objects.get(name="calico-prod")
+    assert (cluster.enabled, cluster.approved, cluster.plugin_version, cluster.proxier) == (
+        False,
+        True,
+        "3.29.0",
+        "iptables",
+    )
+    event = AuditEvent.objects.filter(action="cluster.update").latest("id")
+    assert event.detail["changes"] == {"plugin_version": ["3.28.0", "3.29.0"]}
+
+    moved = client.patch(
+        "/api/v1/clusters/calico-prod/",
+        {"kubeconfig": form(labs[1])["kubeconfig"]},
+        content_type="application/json",
+        **auth(vendor_token),
+    )
+    assert moved.status_code == 200 and moved.json()["approved"] is False
+    assert "server" in moved.json()["changes"]
     assert Cluster.objects.get(name="calico-prod").enabled is False
+
+
+def test_only_the_owner_or_a_maintainer_may_edit_a_cluster(client, vendor_token):
+    f.cluster("cilium-prod", plugin_slug="cilium")
+    refused = client.patch(
+        "/api/v1/clusters/cilium-prod/",
+        {"plugin_version": "9"},
+        content_type="application/json",
+        **auth(vendor_token),
+    )
+    assert refused.status_code == 403
+    assert not AuditEvent.objects.filter(action="cluster.update").exists()
 
 
 def test_a_maintainers_registration_is_approved(client, maintainer_token, labs):

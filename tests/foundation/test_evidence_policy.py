@@ -360,6 +360,8 @@ def test_the_sign_off_snapshot_and_the_report_say_emulated_and_not_counted(clien
                 "to_stage": "beta",
                 "comment": "looked at it",
                 "kubernetes_release": "1.19",
+                "override": "confirmed",
+                "override_reason": "emulated evidence is enough here",
             },
         ).status_code
         == 302

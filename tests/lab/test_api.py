@@ -408,7 +408,7 @@ def test_an_unknown_path_and_an_unknown_cluster_answer_404(kube: Kube) -> None:
             kube.lab.base_url + path, headers={"Authorization": "Bearer lab-c1-token"}
         )
         with pytest.raises(urllib.error.HTTPError) as err:
-            urllib.request.urlopen(req)
+            urllib.request.urlopen(req, context=kube.lab.client_context())
         assert err.value.code == 404
         assert json.loads(err.value.read())["kind"] == "Status"
 

@@ -714,7 +714,7 @@ def test_a_body_of_the_wrong_shape_is_a_bad_request(kube: Kube) -> None:
         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
     )
     with pytest.raises(urllib.error.HTTPError) as caught:
-        urllib.request.urlopen(request, timeout=5)
+        urllib.request.urlopen(request, timeout=5, context=kube.lab.client_context())
     answer = json.loads(caught.value.read())
     assert (caught.value.code, answer["kind"], answer["reason"]) == (400, "Status", "BadRequest")
     assert kube.core.list_namespaced_pod(ns).items == []

@@ -33,6 +33,8 @@ def test_a_sign_off_freezes_the_evaluation_and_moves_the_stage(client: Client, m
             "to_stage": "beta",
             "kubernetes_release": "1.19",
             "comment": "periodic job green for a week",
+            "override": "confirmed",
+            "override_reason": "the lab covers it",
         },
     )
     signoff = SignOff.objects.get()
@@ -52,11 +54,46 @@ def test_a_sign_off_freezes_the_evaluation_and_moves_the_stage(client: Client, m
         False,
     )
     assert event.detail["kubernetes_release"] == "1.19"
-    assert "since Kubernetes 1.19" in client.get("/").content.decode()
+    assert event.detail["override_reason"] == "the lab covers it"
+    assert "tests-written" in event.detail["unmet_criteria"]
+    front = client.get("/").content.decode()
+    assert "since Kubernetes 1.19" in front and "signed off over unmet criteria: " in front
     # Later evidence does not change what the sign-off saw.
     factories.run(factories.cluster("calico-a"))
     page = client.get(f"/review/signoffs/{signoff.uuid}/").content.decode()
     assert "periodic job green for a week" in page and "no verdict in counted evidence" in page
+
+
+def test_signing_off_over_unmet_criteria_needs_its_own_step_naming_them_and_a_reason(
+    client: Client, maintainer
+) -> None:
+    client.force_login(maintainer)
+    form = {
+        "from_stage": "alpha",
+        "to_stage": "beta",
+        "kubernetes_release": "1.19",
+        "comment": "good enough",
+    }
+    step = client.post("/review/signoff/", form)
+    body = step.content.decode()
+    assert step.status_code == 200 and "over unmet criteria?" in body
+    assert 'data-criterion="tests-written"' in body and 'name="override_reason"' in body
+    assert not SignOff.objects.exists()
+    blank = client.post(
+        "/review/signoff/", {**form, "override": "confirmed", "override_reason": " "}
+    )
+    assert blank.status_code == 400 and not SignOff.objects.exists()
+    done = client.post(
+        "/review/signoff/", {**form, "override": "confirmed", "override_reason": "KEP says so"}
+    )
+    assert done.status_code == 302
+    signoff = SignOff.objects.get()
+    assert signoff.snapshot["override"]["reason"] == "KEP says so"
+    report = client.get("/review/report.md").content.decode()
+    assert "Current stage: **beta** (signed off over unmet criteria: " in report
+    assert "reason: KEP says so" in report
+    badge = client.get("/badge/stage.svg").content.decode()
+    assert "signed off over unmet criteria" in badge and "#9a6700" in badge
 
 
 def test_a_sign_off_needs_a_comment_and_the_current_stage(client: Client, maintainer) -> None:
@@ -114,4 +151,6 @@ def test_query_counts_do_not_grow_with_history(client: Client, maintainer) -> No
     grow_submissions(60)
     for i in range(30):
         AuditEvent.record("maria", "submission.verify", f"submission {i}")
-    assert (queries(client, "/review/"), queries(client, "/review/report.md")) == before == (25, 24)
+    assert (
+        (queries(client, "/review/"), queries(client, "/review/report.md")) == before == (25, 25)
+    )  # the report: +1, the sign-off that reached the stage

@@ -43,7 +43,10 @@ def test_a_running_run_polls_its_partial_and_says_which_tests_wait(client: Clien
         '<meta http-equiv="refresh" content="5">' in body
     )  # inside <noscript>: works without JavaScript
     assert "1 of 4 tests have an outcome" in body
-    assert 'data-key="hostport-kubenet" data-outcome="queued"' in body
+    # The first test without an outcome is the one running; the rest wait.
+    assert 'data-key="hostport-kubenet" data-outcome="running"' in body
+    assert 'class="active-test" data-test="hostport-kubenet"' in body
+    assert 'data-key="service-iptables-rules" data-outcome="queued"' in body
     assert "Service created with protocol SCTP" in body and "1.5 s" in body
 
 

@@ -17,6 +17,7 @@ from tests.realclusters.conftest import ROLE_FILE
 from workers import agent
 
 LAB_TIMEOUTS = json.dumps(dataclasses.asdict(FAST))
+KEY = "k" * 16 + "agent-key-of-calico-prod"
 
 
 def _argv(url, endpoint, battery="basic", cluster="calico-prod", plugin="calico"):
@@ -55,7 +56,7 @@ def in_cluster():
 def test_the_agent_posts_an_all_run_that_shows_as_pending_agent_evidence(
     live_server, vendor_token, in_cluster, capsys
 ):
-    environ = {**in_cluster.environ(), "SCTP_DASHBOARD_TOKEN": vendor_token}
+    environ = {**in_cluster.environ(), "SCTP_DASHBOARD_TOKEN": vendor_token, "SCTP_AGENT_KEY": KEY}
     code = agent.main(_argv(live_server.url, in_cluster, battery="all"), environ=environ)
     out = capsys.readouterr()
     assert code == 0, out.err
@@ -76,6 +77,14 @@ def test_the_agent_posts_an_all_run_that_shows_as_pending_agent_evidence(
     assert run.fingerprint["node_count"] == 2 and run.fingerprint["proxier_detected"] == "iptables"
     # the lab's GET /version carries "emulated": true: the run and the cluster are marked
     assert run.fingerprint["emulated"] is True and run.emulated and cluster.emulated
+    # the facts the battery records, checked by the dashboard across the cluster's runs
+    facts = run.fingerprint["facts"]
+    assert set(facts["nodes"]) == set(run.fingerprint["node_names"]) and all(
+        facts["nodes"].values()
+    )
+    assert facts["resource_version"] and facts["objects"]
+    assert all(o["uid"] and o["resource_version"] for o in facts["objects"])
+    assert cluster.mode == "agent" and cluster.agent_key_digest
     assert run.qualifying  # the outcomes qualify; the policy does not count it (unapproved)
     from django.utils.timezone import now
 
@@ -91,7 +100,8 @@ def test_the_agent_posts_an_all_run_that_shows_as_pending_agent_evidence(
 
     with urllib.request.urlopen(live_server.url + f"/runs/{run.pk}/", timeout=10) as answer:
         page = answer.read().decode()
-    assert "Pending agent evidence" in page and "approves cluster calico-prod" in page
+    assert 'data-trust="self-reported"' in page
+    assert "approves cluster calico-prod and verifies this run" in page
     assert "posted by the in-cluster agent" in page
     # the readiness API lists it as evidence that does not count, and says why
     with urllib.request.urlopen(live_server.url + "/api/v1/readiness/", timeout=30) as answer:
@@ -104,7 +114,9 @@ def test_the_agent_posts_an_all_run_that_shows_as_pending_agent_evidence(
         if e["kind"] == "run" and e["id"] == run.pk
     ]
     assert listed, "the agent's run is not shown as evidence"
-    assert all(e["counts"] is False and e["emulated"] for e in listed)
+    assert all(
+        e["counts"] is False and e["emulated"] and e["trust"] == "self-reported" for e in listed
+    )
     assert all(
         "not approved by a maintainer" in e["why"] and "emulated" in e["why"] for e in listed
     )
@@ -115,13 +127,17 @@ def test_the_agent_posts_an_all_run_that_shows_as_pending_agent_evidence(
 def test_a_second_run_lands_on_the_same_cluster_and_another_vendor_is_refused(
     live_server, vendor_token, other_vendor_token, in_cluster, capsys
 ):
-    environ = {**in_cluster.environ(), "SCTP_DASHBOARD_TOKEN": vendor_token}
+    environ = {**in_cluster.environ(), "SCTP_DASHBOARD_TOKEN": vendor_token, "SCTP_AGENT_KEY": KEY}
     assert agent.main(_argv(live_server.url, in_cluster), environ=environ) == 0
     assert agent.main(_argv(live_server.url, in_cluster), environ=environ) == 0
     assert Cluster.objects.count() == 1 and Run.objects.filter(trigger="agent").count() == 2
     capsys.readouterr()
     # the Cilium vendor may not post for calico, nor onto Calico's cluster
-    other = {**in_cluster.environ(), "SCTP_DASHBOARD_TOKEN": other_vendor_token}
+    other = {
+        **in_cluster.environ(),
+        "SCTP_DASHBOARD_TOKEN": other_vendor_token,
+        "SCTP_AGENT_KEY": KEY,
+    }
     assert agent.main(_argv(live_server.url, in_cluster), environ=other) == 1
     assert "HTTP 403" in capsys.readouterr().err
     assert agent.main(_argv(live_server.url, in_cluster, plugin="cilium"), environ=other) == 1
@@ -141,6 +157,8 @@ def test_outside_a_cluster_or_without_a_token_it_says_what_is_missing(tmp_path, 
         str(tmp_path),
     ]
     assert agent.main(argv, environ={"SCTP_DASHBOARD_TOKEN": "t"}) == 2
+    assert "no agent key" in capsys.readouterr().err
+    assert agent.main(argv, environ={"SCTP_DASHBOARD_TOKEN": "t", "SCTP_AGENT_KEY": KEY}) == 2
     assert "not inside a cluster" in capsys.readouterr().err
     assert agent.main(argv, environ={}) == 2
     assert "SCTP_DASHBOARD_TOKEN" in capsys.readouterr().err
@@ -179,6 +197,7 @@ def test_the_dashboard_refuses_to_run_a_cluster_it_only_knows_from_its_agent():
     cluster = factories.cluster("agent-only")  # no kubeconfig
     factories.run(cluster)
     Run.objects.filter(cluster=cluster).update(trigger=Run.Trigger.AGENT)
+    Cluster.objects.filter(pk=cluster.pk).update(mode=Cluster.Mode.AGENT)
     with pytest.raises(RunRequestError) as refused:
         request_run(Cluster.objects.get(pk=cluster.pk), "basic")
     assert refused.value.status == 409 and "in-cluster agent" in refused.value.message

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -13,10 +15,31 @@ from dashboard.models import Cluster, Run, TestResult
 from tests.conftest import auth
 
 URL = "/api/v1/agent-runs/"
+KEY = "calico-prod-agent-key-0123456789abcdef"
+OTHER_KEY = "cilium-agent-key-0123456789abcdef-xyz"
+_SEQ = itertools.count(1)
+
+
+def facts(n: int, nodes=("node-a", "node-b", "node-c")) -> dict:
+    """The facts a battery records, for the n-th run of a cluster (resourceVersions grow)."""
+    return {
+        "nodes": {name: f"boot-{name}-1" for name in nodes},
+        "resource_version": str(1000 * n),
+        "objects": [
+            {
+                "kind": "Namespace",
+                "name": f"sctp-{n}",
+                "uid": str(uuid.uuid4()),
+                "resource_version": str(1000 * n + 1),
+            }
+        ],
+    }
 
 
 def payload(**changes):
-    finished = now()
+    # Each payload is a later run of its cluster: runs never overlap, facts move forward.
+    n = next(_SEQ)
+    finished = now() - timedelta(hours=30) + timedelta(minutes=5 * (n % 300))
     body = {
         "cluster": "calico-prod",
         "plugin": "calico",
@@ -32,6 +55,8 @@ def payload(**changes):
             "cni_detected": "calico",
             "node_count": 3,
             "node_access": True,
+            "node_names": ["node-a", "node-b", "node-c"],
+            "facts": facts(n),
         },
         "results": {
             key: {
@@ -50,9 +75,11 @@ def payload(**changes):
     return body
 
 
-def post(api, token, body):
+def post(api, token, body, key=KEY):
     data = body if isinstance(body, (bytes, str)) else json.dumps(body)
-    return api.post(URL, data=data, content_type="application/json", **auth(token))
+    return api.post(
+        URL, data=data, content_type="application/json", HTTP_X_AGENT_KEY=key, **auth(token)
+    )
 
 
 def _nothing_stored():
@@ -82,7 +109,7 @@ def test_a_valid_run_registers_the_cluster_unapproved_and_stores_the_run(api, ve
 
 
 def test_an_emulated_fingerprint_marks_the_run_and_the_cluster(api, vendor_token):
-    body = payload(fingerprint={"emulated": True, "proxier_detected": None})
+    body = payload(fingerprint={"emulated": True, "proxier_detected": None, "facts": facts(0)})
     assert post(api, vendor_token, body).status_code == 201
     run = Run.objects.get()
     assert run.emulated and run.cluster.emulated and run.proxier_detected == ""
@@ -179,7 +206,7 @@ def test_another_vendors_cluster_or_a_disabled_one_is_refused(
 ):
     assert post(api, vendor_token, payload()).status_code == 201
     results = {k: {"outcome": "passed", "reason": "ok"} for k in BASIC_KEYS}
-    answer = post(api, other_vendor_token, payload(plugin="cilium", results=results))
+    answer = post(api, other_vendor_token, payload(plugin="cilium", results=results), key=OTHER_KEY)
     assert answer.status_code == 403 and "someone else" in answer.json()["error"]
     Cluster.objects.update(enabled=False)
     answer = post(api, vendor_token, payload())
@@ -197,10 +224,10 @@ def _assess(run, criterion):
     return Policy(now()).assess(item, criterion)
 
 
-def test_an_agent_run_counts_only_once_a_maintainer_approves_its_cluster(
+def test_an_agent_run_counts_only_once_a_maintainer_approves_its_cluster_and_verifies_it(
     api, vendor_token, maintainer
 ):
-    from dashboard.trust import approve_cluster
+    from dashboard.trust import approve_cluster, verify_agent_run
 
     results = {k: {"outcome": "passed", "reason": "ok"} for k in ALL_KEYS}
     results["pod-to-loadbalancer"] = {"outcome": "skipped", "reason": "no load balancer"}
@@ -210,13 +237,18 @@ def test_an_agent_run_counts_only_once_a_maintainer_approves_its_cluster(
     assert not pending.counts and "not approved by a maintainer" in pending.why
     approve_cluster(run.cluster, maintainer)
     run = Run.objects.select_related("cluster", "plugin").get()
+    unverified = _assess(run, "two-out-of-tree-plugins")
+    assert not unverified.counts and "self-reported" in unverified.why
+    verify_agent_run(run, maintainer)
+    run = Run.objects.select_related("cluster", "plugin").get()
     assert _assess(run, "two-out-of-tree-plugins").counts
 
 
 def test_an_emulated_agent_run_never_counts_even_approved(api, vendor_token, maintainer):
     from dashboard.trust import approve_cluster
 
-    assert post(api, vendor_token, payload(fingerprint={"emulated": True})).status_code == 201
+    body = payload(fingerprint={"emulated": True, "facts": facts(0)})
+    assert post(api, vendor_token, body).status_code == 201
     run = Run.objects.select_related("cluster", "plugin").get()
     approve_cluster(run.cluster, maintainer)
     run = Run.objects.select_related("cluster", "plugin").get()

@@ -18,6 +18,7 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
+from workers import cni
 from workers.battery import nodeparse, pods
 from workers.battery.base import (
     MANAGED_BY_LABEL,
@@ -43,6 +44,7 @@ _RBAC = re.compile(
     r'cannot (\S+) (?:resource "([^"]+)"(?: in API group "([^"]*)")?|path "([^"]+)")'
 )
 RBAC_PREFIX = "the battery's credentials lack the RBAC permission to "
+MAX_FACT_OBJECTS = 300  # created objects whose UID and resourceVersion a run records
 TESTER_PORT = 9080  # upstream's testContainerHTTPPort: netexec in the test container
 
 
@@ -139,6 +141,9 @@ class RunContext:
         self.should_cancel = should_cancel
         self.clock = clock
         self.nodes: list[str] = []
+        # The nodes as the API sent them (plain dicts): addresses, annotations, kernels.
+        self.node_objects: list[dict[str, Any]] = []
+        self.cni: cni.Detection = cni.Detection()
         self.node_access: bool | None = None
         self.node_access_reason = ""
         self.proxier_detected: str | None = None
@@ -200,10 +205,28 @@ class RunContext:
         }
         # A retried create that meets 409 went through the first time; nothing is read back
         # (the object is not used), so the role needs no `get namespaces`.
-        self.kube.call(self.kube.core.create_namespace, body, adopt=lambda: None)
+        created = self.kube.call(self.kube.core.create_namespace, body, adopt=lambda: None)
+        self.record_object("Namespace", created)
         if name not in self.report.namespaces_created:
             self.report.namespaces_created.append(name)
         return name
+
+    def record_object(self, kind: str, obj: Any) -> None:
+        """The created object's UID and resourceVersion, in the run's facts (bounded)."""
+        meta = getattr(obj, "metadata", None)
+        facts = self.report.fingerprint.get("facts")
+        if meta is None or not isinstance(facts, dict) or not getattr(meta, "uid", None):
+            return
+        objects = facts.setdefault("objects", [])
+        if len(objects) < MAX_FACT_OBJECTS:
+            objects.append(
+                {
+                    "kind": kind,
+                    "name": str(getattr(meta, "name", "") or ""),
+                    "uid": str(meta.uid),
+                    "resource_version": str(getattr(meta, "resource_version", "") or ""),
+                }
+            )
 
     def delete_namespace(self, name: str) -> str | None:
         """Delete (asynchronously, as the API does); an error message, or None when done."""
@@ -260,9 +283,11 @@ class TestContext:
         self, create: Callable[..., Any], read: Callable[..., Any], body: dict[str, Any]
     ) -> Any:
         name = body["metadata"]["name"]
-        return self.kube.call(
+        created = self.kube.call(
             create, self.namespace, body, adopt=lambda: read(name, self.namespace)
         )
+        self.run.record_object(body.get("kind", ""), created)
+        return created
 
     def create_pod(self, body: dict[str, Any]) -> Any:
         return self.create(

@@ -13,11 +13,12 @@ import time
 import traceback
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from workers import sctp_host
+from workers import cni, sctp_host
 from workers.battery import nodeparse, pods
 from workers.battery.base import (
     MANAGED_BY_LABEL,
@@ -177,28 +178,48 @@ def _fingerprint_cluster(run: RunContext) -> None:
     fingerprint["kubernetes_version"] = str(version.get("gitVersion") or "").lstrip("v") or None
     # An emulator says so in its /version answer (the lab always does): its runs never count.
     fingerprint["emulated"] = version.get("emulated") is True
-    nodes = kube.call(kube.core.list_node).items or []
+    listed = json.loads(kube.call_raw(kube.core.list_node) or b"{}")
+    nodes = run.node_objects = cni.items_of(listed)
     fingerprint["node_count"] = len(nodes)
-    fingerprint["node_names"] = [n.metadata.name for n in nodes if n.metadata and n.metadata.name]
+    fingerprint["node_names"] = [n["metadata"]["name"] for n in nodes if _node_name(n)]
+    # Facts a later run can be checked against (an agent's run is a claim: the dashboard checks
+    # them for consistency across its runs): each node's boot ID, the cluster's resourceVersion
+    # when the run began, and (TestContext.create) the UID and resourceVersion of every object
+    # the battery creates.
+    list_meta = listed.get("metadata") if isinstance(listed, dict) else None
+    fingerprint["facts"] = {
+        "nodes": {
+            _node_name(n): str(((n.get("status") or {}).get("nodeInfo") or {}).get("bootID") or "")
+            for n in nodes
+            if _node_name(n)
+        },
+        "resource_version": str((list_meta or {}).get("resourceVersion") or ""),
+        "objects": [],
+    }
     run.nodes = _battery_nodes(nodes)
     fingerprint["battery_nodes"] = list(run.nodes)
     if not run.nodes:
         raise KubeError("the cluster has no schedulable Linux node")
 
 
-def _battery_nodes(nodes: list[k8s.V1Node]) -> list[str]:
+def _node_name(node: dict[str, Any]) -> str:
+    return str((node.get("metadata") or {}).get("name") or "")
+
+
+def _battery_nodes(nodes: list[dict[str, Any]]) -> list[str]:
     """Schedulable Linux nodes, workers before control-plane nodes, at most MAX_NODES."""
     usable = []
     for node in nodes:
-        if node.metadata is None or not node.metadata.name:
-            continue  # the API always names a node; the client's model may not
-        labels = node.metadata.labels or {}
-        if node.spec is not None and node.spec.unschedulable:
+        name = _node_name(node)
+        if not name:
+            continue
+        labels = (node.get("metadata") or {}).get("labels") or {}
+        if (node.get("spec") or {}).get("unschedulable"):
             continue
         if labels.get("kubernetes.io/os", "linux") != "linux":  # Windows has no SCTP
             continue
         control_plane = "node-role.kubernetes.io/control-plane" in labels
-        usable.append((control_plane, node.metadata.name))
+        usable.append((control_plane, name))
     usable.sort(key=lambda item: item[0])  # stable: keeps the API's order otherwise
     return [name for _, name in usable[:MAX_NODES]]
 
@@ -291,51 +312,65 @@ def _modes_with_probe_service(run: RunContext, probe: TestContext) -> list[str]:
     return nodeparse.proxier_modes_with(vip, 80, "tcp", **outputs)
 
 
-# DaemonSet name (or its k8s-app/app label) -> plugin slug, from each CNI's own manifests.
-CNI_DAEMONSETS = {
-    "calico-node": "calico",
-    "cilium": "cilium",
-    "kube-flannel-ds": "flannel",
-    "flannel": "flannel",
-    "ovnkube-node": "ovn-kubernetes",
-    "antrea-agent": "antrea",
-    "kube-router": "kube-router",
-    "weave-net": "weave",
-    "kindnet": "kindnet",
-    "canal": "canal",
-}
+def _list_raw(run: RunContext, fn: Callable[..., object], *args: object) -> list[dict[str, Any]]:
+    kube = run.kube
+    return cni.items_of(json.loads(kube.call_raw(fn, *args) or b"{}"))
 
 
 def _detect_cni(run: RunContext) -> None:
-    """The CNI from its DaemonSet; a mismatch with the registered plugin is recorded."""
+    """The CNI from its DaemonSets and mode ConfigMaps (workers/cni.py, the one table): who
+    does the pod network, who does policy, who programs Services; a mismatch with the
+    registered plugin is recorded."""
     fingerprint, kube = run.report.fingerprint, run.kube
     try:
-        body = kube.call_raw(kube.apps.list_daemon_set_for_all_namespaces)
-        items = json.loads(body or b"{}").get("items") or []
+        daemonsets = _list_raw(run, kube.apps.list_daemon_set_for_all_namespaces)
     except (ApiException, KubeError, ValueError) as exc:
         message = api_error_message(exc) if isinstance(exc, ApiException) else str(exc)
         fingerprint["cni_detection_error"] = f"DaemonSets not listed: {message}"
         return
-    found: list[tuple[str, str]] = []
-    for item in items:
-        meta = item.get("metadata") or {}
-        labels = meta.get("labels") or {}
-        for key in (meta.get("name"), labels.get("k8s-app"), labels.get("app")):
-            slug = CNI_DAEMONSETS.get(str(key or ""))
-            if slug:
-                found.append((slug, f"{meta.get('namespace')}/{meta.get('name')}"))
-                break
-    if not found:
+    namespaces = {"kube-system"}
+    for ds in daemonsets:
+        if cni.match_daemonset(ds) is not None:
+            namespaces.add(str((ds.get("metadata") or {}).get("namespace") or "kube-system"))
+    configmaps: list[dict[str, Any]] = []
+    unread: list[str] = []
+    for namespace in sorted(namespaces):
+        try:
+            configmaps += [
+                cm
+                for cm in _list_raw(run, kube.core.list_namespaced_config_map, namespace)
+                if any(
+                    str((cm.get("metadata") or {}).get("name") or "").startswith(name)
+                    for name in cni.MODE_CONFIGMAPS
+                )
+            ]
+        except (ApiException, KubeError, ValueError) as exc:
+            message = api_error_message(exc) if isinstance(exc, ApiException) else str(exc)
+            unread.append(f"{namespace}: {message}")
+    if unread:
+        fingerprint["cni_configmaps_error"] = "ConfigMaps not listed: " + "; ".join(unread)
+    detection = cni.detect(daemonsets, configmaps, run.node_objects)
+    fingerprint["cni"] = detection.as_dict()
+    fingerprint["service_dataplane"] = detection.service_dataplane
+    run.cni = detection
+    if detection.daemonsets:
+        fingerprint["cni_daemonsets"] = list(detection.daemonsets)
+    detected = detection.label
+    if detected is None:
         return
-    slugs = sorted({slug for slug, _ in found})
-    fingerprint["cni_daemonsets"] = [where for _, where in found]
-    detected = slugs[0] if len(slugs) == 1 else "+".join(slugs)
     fingerprint["cni_detected"] = detected
-    if detected != run.spec.plugin_slug:
+    if run.spec.plugin_slug not in detection.slugs():
         fingerprint["cni_mismatch"] = (
-            f"the cluster runs {detected} (DaemonSet {', '.join(w for _, w in found)}), "
+            f"the cluster runs {detected} "
+            f"({_daemonset_words(detection.daemonsets) or '; '.join(detection.evidence)}), "
             f"registered as {run.spec.plugin_slug}"
         )
+
+
+def _daemonset_words(where: list[str]) -> str:
+    if not where:
+        return ""
+    return ("DaemonSet " if len(where) == 1 else "DaemonSets ") + ", ".join(where)
 
 
 def _run_one(run: RunContext, test: BatteryTest) -> TestOutcome:

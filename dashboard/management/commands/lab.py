@@ -26,6 +26,21 @@ class Command(BaseCommand):
         parser.add_argument(
             "--kickoff", action="store_true", help="request a first run on clusters without one"
         )
+        parser.add_argument(
+            "--kubeconfig",
+            default="",
+            help="write a kubeconfig here with one context per cluster (named after it)",
+        )
+        parser.add_argument(
+            "--state-dir",
+            default="",
+            help="where the lab keeps its CA (default: var/lab; generated at the first start)",
+        )
+        parser.add_argument(
+            "--insecure-http",
+            action="store_true",
+            help="serve plain HTTP instead of HTTPS (debugging; kubectl sends no token over it)",
+        )
         parser.add_argument("--verbose", action="store_true")
 
     def handle(self, *args, **opts):
@@ -38,13 +53,34 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         if not profiles:
             raise CommandError(f"no profiles (*.yaml) in {opts['profiles']}")
+        from django.conf import settings
+
+        state_dir = opts["state_dir"] or str(settings.VAR_DIR / "lab")
         try:
             server = LabServer(
-                profiles, host=opts["host"], port=opts["port"], verbose=opts["verbose"]
+                profiles,
+                host=opts["host"],
+                port=opts["port"],
+                verbose=opts["verbose"],
+                tls=not opts["insecure_http"],
+                state_dir=state_dir,
+                hosts=(opts["public_host"],) if opts["public_host"] else (),
             ).start()
         except OSError as exc:
             raise CommandError(f"cannot listen on {opts['host']}:{opts['port']}: {exc}") from exc
-        public = f"http://{opts['public_host']}:{server.port}" if opts["public_host"] else None
+        except ValueError as exc:
+            raise CommandError(str(exc)) from exc
+        public = (
+            f"{server.scheme}://{opts['public_host']}:{server.port}"
+            if opts["public_host"]
+            else None
+        )
+        if opts["kubeconfig"]:
+            path = server.write_kubeconfig(opts["kubeconfig"], public)
+            self.stdout.write(
+                f"kubeconfig {path} (one context per cluster), e.g. "
+                f"KUBECONFIG={opts['kubeconfig']} kubectl get pods -A --context {next(iter(server.clusters))}"
+            )
         for name in server.clusters:
             self.stdout.write(f"lab cluster {name}: {public or server.base_url}/clusters/{name}")
         if opts["register"]:

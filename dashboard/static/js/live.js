@@ -25,12 +25,22 @@
             if (open[d.closest("tr").getAttribute("data-key")]) d.setAttribute("open", "");
           });
           el.replaceWith(fresh);
+          document.dispatchEvent(new CustomEvent("run:update"));
           if (fresh.getAttribute("data-poll")) poll(fresh);
           else document.dispatchEvent(new CustomEvent("run:finished"));
         })
         .catch(function () { poll(el); });
     }, INTERVAL_MS);
   }
+
+  // A "queued" notice goes once the run has started (or ended).
+  function dropQueued() {
+    var progress = document.getElementById("run-progress");
+    if (!progress || progress.getAttribute("data-state") === "queued") return;
+    document.querySelectorAll(".messages li.run-queued").forEach(function (li) { li.remove(); });
+  }
+  document.addEventListener("run:update", dropQueued);
+  dropQueued();
 
   document.querySelectorAll("[data-poll]").forEach(poll);
 })();

@@ -1,0 +1,96 @@
+"""API tokens follow their holder: deactivating a user, or taking a maintainer out of the
+maintainers group, revokes their tokens, and the audit trail says who did it and why.
+
+`ApiToken.authenticate` also checks the holder on every request (the user active, the role still
+held), so a change that bypasses these signals (a raw UPDATE) still locks the token out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator
+from typing import Any
+
+from django.db import transaction
+
+from .models import ApiToken, AuditEvent
+from .roles import MAINTAINERS_GROUP, is_maintainer
+
+# Who is changing users right now (the admin sets it around its saves); signals that have no
+# request name the change "system" with what happened.
+_actor: contextvars.ContextVar[str] = contextvars.ContextVar("token_actor", default="")
+
+
+@contextlib.contextmanager
+def acting_as(actor: Any) -> Iterator[None]:
+    reset = _actor.set(str(getattr(actor, "get_username", lambda: actor)()))
+    try:
+        yield
+    finally:
+        _actor.reset(reset)
+
+
+def current_actor(fallback: str) -> str:
+    return _actor.get() or fallback
+
+
+def revoke(tokens: Any, *, actor: str, reason: str) -> int:
+    """Revokes the given tokens (a queryset) that are not revoked yet; one audit entry each."""
+    done = 0
+    with transaction.atomic():
+        for token in tokens.filter(revoked=False).select_related("user", "vendor"):
+            ApiToken.objects.filter(pk=token.pk).update(revoked=True)
+            AuditEvent.record(
+                actor,
+                "token.revoke",
+                f"{token.role} token {token.hint}",
+                holder=str(token.user or token.vendor or ""),
+                reason=reason,
+            )
+            done += 1
+    return done
+
+
+def on_user_saved(sender: Any, instance: Any, created: bool, **kwargs: Any) -> None:
+    if created or instance.is_active:
+        return
+    revoke(
+        ApiToken.objects.filter(user=instance),
+        actor=current_actor("system"),
+        reason=f"user {instance.get_username()} deactivated",
+    )
+
+
+def on_groups_changed(
+    sender: Any, instance: Any, action: str, reverse: bool, pk_set: Any, **kwargs: Any
+) -> None:
+    """user.groups.remove/clear(…) or group.user_set.remove/clear(…) touching the maintainers."""
+    if action not in ("post_remove", "post_clear"):
+        return
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+
+    if reverse:  # instance is a Group; pk_set the users (None after clear: unknown, check all)
+        if instance.name != MAINTAINERS_GROUP:
+            return
+        users = (
+            get_user_model()
+            .objects.filter(apitoken__role=ApiToken.Role.MAINTAINER, apitoken__revoked=False)
+            .distinct()
+        )
+        if pk_set:
+            users = users.filter(pk__in=pk_set)
+    else:  # instance is a user; pk_set the groups
+        if pk_set and not Group.objects.filter(pk__in=pk_set, name=MAINTAINERS_GROUP).exists():
+            return
+        users = get_user_model().objects.filter(pk=instance.pk)
+    for user in users:
+        user.__dict__.pop("_is_maintainer", None)
+        if is_maintainer(user):
+            continue
+        revoke(
+            ApiToken.objects.filter(user=user, role=ApiToken.Role.MAINTAINER),
+            actor=current_actor("system"),
+            reason=f"user {user.get_username()} removed from the maintainers",
+        )
