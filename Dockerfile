@@ -2,7 +2,7 @@ FROM python:3.11-slim
 ENV PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 WORKDIR /app
 COPY pyproject.toml ./
-RUN python -c 'import tomllib,subprocess,sys;subprocess.check_call([sys.executable,"-m","pip","install","--no-cache-dir",*tomllib.load(open("pyproject.toml","rb"))["project"]["dependencies"]])'
+RUN python -c 'import tomllib,subprocess,sys;p=tomllib.load(open("pyproject.toml","rb"))["project"];subprocess.check_call([sys.executable,"-m","pip","install","--no-cache-dir",*p["dependencies"],*p["optional-dependencies"]["server"]])'
 COPY . .
 RUN useradd --create-home app && mkdir -p /app/var && chown -R app /app/var
 USER app

@@ -1,7 +1,8 @@
 """Fan-out: the basic battery requested on 200 lab clusters at once, two real worker processes.
 
 Its own PostgreSQL database (sctp_bench_fanout) and Redis queue; the lab serves the 200
-emulated clusters from this process. Reports runs per minute, how many finished, and run times.
+emulated clusters from this process (tests.labtools), the workers are the suite's
+(tests.worker), and both are allowed the lab's loopback network as the suite allows it. Reports runs per minute, how many finished, and run times.
 
 Run: .venv/bin/python bench/bench_fanout.py [--clusters 200] [--workers 2] [--concurrency 4]
 """
@@ -12,6 +13,7 @@ import argparse
 import sys
 import time
 import uuid
+from contextlib import ExitStack
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -19,7 +21,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import median, migrate, p95, recreate_database, setup_django, table
 
 DB_NAME = "sctp_bench_fanout"
-TIMEOUT = 900
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,74 +28,53 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clusters", type=int, default=200)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--concurrency", type=int, default=4, help="processes of each worker")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds for every run to end")
     args = parser.parse_args(argv)
 
     url = recreate_database(DB_NAME)
     queue = f"bench-fanout-{uuid.uuid4().hex[:8]}"
+    # The lab serves its clusters on 127.0.0.1, where cluster servers are refused unless
+    # allowed (workers/netguard.py): the bench allows exactly the lab's network, as the suite
+    # does, here and (through tests.worker) in the workers it starts.
     setup_django(url, CELERY_QUEUE=queue)
     migrate()
     from django.conf import settings
     from django.db.models import Count
-    from workers_bench import Worker, purge_queue
 
-    from dashboard.labreg import register
+    from tests.conftest import LAB_NETWORKS
+
+    settings.CLUSTER_ALLOWED_NETWORKS = LAB_NETWORKS
+
     from dashboard.models import Run
     from dashboard.runs import request_run
-    from lab.server import LabServer
-    from workers import app
+    from tests.labtools import lab_clusters, profile
+    from tests.worker import celery_worker
 
-    app.conf.task_default_queue = queue
     profiles = [
-        {
-            "name": f"fan-{i:03d}",
-            "plugin": ("calico", "cilium", "flannel", "antrea")[i % 4],
-            "plugin_version": "1.0.0",
-            "kubernetes_version": "1.31.2",
-            "proxier": ("iptables", "ipvs")[i % 2],
-            "nodes": 2,
-            "sctp_feature_gate": True,
-            "node_access": True,
-            "kubenet": False,
-            "load_balancer": False,
-            "sctp_module_loaded_at_start": False,
-            "dataplane": {
-                "pod_to_pod": True,
-                "via_service": True,
-                "via_load_balancer": True,
-                "network_policy": "full",
-            },
-            "faults": {},
-        }
+        profile(
+            name=f"fan-{i:03d}",
+            plugin=("calico", "cilium", "flannel", "antrea")[i % 4],
+            plugin_version="1.0.0",
+            proxier=("iptables", "ipvs")[i % 2],
+        )
         for i in range(args.clusters)
     ]
-    lab = LabServer(profiles).start()
-    env = {
-        "DATABASE_URL": url,
-        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
-        "REDIS_URL": settings.REDIS_URL,
-        "LOG_LEVEL": "WARNING",
-    }
-    workers = [
-        Worker(f"fanout{i}-{queue}", queue, args.concurrency, env) for i in range(args.workers)
-    ]
-    try:
-        clusters = register(lab)
-        for w in workers:
-            w.wait_ready()
+    env = {"LOG_LEVEL": "WARNING"}
+    with ExitStack() as stack:
+        _lab, registered = stack.enter_context(lab_clusters(*profiles))
+        clusters = list(registered.values())
+        for i in range(args.workers):
+            name = f"fanout{i}-{queue}"
+            stack.enter_context(celery_worker(args.concurrency, env, queue=queue, name=name))
         started = time.monotonic()
         ids = [request_run(c, "basic").pk for c in clusters]
         requested = time.monotonic() - started
-        deadline = started + TIMEOUT
+        deadline = started + args.timeout
         while Run.objects.filter(pk__in=ids, state__in=["queued", "running"]).exists():
             if time.monotonic() > deadline:
                 break
             time.sleep(0.5)
         elapsed = time.monotonic() - started
-    finally:
-        for w in workers:
-            w.stop()
-        lab.stop()
-        purge_queue(settings.CELERY_BROKER_URL, queue)
 
     runs = list(Run.objects.filter(pk__in=ids))
     states = dict(Run.objects.filter(pk__in=ids).values_list("state").annotate(n=Count("id")))
@@ -124,9 +104,9 @@ def main(argv: list[str] | None = None) -> int:
                     {k: v for k, v in states.items() if k != "finished"} or "-",
                     f"{elapsed:.1f}",
                     f"{len(ids) / elapsed * 60:.1f}",
-                    f"{median(durations):.2f}",
-                    f"{p95(durations):.2f}",
-                    f"{p95(waits):.1f}",
+                    f"{median(durations):.2f}" if durations else "-",
+                    f"{p95(durations):.2f}" if durations else "-",
+                    f"{p95(waits):.1f}" if waits else "-",
                     f"{requested:.2f}",
                 ]
             ],

@@ -6,7 +6,11 @@
   load     bench_load.py     wrk, 50 connections for 15 s per path on gunicorn, against sctp_bench
   fanout   bench_fanout.py   200 lab clusters' basic batteries at once, 2 real workers
 
-Run: .venv/bin/python bench/run.py [--only NAME ...]
+Run: .venv/bin/python bench/run.py [--only NAME ...] [--smoke]
+
+`--smoke` (`make bench-smoke`, in CI): the same benchmarks and code paths at small sizes, with
+every target judged, so that a benchmark that stopped working fails a submission; its figures
+are not the ones README reports.
 """
 
 from __future__ import annotations
@@ -25,11 +29,31 @@ BENCHES = [
     ("load", "bench_load.py"),
     ("fanout", "bench_fanout.py"),
 ]
+SMOKE_DB = "sctp_bench_smoke"
+SMOKE = {
+    "ingest": ["--rounds", "5"],
+    "hostile": ["--smoke"],
+    "history": [
+        "--clusters",
+        "20",
+        "--days",
+        "30",
+        "--submissions",
+        "200",
+        "--rounds",
+        "9",
+        "--database",
+        SMOKE_DB,
+    ],
+    "load": ["--seconds", "3", "--connections", "20", "--database", SMOKE_DB],
+    "fanout": ["--clusters", "8", "--workers", "2", "--concurrency", "1", "--timeout", "300"],
+}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", choices=[name for name, _ in BENCHES])
+    parser.add_argument("--smoke", action="store_true", help="small sizes, every target judged")
     args = parser.parse_args(argv)
     failed = []
     for name, script in BENCHES:
@@ -37,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"\n#### {name} ({script})", flush=True)
         started = time.monotonic()
-        code = subprocess.call([sys.executable, str(HERE / script)], cwd=HERE.parent)
+        extra = SMOKE[name] if args.smoke else []
+        code = subprocess.call([sys.executable, str(HERE / script), *extra], cwd=HERE.parent)
         print(
             f"#### {name}: {'ok' if code == 0 else f'exit {code}'} in {time.monotonic() - started:.0f} s",
             flush=True,

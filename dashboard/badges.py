@@ -54,9 +54,20 @@ class PluginStatus:
         return f"connectivity {self.status}"
 
 
-def plugin_status(plugin: Plugin, at: datetime | None = None) -> PluginStatus:
-    pol = Policy(now=at or now())
-    items = connectivity_candidates(plugins_by_id(), plugin_id=plugin.pk)
+def plugin_status(
+    plugin: Plugin,
+    at: datetime | None = None,
+    candidates: list[Item] | None = None,
+    policy: Policy | None = None,
+) -> PluginStatus:
+    """`candidates` and `policy`: the plugin's connectivity candidates when already found and
+    the policy that assessed them (the publication finds every plugin's with the evaluation's)."""
+    pol = policy or Policy(now=at or now())
+    items = (
+        candidates
+        if candidates is not None
+        else connectivity_candidates(plugins_by_id(), plugin_id=plugin.pk)
+    )
     assessed: list[tuple[Item, Assessment]] = [
         (i, pol.assess(i, BADGE)) for i in items
     ]  # newest first

@@ -397,9 +397,18 @@ class Submission(EvidenceMixin):
     warnings = models.JSONField(default=list)
     report = models.JSONField(default=dict, help_text="The validation report")
     detected_kubernetes_version = models.CharField(max_length=40, blank=True)
-    # Evidence policy: when the e2e run happened (read from the file), else the upload time.
+    # Evidence policy: when the e2e run happened, read from the file; when the file does not
+    # say, empty (not fresh) until a maintainer enters the run date when verifying.
     run_at = models.DateTimeField(null=True, blank=True)
-    run_at_source = models.CharField(max_length=10, blank=True, help_text="file | upload")
+    run_at_source = models.CharField(
+        max_length=10,
+        blank=True,
+        help_text="file | maintainer | '' (the file does not say); upload on older rows",
+    )
+    # Evidence policy, Once: the e2e run's identity by content (dashboard.ingest.identity),
+    # whatever the bytes, and the same run without its outcomes (near-duplicates).
+    content_id = models.CharField(max_length=64, blank=True, db_index=True)
+    near_id = models.CharField(max_length=64, blank=True, db_index=True)
     emulated = models.BooleanField(
         default=False, help_text="The file says it comes from an emulated cluster"
     )
@@ -418,7 +427,12 @@ class Submission(EvidenceMixin):
         constraints = [
             models.UniqueConstraint(
                 fields=["plugin", "sha256"], name="one_submission_per_file_and_plugin"
-            )
+            ),
+            models.UniqueConstraint(
+                fields=["content_id"],
+                condition=~models.Q(content_id=""),
+                name="one_submission_per_e2e_run",
+            ),
         ]
         indexes = [
             models.Index(fields=["plugin", "status", "has_connectivity", "-created"]),

@@ -142,6 +142,16 @@ class Policy:
     now: datetime
     fresh_days: int = field(default_factory=lambda: settings.READINESS_FRESH_DAYS)
     minimum: int = field(default_factory=min_minor)
+    memo: bool = True  # answer each (item, criterion, relaxation) once
+    _assessed: dict[tuple[str, int, str, frozenset[str]], tuple[Item, Assessment]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    _found: dict[tuple[str, int, str], tuple[Item, list[tuple[str, str]], str]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    _qualifies: dict[tuple[str, int], tuple[Item, tuple[bool, str]]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @property
     def fresh_cutoff(self) -> datetime:
@@ -164,7 +174,15 @@ class Policy:
             problems.append((RELEASE, old))
         if age:
             if item.when is None:
-                problems.append((AGE, "no run time"))
+                problems.append(
+                    (
+                        AGE,
+                        "no run time (the file does not say when the run happened; a "
+                        "maintainer enters the run date when verifying)"
+                        if item.kind == "submission"
+                        else "no run time",
+                    )
+                )
             elif item.when < self.fresh_cutoff:
                 problems.append((AGE, f"older than {self.fresh_days} days ({item.when:%Y-%m-%d})"))
         if item.kind == "run" and not item.finished_ok:
@@ -174,23 +192,41 @@ class Policy:
     # --- per criterion -----------------------------------------------------------------
 
     def assess(self, item: Item, criterion: str, relax: frozenset[str] = frozenset()) -> Assessment:
-        problems = self._general(item, age=criterion != PERIODIC)
-        rule_ok, rule_why = self.rule(item, criterion)
-        if not rule_ok:
-            problems.append((OUTCOME, rule_why))
+        # An evaluation asks again and again (each what-if, the badges): answered once per item,
+        # criterion and relaxation for this policy's `now` (items are immutable).
+        memo_key = (item.kind, item.id, criterion, relax)
+        found = self._assessed.get(memo_key) if self.memo else None
+        if found is not None and found[0] is item:
+            return found[1]
+        problems, rule_why = self._problems(item, criterion)
         blocking = [(c, why) for c, why in problems if c not in relax]
         if blocking:
-            return Assessment(
+            answer = Assessment(
                 False,
                 "not counted: " + "; ".join(why for _, why in blocking),
                 frozenset(c for c, _ in blocking),
             )
-        extra = ""
-        if relax and problems:
-            extra = " (if " + "; ".join(why for _, why in problems) + " were allowed)"
-        return Assessment(
-            True, "counts: " + rule_why + extra, relied=frozenset(c for c, _ in problems)
-        )
+        else:
+            extra = ""
+            if relax and problems:
+                extra = " (if " + "; ".join(why for _, why in problems) + " were allowed)"
+            answer = Assessment(
+                True, "counts: " + rule_why + extra, relied=frozenset(c for c, _ in problems)
+            )
+        if self.memo:
+            self._assessed[memo_key] = (item, answer)
+        return answer
+
+    def _problems(self, item: Item, criterion: str) -> tuple[list[tuple[str, str]], str]:
+        found = self._found.get((item.kind, item.id, criterion)) if self.memo else None
+        if found is not None and found[0] is item:
+            return found[1], found[2]
+        problems = self._general(item, age=criterion != PERIODIC)
+        rule_ok, rule_why = self.rule(item, criterion)
+        if not rule_ok:
+            problems.append((OUTCOME, rule_why))
+        self._found[(item.kind, item.id, criterion)] = (item, problems, rule_why)
+        return problems, rule_why
 
     def rule(self, item: Item, criterion: str) -> tuple[bool, str]:
         """The criterion's own rule on the outcomes: (holds, one line)."""
@@ -202,7 +238,11 @@ class Policy:
         if criterion == PERIODIC:
             return conclusive_basic(item)
         if criterion in (TWO_PLUGINS, BADGE):
-            ok, why = qualifying(item.outcomes, item.plugin)
+            found = self._qualifies.get(item.key)
+            if found is None or found[0] is not item:
+                found = (item, qualifying(item.outcomes, item.plugin))
+                self._qualifies[item.key] = found
+            ok, why = found[1]
             if ok and criterion == TWO_PLUGINS and item.plugin.in_tree:
                 return False, f"{item.plugin.slug} is in-tree: only out-of-tree plugins count"
             return ok, why
@@ -347,13 +387,14 @@ def countable_submissions_q(
     if RELEASE not in relax:
         q &= Q(kubernetes_minor__gte=policy.minimum)
     if age and AGE not in relax:
-        q &= Q(run_at__gte=policy.fresh_cutoff) | Q(
-            run_at__isnull=True, created__gte=policy.fresh_cutoff
-        )
+        q &= Q(run_at__gte=policy.fresh_cutoff)
     return q
 
 
 # --- building items from rows ---------------------------------------------------------
+
+
+PROXIER_MODES = frozenset(Proxier.values)  # (the enum builds its list anew on every access)
 
 
 def plugin_facts(plugin: Any) -> PluginFacts:
@@ -397,8 +438,8 @@ def run_item(
         minor=run.kubernetes_minor,
         outcomes=outcomes,
         reasons=reasons,
-        proxier=detected if detected in Proxier.values else None,
-        proxier_source="detected" if detected in Proxier.values else "",
+        proxier=detected if detected in PROXIER_MODES else None,
+        proxier_source="detected" if detected in PROXIER_MODES else "",
         declared_proxier=run.proxier,
         plugin_version=run.plugin_version,
         kubernetes_version=run.kubernetes_version,
@@ -424,27 +465,41 @@ def submission_item(sub: Any, plugin: PluginFacts) -> Item:
         )
     )
     results = sub.results or {}
-    outcomes = {k: (v.get("outcome") if isinstance(v, Mapping) else v) for k, v in results.items()}
+    outcomes = submission_outcomes(sub)
     reasons = {k: (v.get("reason") or "") for k, v in results.items() if isinstance(v, Mapping)}
-    when = sub.run_at or sub.created
+    # Age: when the e2e run happened, from the file (or a maintainer's date); a file that does
+    # not say is not fresh until a maintainer enters the date when verifying.
     return Item(
         kind="submission",
         id=sub.id,
         plugin=plugin,
         source=f"submission of {plugin.slug} {sub.plugin_version}".strip(),
-        when=when,
-        when_source=sub.run_at_source or ("file" if sub.run_at else "upload"),
+        when=sub.run_at,
+        when_source=sub.run_at_source or "",
         emulated=bool(sub.emulated),
         untrusted=untrusted,
         minor=sub.kubernetes_minor,
-        outcomes={k: v for k, v in outcomes.items() if v},
+        outcomes=outcomes,
         reasons=reasons,
-        proxier=sub.proxier if sub.proxier in Proxier.values else None,
+        proxier=sub.proxier if sub.proxier in PROXIER_MODES else None,
         proxier_source="declared",
         declared_proxier=sub.proxier,
         plugin_version=sub.plugin_version,
         kubernetes_version=sub.kubernetes_version,
     )
+
+
+def submission_outcomes(sub: Any) -> dict[str, str]:
+    results = sub.results or {}
+    outcomes = {k: (v.get("outcome") if isinstance(v, Mapping) else v) for k, v in results.items()}
+    return {k: str(v) for k, v in outcomes.items() if v}
+
+
+def submission_qualifying(sub: Any) -> tuple[bool, str]:
+    """The one answer to "is this submission qualifying connectivity evidence?" that the API,
+    the stored report, the verification page, ``/`` and the matrix all give: the policy's
+    rule on its outcomes with its plugin's facts as they are now (an exemption included)."""
+    return qualifying(submission_outcomes(sub), plugin_facts(sub.plugin))
 
 
 def evidence_entry(item: Item, assessment: Assessment) -> dict[str, Any]:

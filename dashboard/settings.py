@@ -191,6 +191,12 @@ CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 120)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 180)
 # The longest a battery run may take on a worker (a real cluster's connectivity battery: minutes).
 RUN_TIME_LIMIT_SECONDS = env_int("RUN_TIME_LIMIT_SECONDS", 2 * 3600)
+# A cluster's API server is someone else's: every answer is bounded (workers/bounded.py).
+CLUSTER_RESPONSE_MAX_BYTES = env_int("CLUSTER_RESPONSE_MAX_BYTES", 50 * 1024 * 1024)
+CLUSTER_CALL_DEADLINE_SECONDS = env_float("CLUSTER_CALL_DEADLINE_SECONDS", 60.0)
+# Requested (manual or API) runs running at once, across all workers; keep it below the
+# workers' total concurrency so that periodic jobs always find a free worker (0: no limit).
+RUNS_REQUESTED_MAX_RUNNING = env_int("RUNS_REQUESTED_MAX_RUNNING", 3)
 
 # --- The product -----------------------------------------------------------------------------
 FIELD_ENCRYPTION_KEY = env("FIELD_ENCRYPTION_KEY", "")
@@ -403,6 +409,7 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
         "OutcomeEnum": "dashboard.catalog.Outcome.choices",
+        "ClusterModeEnum": "dashboard.api.serializers.CLUSTER_MODES",
         "BatteryEnum": "dashboard.catalog.Battery.choices",
         "ProxierEnum": "dashboard.catalog.Proxier.choices",
         "CatalogBatteryEnum": "dashboard.api.serializers.CATALOG_BATTERIES",

@@ -63,17 +63,20 @@ def celery_worker(
     extra_env: dict[str, str] | None = None,
     queue: str | None = None,
     embedded_dir: Path | None = None,
+    name: str | None = None,
 ) -> Iterator[dict]:
     """Starts `celery -A workers worker` on a private queue; yields {"queue", "proc", "log"}.
 
     With `embedded_dir`, worker and test use the embedded broker (kombu's filesystem transport
     under that directory) instead of Redis, as `make demo` does on a machine without Redis.
+    `name` tells apart several workers on one queue (the fan-out benchmark's).
     """
     from workers import app
 
     if embedded_dir is None:
         redis_or_skip()
     queue = queue or f"test-{uuid.uuid4().hex[:8]}"
+    name = name or queue
     env = os.environ.copy()
     env.update(
         {
@@ -94,7 +97,7 @@ def celery_worker(
     if embedded_dir is not None:
         env.update({"CELERY_BROKER_URL": "filesystem://", "VAR_DIR": str(embedded_dir)})
     env.update(extra_env or {})
-    log = ROOT / "var" / f"worker-{queue}.log"
+    log = ROOT / "var" / f"worker-{name}.log"
     log.parent.mkdir(exist_ok=True)
     logfile = open(log, "w")
     proc = subprocess.Popen(
@@ -110,7 +113,7 @@ def celery_worker(
             "-c",
             str(concurrency),
             "-n",
-            f"{queue}@%h",
+            f"{name}@%h",
             "-l",
             "info",
             "--without-heartbeat",
@@ -144,7 +147,7 @@ def celery_worker(
         use_broker(settings.REDIS_URL, settings.CELERY_BROKER_TRANSPORT_OPTIONS)
     try:
         deadline = time.monotonic() + 30
-        while f"{queue}@" not in log.read_text() or " ready." not in log.read_text():
+        while f"{name}@" not in log.read_text() or " ready." not in log.read_text():
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the worker did not start:\n{log.read_text()[-3000:]}")
             time.sleep(0.2)

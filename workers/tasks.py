@@ -72,7 +72,8 @@ def execute_or_wait(run_id: int, *, worker: str = "", task_id: str = "") -> str:
     bind=True,
     acks_late=True,
     max_retries=None,
-    soft_time_limit=settings.RUN_TIME_LIMIT_SECONDS,
+    # The run stops itself at RUN_TIME_LIMIT_SECONDS (workers.runner); these are backstops.
+    soft_time_limit=settings.RUN_TIME_LIMIT_SECONDS + 60,
     time_limit=settings.RUN_TIME_LIMIT_SECONDS + RUN_HARD_LIMIT_MARGIN,
 )
 def execute_run(self, run_id: int) -> str:

@@ -47,7 +47,10 @@ def current_stage() -> str:
 
 
 def evaluate(ctx: Context | None = None) -> dict[str, Any]:
+    from .evidence_lookup import prefetch
+
     ctx = ctx or Context(now=tz_now())
+    prefetch(ctx)
     transitions = []
     for t in TRANSITIONS:
         verdicts = [CRITERIA[key].evaluate(ctx) for key, _title in t["criteria"]]
@@ -88,10 +91,19 @@ def _forget_look() -> None:
 
 
 def _current() -> tuple[datetime | None, bool]:
-    """(when the published evaluation was computed, whether it is still current).
+    """(when the published evaluation was computed, whether it is still current)."""
+    computed, fresh, _ = _state()
+    return computed, fresh
+
+
+def _state() -> tuple[datetime | None, bool, bool]:
+    """(when the published evaluation was computed, whether it is still current, whether it may
+    still be served while another request computes the next one).
 
     The version check is one small query, made at most every READINESS_RECHECK_SECONDS per
-    process (under load, requests then cost no query at all); the age check is made every time."""
+    process (under load, requests then cost no query at all); the age check is made every time.
+    Only age makes a publication servable-while-revalidating: one older than
+    READINESS_MAX_AGE_SECONDS but younger than twice that, with no evidence changed since."""
     from dashboard.models import PublishedReadiness
 
     with _memo_lock:
@@ -106,17 +118,18 @@ def _current() -> tuple[datetime | None, bool]:
             .first()
         )
         if row is None:
-            return None, False
+            return None, False, False
         version, computed_version, computed = row
         same_version = computed_version == version
         with _memo_lock:
-            _look.update(at=moment, computed=computed, same_version=same_version)
+            _look.update(at=moment, computed=computed, same_version=same_version, version=version)
     if computed is None:
-        return None, False
-    fresh = (
-        same_version and (tz_now() - computed).total_seconds() < settings.READINESS_MAX_AGE_SECONDS
-    )
-    return computed, fresh
+        return None, False, False
+    age = (tz_now() - computed).total_seconds()
+    limit = settings.READINESS_MAX_AGE_SECONDS
+    fresh = same_version and age < limit
+    servable = same_version and age < 2 * limit
+    return computed, fresh, servable
 
 
 def policy_settings() -> dict[str, Any]:
@@ -162,9 +175,12 @@ def published() -> dict[str, Any]:
 _publish_lock = threading.Lock()
 
 
-def _served() -> dict[str, Any] | None:
+State = tuple[datetime | None, bool, bool]
+
+
+def _served(state: State | None = None) -> dict[str, Any] | None:
     """This process's copy of the stored evaluation, when it may be served."""
-    computed, fresh = _current()
+    computed, fresh, _ = state or _state()
     if fresh and computed is not None:
         entry = _load(computed)
         if _usable(entry):
@@ -173,22 +189,72 @@ def _served() -> dict[str, Any] | None:
 
 
 def _entry() -> dict[str, Any]:
-    """This process's copy of the current publication (publishing first when there is none)."""
-    entry = _served()
+    """This process's copy of the current publication (publishing first when there is none).
+
+    Stale-while-revalidate, bounded: when the publication is merely past
+    READINESS_MAX_AGE_SECONDS (no evidence changed since) and younger than twice that, one
+    request in one process computes the next (a lock here, a cache lease across processes)
+    while every other request goes on serving the previous one at once. Changed evidence, or
+    a publication older than that, is never served: those requests wait for one evaluation."""
+    state = _state()
+    entry = _served(state)
     if entry is not None:
         return entry
+    previous = _servable(state)
+    if previous is not None:
+        if not _publish_lock.acquire(blocking=False):
+            return previous  # this process is computing the next one
+        try:
+            if not _lease():
+                return previous  # another process is
+            publish(version=_looked_version())
+        finally:
+            _publish_lock.release()
+        entry = _served()
+        return entry if entry is not None else previous
     with _publish_lock:
         _forget_look()
         entry = _served()  # published by the request this one waited for
         if entry is not None:
             return entry
-        publish()
+        publish(version=_looked_version())
         entry = _served()
         if entry is not None:
             return entry
         # evidence changed during the evaluation: serve it this once, the next reader redoes it
         computed, _ = _current()
         return _load(computed) if computed is not None else {}
+
+
+def _looked_version() -> int | None:
+    """The version this process last read (before the evaluation it is about to make)."""
+    with _memo_lock:
+        version: int | None = _look.get("version")
+    return version
+
+
+def _servable(state: State) -> dict[str, Any] | None:
+    """The previous publication, while it may be served during the computation of the next."""
+    computed, _fresh, servable = state
+    if servable and computed is not None:
+        entry = _load(computed)
+        if _usable(entry):
+            return entry
+    return None
+
+
+LEASE_KEY = "readiness:publishing"
+
+
+def _lease() -> bool:
+    """One process computes the next publication while the others serve the previous one: a
+    short cache lease (the computation's own bound; it expires if its holder dies)."""
+    try:
+        from django.core.cache import cache
+
+        return bool(cache.add(LEASE_KEY, 1, 30))
+    except Exception:  # no shared cache: every process may compute, as before
+        return True
 
 
 def derived(name: Hashable, build: Callable[[dict[str, Any]], T]) -> T:
@@ -219,35 +285,57 @@ def published_badge(slug: str) -> dict[str, Any] | None:
     return badge
 
 
-def publish(evaluation: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Evaluates (unless given an evaluation) and stores it with every plugin's badge status."""
+def publish(evaluation: dict[str, Any] | None = None, version: int | None = None) -> dict[str, Any]:
+    """Evaluates (unless given an evaluation) and stores it with every plugin's badge status.
+    `version`: the row's version as read before (not after) the evaluation began."""
     from dashboard.models import PublishedReadiness
 
-    row, _ = PublishedReadiness.objects.get_or_create(pk=1)
-    version = row.version  # read first: a change during the evaluation leaves it stale, not lost
-    evaluation = evaluation if evaluation is not None else evaluate()
-    badges = _badges()
+    # Read first: a change during the evaluation leaves it stale, not lost. (Only the version:
+    # the row's documents are large.)
+    if version is None:
+        version = PublishedReadiness.objects.filter(pk=1).values_list("version", flat=True).first()
+    if version is None:
+        version = PublishedReadiness.objects.get_or_create(pk=1)[0].version
+    ctx = Context(now=tz_now())
+    evaluation = evaluation if evaluation is not None else evaluate(ctx)
+    badges = _badges(ctx)  # from the evaluation's candidates: no second look
     computed = tz_now()
-    PublishedReadiness.objects.filter(pk=1).update(
-        data=evaluation, badges=badges, computed_version=version, computed=computed
+    fields = {"data": evaluation, "badges": badges, "computed_version": version}
+    # Stored under the version it was computed at; when that is still the version (no evidence
+    # changed meanwhile), this process knows the row is current without looking again.
+    current = bool(
+        PublishedReadiness.objects.filter(pk=1, version=version).update(**fields, computed=computed)
     )
-    # What this process will serve next, as it comes back from the database (JSON-normalised).
-    stored = PublishedReadiness.objects.filter(pk=1).values_list("data", "computed").first()
-    if stored is not None:
-        with _memo_lock:
-            _memo.clear()
-            _memo.update({"computed": stored[1], "data": stored[0], "badges": badges})
-    _forget_look()  # the next reader looks at the new row
+    if not current:
+        PublishedReadiness.objects.filter(pk=1).update(**fields, computed=computed)
+    # What this process will serve next, as it would come back from the database: the JSON
+    # the field stored, decoded (no second read of a document this size).
+    stored = json.loads(json.dumps(evaluation, cls=DjangoJSONEncoder))
+    with _memo_lock:
+        _memo.clear()
+        _memo.update({"computed": computed, "data": stored, "badges": badges})
+    with _memo_lock:  # the next reader looks at the new row (unless known current)
+        _look.clear()
+        if current:
+            _look.update(at=_clock(), computed=computed, same_version=True, version=version)
+    try:
+        from django.core.cache import cache
+
+        cache.delete(LEASE_KEY)
+    except Exception:
+        pass
     return evaluation
 
 
-def _badges() -> dict[str, Any]:
+def _badges(ctx: Context) -> dict[str, Any]:
     from dashboard.badges import plugin_status
-    from dashboard.models import Plugin
 
+    from .evidence_lookup import connectivity_sets, plugins_by_id
+
+    sets = connectivity_sets(ctx)
     out = {}
-    for plugin in Plugin.objects.all():
-        st = plugin_status(plugin)
+    for plugin in ctx.memo("plugins", plugins_by_id).values():
+        st = plugin_status(plugin, ctx.now, sets.of_plugin(plugin.pk), ctx.policy)
         out[plugin.slug] = {"status": st.status, "message": st.message, "why": st.why}
     return out
 

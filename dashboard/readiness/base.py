@@ -67,13 +67,16 @@ class Context:
     now: datetime
     fresh_days: int = field(default_factory=lambda: settings.READINESS_FRESH_DAYS)
     periodic_runs: int = field(default_factory=lambda: settings.READINESS_PERIODIC_RUNS)
+    # The plain evaluation: each criterion finds and reads its own evidence with the plain
+    # lookups, nothing shared (what the property test compares the evaluation with).
+    plain: bool = False
     _policy: Policy | None = None
     _cache: dict[str, Any] = field(default_factory=dict)
 
     @property
     def policy(self) -> Policy:
         if self._policy is None:
-            self._policy = Policy(now=self.now, fresh_days=self.fresh_days)
+            self._policy = Policy(now=self.now, fresh_days=self.fresh_days, memo=not self.plain)
         return self._policy
 
     def memo(self, key: str, compute: Any) -> Any:

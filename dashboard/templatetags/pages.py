@@ -76,3 +76,30 @@ def plain(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return ", ".join(plain(v) for v in value) or "none"
     return str(value)
+
+
+@register.filter
+def audit_sentence(event: Any) -> str:
+    """An audit entry's action and target as words ("approved cluster calico-ipvs")."""
+    from dashboard.audit_words import sentence
+
+    return sentence(event.action, event.target)
+
+
+@register.filter
+def audit_action(action: str) -> str:
+    from dashboard.audit_words import action_words
+
+    return action_words(action)
+
+
+@register.filter
+def audit_details(detail: Any) -> list[tuple[str, str]]:
+    """(label, value) pairs of an entry's details, in words."""
+    from dashboard.audit_words import changes_words, detail_label
+
+    out = []
+    for key, value in (detail or {}).items():
+        text = changes_words(value) if key == "changes" else plain(value)
+        out.append((detail_label(key), text))
+    return out

@@ -32,10 +32,24 @@ WORKER_FACTS = [
     ("reason", "Why"),
     ("pysctp_version", "pysctp on the worker"),
 ]
+# Other facts the battery records, labelled in words (anything unknown still shows its key).
+MORE_FACTS = {
+    "proxy_mode_answer": "kube-proxy's answer at /proxyMode",
+    "proxier_tables": "Proxier tables holding the probe service",
+    "service_dataplane": "Service dataplane",
+    "cni_daemonsets": "CNI DaemonSets seen",
+    "cni_configmaps_error": "CNI ConfigMaps",
+    "cni_detection_error": "CNI detection",
+    "cni": "CNI detection details",
+}
+PROXIER_SOURCE = {
+    "proxyMode": "kube-proxy mode, read from /proxyMode",
+    "rules": "kube-proxy mode, from the node's proxier rules",
+}
 HANDLED = (
     {k for k, _, _ in CLUSTER_FACTS}
     | set(PER_NODE)
-    | {"node_names", "battery_nodes", "worker_sctp"}
+    | {"node_names", "battery_nodes", "worker_sctp", "proxier_source", "cni_mismatch"}
 )
 
 
@@ -56,6 +70,23 @@ def facts(fingerprint: dict[str, Any] | None) -> dict[str, Any]:
         for key, label, none in CLUSTER_FACTS
         if key in fp
     ]
+    for f in cluster:
+        if f["key"] == "proxier_detected" and fp.get("proxier_source") in PROXIER_SOURCE:
+            f["label"] = PROXIER_SOURCE[fp["proxier_source"]]
+    if fp.get("cni_detected"):
+        # Known plugin: a mismatch is a sentence, its absence a plain "no" (never "unknown").
+        mismatch = fp.get("cni_mismatch")
+        cluster.append(
+            {
+                "key": "cni_mismatch",
+                "label": "CNI differs from the registered plugin",
+                **(
+                    {"text": f"yes: {mismatch}", "symbol": "⚠", "state": "value"}
+                    if mismatch
+                    else _value(False)
+                ),
+            }
+        )
     names = list(fp.get("node_names") or [])
     battery = list(fp.get("battery_nodes") or [])
     for key in PER_NODE:
@@ -84,7 +115,7 @@ def facts(fingerprint: dict[str, Any] | None) -> dict[str, Any]:
     elif worker_raw is not None:
         worker = [{"key": "worker_sctp", "label": WORKER_FACTS[0][1], **_value(worker_raw)}]
     other = [
-        {"key": key, "label": key.replace("_", " "), **_value(v)}
+        {"key": key, "label": MORE_FACTS.get(key, key.replace("_", " ")), **_value(v)}
         for key, v in sorted(fp.items())
         if key not in HANDLED
     ]

@@ -8,11 +8,16 @@ from typing import Any
 
 from dashboard.catalog import ALL_KEYS, keys_of
 
-from .outcomes import DECIDED, cell
+from .outcomes import cell
 
 WINDOW = 30  # runs shown and counted: the page costs the same after a year of history
 # A trend needs a few points: one or two runs draw a flat line that reads as a verdict.
 MIN_TREND_POINTS = 3
+# Flakiness is a share of flips between consecutive verdicts: below this many verdicts one flip
+# reads as 50 % "flaky", so the page shows how many more it needs instead.
+MIN_FLAKY_RUNS = 5
+# Verdicts only: a harness error says nothing about SCTP, so it never counts as a flip or a fail.
+VERDICTS = ("passed", "failed")
 
 
 @dataclass
@@ -21,6 +26,7 @@ class TestStats:
     passed: int
     flips: int
     skipped: int
+    errors: int = 0
 
     @property
     def pass_rate(self) -> float | None:
@@ -28,17 +34,19 @@ class TestStats:
 
     @property
     def flakiness(self) -> float | None:
-        # TestGrid's idea: how often consecutive decided results change between pass and fail.
-        return self.flips / (self.decided - 1) if self.decided > 1 else None
+        # TestGrid's idea: how often consecutive verdicts change between pass and fail.
+        return self.flips / (self.decided - 1) if self.decided >= MIN_FLAKY_RUNS else None
 
 
 def stats(outcomes_oldest_first: Iterable[str]) -> TestStats:
-    decided = passed = flips = skipped = 0
+    decided = passed = flips = skipped = errors = 0
     previous: bool | None = None
     for outcome in outcomes_oldest_first:
         if outcome == "skipped":
             skipped += 1
-        if outcome not in DECIDED:
+        if outcome == "error":
+            errors += 1
+        if outcome not in VERDICTS:
             continue
         ok = outcome == "passed"
         decided += 1
@@ -46,11 +54,11 @@ def stats(outcomes_oldest_first: Iterable[str]) -> TestStats:
         if previous is not None and ok != previous:
             flips += 1
         previous = ok
-    return TestStats(decided, passed, flips, skipped)
+    return TestStats(decided, passed, flips, skipped, errors)
 
 
 def rolling_pass_rate(outcomes_oldest_first: Sequence[str], width: int = 5) -> list[float]:
-    decided = [o == "passed" for o in outcomes_oldest_first if o in DECIDED]
+    decided = [o == "passed" for o in outcomes_oldest_first if o in VERDICTS]
     out = []
     for i in range(len(decided)):
         window = decided[max(0, i - width + 1) : i + 1]
@@ -83,7 +91,7 @@ def grid(runs_newest_first: Sequence[Any], results: dict[tuple[int, str], Any]) 
     per_run_rate: list[float] = []
     for r in reversed(runs_newest_first):
         outs = [results[(r.id, k)].outcome for k in keys_of(r.battery) if (r.id, k) in results]
-        decided = [o for o in outs if o in DECIDED]
+        decided = [o for o in outs if o in VERDICTS]
         if decided:
             per_run_rate.append(sum(o == "passed" for o in decided) / len(decided))
     for key in ALL_KEYS:
@@ -108,6 +116,7 @@ def grid(runs_newest_first: Sequence[Any], results: dict[tuple[int, str], Any]) 
                 "stats": st,
                 "pass_rate": None if st.pass_rate is None else round(st.pass_rate * 100),
                 "flakiness": None if st.flakiness is None else round(st.flakiness * 100),
+                "flaky_needs": max(0, MIN_FLAKY_RUNS - st.decided),
                 "sparkline": sparkline(rolling_pass_rate(chronological), width=80, height=18),
             }
         )

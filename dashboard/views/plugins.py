@@ -8,10 +8,14 @@ from django.contrib import messages
 from django.db.models import OuterRef, Subquery
 from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.timezone import now
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard import badges, readiness, trust
 from dashboard.models import Cluster, Plugin, Run, Submission
+from dashboard.policy import BADGE, Policy, evidence_entry
+from dashboard.readiness.criteria.two_out_of_tree_plugins import conclusive
+from dashboard.readiness.evidence_lookup import connectivity_candidates, plugins_by_id
 
 from .access import maintainer_required
 from .clusters import CLUSTER_FIELDS
@@ -39,7 +43,14 @@ def plugin_detail(request: HttpRequest, slug: str) -> HttpResponse:
         .defer("results", "report", "warnings")
         .order_by("-created")[:SUBMISSIONS_SHOWN]
     )
-    status = badges.plugin_status(plugin)
+    items = connectivity_candidates(plugins_by_id(), plugin_id=plugin.pk)  # newest first
+    status = badges.plugin_status(plugin, candidates=items)
+    # The most telling evidence first (a verdict on a qualifying test), the newest attempt beside
+    # it: an all-skipped legacy run must not hide a real result.
+    pol = Policy(now=now())
+    telling = next((i for i in items if conclusive(i)), None)
+    newest_conclusive = evidence_entry(telling, pol.assess(telling, BADGE)) if telling else None
+    attempt = evidence_entry(items[0], pol.assess(items[0], BADGE)) if items else None
     badge_url = request.build_absolute_uri(f"/badge/{plugin.slug}.svg")
     page_url = request.build_absolute_uri(f"/plugins/{plugin.slug}/")
     return render(
@@ -50,6 +61,8 @@ def plugin_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "clusters": [(c, runs.get(c.last_run_id)) for c in clusters],
             "submissions": [(s, False) for s in submissions],
             "status": status,
+            "conclusive": newest_conclusive,
+            "attempt": attempt if attempt and attempt != newest_conclusive else None,
             "badge_url": badge_url,
             "badge_markdown": f"[![SCTP]({badge_url})]({page_url})",
             "vendors": list(plugin.vendors.values_list("name", flat=True)),

@@ -52,7 +52,7 @@ class ScheduleForm(forms.Form):
         min_value=5,
         max_value=31 * 24 * 60,
         initial=24 * 60,
-        help_text="How often beat starts the battery",
+        help_text="How often the scheduler starts the battery",
     )
     grace_minutes = forms.IntegerField(
         min_value=0,

@@ -123,8 +123,8 @@ def test_a_maintainer_verifies_a_submission_and_signs_off(page, shot, maintainer
     assert page.locator("li[data-criterion]").count() == 4
     shot(page, "signoff")
     page.goto("/review/")
-    assert "signoff" in page.locator("table.audit").inner_text()
-    assert "submission.verify" in page.locator("table.audit").inner_text()
+    assert "signed off alpha → beta" in page.locator("table.audit").inner_text()
+    assert f"verified submission {sub.id}" in page.locator("table.audit").inner_text()
     page.goto("/")
     assert page.locator(".stage-track").get_attribute("aria-label") == "Stage: beta"
     assert "SCTP is beta since Kubernetes 1.19" in page.locator(".glance").inner_text()

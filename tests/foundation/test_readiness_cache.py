@@ -161,13 +161,14 @@ def test_requests_that_find_it_out_of_date_wait_for_one_evaluation(monkeypatch):
     stored: dict = {}
     evaluations: list[int] = []
 
-    def publish() -> dict:
+    def publish(**_: object) -> dict:
         evaluations.append(1)
         time.sleep(0.2)  # an evaluation over a long history
         stored.update(computed="t1", data={"stage": "alpha"})
         return stored["data"]
 
-    monkeypatch.setattr(readiness, "_served", lambda: dict(stored) if stored else None)
+    monkeypatch.setattr(readiness, "_state", lambda: (None, False, False))
+    monkeypatch.setattr(readiness, "_served", lambda *_: dict(stored) if stored else None)
     monkeypatch.setattr(readiness, "publish", publish)
     got: list[dict] = []
     threads = [threading.Thread(target=lambda: got.append(readiness._entry())) for _ in range(6)]
@@ -177,3 +178,47 @@ def test_requests_that_find_it_out_of_date_wait_for_one_evaluation(monkeypatch):
         t.join(5)
     assert len(evaluations) == 1 and len(got) == 6
     assert all(g["data"] == {"stage": "alpha"} for g in got)
+
+
+def test_past_its_age_the_previous_publication_is_served_while_one_process_computes(
+    client, settings
+):
+    import time_machine
+    from django.core.cache import cache
+    from django.utils.timezone import now
+
+    from dashboard import readiness
+    from dashboard.models import PublishedReadiness
+
+    settings.READINESS_MAX_AGE_SECONDS = 120
+    f.run(f.cluster(proxier="iptables"))
+    f.run(f.cluster(proxier="ipvs"), days_ago=89.998)  # fresh for another 172 seconds
+    assert status(client, "iptables-and-ipvs")[0] == "met"
+    first = PublishedReadiness.objects.get().computed
+    with time_machine.travel(now() + timedelta(seconds=200)):  # past its age, within twice it
+        # Another process holds the lease: this one serves the previous publication at once
+        # (one query: the look at the stored row), although its ipvs evidence aged meanwhile.
+        assert cache.add(readiness.LEASE_KEY, 1, 30)
+        assert status(client, "iptables-and-ipvs") == ("met", 1)
+        assert PublishedReadiness.objects.get().computed == first
+        # The lease is free: this request computes the next publication and serves it.
+        cache.delete(readiness.LEASE_KEY)
+        assert status(client, "iptables-and-ipvs")[0] == "stale"
+        assert PublishedReadiness.objects.get().computed > first
+    first = PublishedReadiness.objects.get().computed
+    with time_machine.travel(first + timedelta(seconds=300)):  # past twice its age: never served
+        assert cache.add(readiness.LEASE_KEY, 1, 30)
+        assert status(client, "iptables-and-ipvs")[0] == "stale"
+        assert PublishedReadiness.objects.get().computed > first
+
+
+def test_changed_evidence_is_never_served_from_the_previous_publication(client, settings):
+    from django.core.cache import cache
+
+    from dashboard import readiness
+
+    f.run(f.cluster(proxier="iptables"))
+    assert status(client, "iptables-and-ipvs")[0] == "unmet"
+    assert cache.add(readiness.LEASE_KEY, 1, 30)  # even while another process computes
+    f.run(f.cluster(proxier="ipvs"))
+    assert status(client, "iptables-and-ipvs")[0] == "met"

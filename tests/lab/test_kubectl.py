@@ -321,6 +321,8 @@ def test_kubectl_works_against_every_lab_profile(kubectl: Kubectl, name: str) ->
     explained = k("explain", "service.spec.ports.protocol").stdout
     assert "FIELD: protocol <string>" in explained
     assert 'Supports "TCP", "UDP", and "SCTP"' in explained
+    explained = k("explain", "networkpolicy.spec.ingress.ports.protocol").stdout
+    assert "The protocol (TCP, UDP, or SCTP) which traffic must match." in explained
 
     # invalid manifests: upstream's messages through kubectl
     for case, (text, words) in INVALID.items():

@@ -22,9 +22,14 @@ def no_broker(monkeypatch):
 
 
 def test_flakiness_counts_flips_between_pass_and_fail_and_ignores_skips() -> None:
-    st = stats(["passed", "failed", "skipped", "passed", "passed"])
-    assert (st.decided, st.passed, st.flips, st.skipped) == (4, 3, 2, 1)
-    assert st.pass_rate == 0.75 and st.flakiness == pytest.approx(2 / 3)
+    st = stats(["passed", "failed", "skipped", "error", "passed", "passed", "failed"])
+    assert (st.decided, st.passed, st.flips, st.skipped, st.errors) == (5, 3, 3, 1, 1)
+    assert st.pass_rate == 0.6 and st.flakiness == pytest.approx(3 / 4)
+    # Fewer than 5 verdicts: no percentage; harness errors are never flips
+    assert stats(["passed", "failed", "passed", "passed"]).flakiness is None
+    assert (
+        stats(["passed", "error", "passed", "error", "passed", "passed", "passed"]).flakiness == 0
+    )
     assert stats(["skipped", "not_run"]).pass_rate is None
     assert rolling_pass_rate(["passed", "failed", "passed"], width=2) == [1.0, 0.5, 0.5]
 
@@ -47,7 +52,10 @@ def test_the_cluster_page_draws_the_history_grid_with_pass_rate_and_flakiness(
     body = client.get("/clusters/calico-a/").content.decode()
     assert body.count('<tr data-key="') == 8
     assert 'class="spark"' in body
-    # pod-to-pod failed in runs 0 and 3 of the six (two "all", two "connectivity" runs carry it)
+    # pod-to-pod has 4 verdicts in six runs (two "all", two "connectivity"): too few for a share
+    assert '<span class="flaky">' not in body and 'data-flaky-needs="1"' in body
+    grow_history(c, 6)  # now 8 verdicts, failing in runs 0, 3, 6 and 9
+    body = client.get("/clusters/calico-a/").content.decode()
     assert '<span class="flaky">' in body
     assert "↷" in body  # the skipped hostport test is drawn as skipped, not as a pass or a gap
 

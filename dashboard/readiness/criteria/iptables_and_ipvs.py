@@ -9,7 +9,7 @@ from dashboard.catalog import Proxier, criterion_title
 from dashboard.policy import PROXIERS, evidence_entry
 
 from ..base import Context, Verdict
-from ..evidence_lookup import connectivity_candidates, plugins_by_id
+from ..evidence_lookup import connectivity
 from ..whatif import with_what_if
 
 KEY = PROXIERS
@@ -22,8 +22,7 @@ def evaluate(ctx: Context) -> Verdict:
 
 
 def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
-    plugins = ctx.memo("plugins", plugins_by_id)
-    items = ctx.memo("connectivity", lambda: connectivity_candidates(plugins))
+    items = connectivity(ctx)
     pol = ctx.policy
     rows, evidence, missing, stale = [], [], [], []
     used: set[str] = set()

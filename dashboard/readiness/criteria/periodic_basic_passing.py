@@ -13,7 +13,7 @@ from dashboard.models import Run, Schedule
 from dashboard.policy import PERIODIC, Item, evidence_entry
 
 from ..base import Context, Verdict, day, plural
-from ..evidence_lookup import load, plugins_by_id
+from ..evidence_lookup import load, plugins_by_id, store_of
 from ..whatif import with_what_if
 
 KEY = PERIODIC
@@ -26,11 +26,16 @@ def evaluate(ctx: Context) -> Verdict:
     return with_what_if(_evaluate, ctx)
 
 
-def _schedules(ctx: Context) -> tuple[list[Schedule], dict[tuple[str, int], Item]]:
+def candidates(ctx: Context) -> tuple[list[Schedule], set[int]]:
+    """The enabled schedules of the basic battery and the ids of their last n terminal runs."""
+    return ctx.memo("periodic-candidates", lambda: _candidates(ctx))  # type: ignore[no-any-return]
+
+
+def _candidates(ctx: Context) -> tuple[list[Schedule], set[int]]:
     n = ctx.periodic_runs
     recent = Run.objects.filter(
         schedule=OuterRef("pk"), trigger=Run.Trigger.PERIODIC, state__in=TERMINAL
-    ).order_by("-created")
+    ).order_by("-created", "-id")
     # The last n terminal runs of every schedule, as n correlated "LIMIT 1 OFFSET i" lookups
     # on the (schedule, -created) index: two queries in all, whatever the history.
     annotations = {f"run_{i}": Subquery(recent.values("id")[i : i + 1]) for i in range(n)}
@@ -40,8 +45,13 @@ def _schedules(ctx: Context) -> tuple[list[Schedule], dict[tuple[str, int], Item
         .annotate(**annotations)
     )
     run_ids = {getattr(s, f"run_{i}") for s in schedules for i in range(n)} - {None}
+    return schedules, run_ids
+
+
+def _schedules(ctx: Context) -> tuple[list[Schedule], dict[tuple[str, int], Item]]:
+    schedules, run_ids = candidates(ctx)
     plugins = ctx.memo("plugins", plugins_by_id)
-    return schedules, load(run_ids, [], plugins)
+    return schedules, load(run_ids, [], plugins, store_of(ctx))
 
 
 def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:

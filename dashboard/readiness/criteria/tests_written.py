@@ -4,6 +4,8 @@ instead have a counted `skipped` for want of an SCTP load balancer, which the KE
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import Case, Exists, OuterRef, Subquery, When
 
 from dashboard.catalog import ALL_KEYS, Outcome, criterion_title
@@ -19,7 +21,7 @@ from dashboard.policy import (
 from workers.battery.implemented import implemented_keys as battery_implemented_keys
 
 from ..base import Context, Verdict
-from ..evidence_lookup import load, plugins_by_id
+from ..evidence_lookup import load, plugins_by_id, store_of
 from ..whatif import with_what_if
 
 KEY = TESTS_WRITTEN
@@ -36,7 +38,16 @@ def evaluate(ctx: Context) -> Verdict:
     return with_what_if(_evaluate, ctx)
 
 
-def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
+def candidates(ctx: Context, relax: frozenset[str]) -> tuple[list[dict[str, Any]], list[int]]:
+    """Per catalog test the newest counted runs with each verdict and its newest run at all,
+    and the newest counted submissions: two queries, once per evaluation and relaxation."""
+    found: tuple[list[dict[str, Any]], list[int]] = ctx.memo(
+        f"tests-written-candidates-{','.join(sorted(relax))}", lambda: _candidates(ctx, relax)
+    )
+    return found
+
+
+def _candidates(ctx: Context, relax: frozenset[str]) -> tuple[list[dict[str, Any]], list[int]]:
     pol = ctx.policy
     runs = Run.objects.filter(countable_runs_q(pol, relax=relax))
 
@@ -47,20 +58,38 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
         has = TestResult.objects.filter(
             run=OuterRef("pk"), test_key=OuterRef(OuterRef("key")), outcome=outcome
         )
-        return Subquery(runs.filter(Exists(has)).order_by("-finished").values("id")[:1])
+        return Subquery(runs.filter(Exists(has)).order_by("-finished", "-id").values("id")[:1])
 
     latest_any = Subquery(
         TestResult.objects.filter(test_key=OuterRef("key")).order_by("-id").values("run_id")[:1]
     )
-    tests = list(
-        CatalogTest.objects.annotate(
+    tests: list[dict[str, Any]] = [
+        dict(row)
+        for row in CatalogTest.objects.annotate(
             passed_run=newest(Outcome.PASSED),
             failed_run=newest(Outcome.FAILED),
             # only pod-to-loadbalancer may count a skip (for want of a load balancer)
             skip_run=Case(When(key=LB_KEY, then=newest(Outcome.SKIPPED))),
             latest_run=latest_any,
         ).values("key", "passed_run", "failed_run", "skip_run", "latest_run")
+    ]
+    sub_ids = list(
+        Submission.objects.filter(countable_submissions_q(pol, relax=relax))
+        .order_by("-created", "-id")
+        .values_list("id", flat=True)[:RECENT_SUBMISSIONS]
     )
+    return tests, sub_ids
+
+
+def candidate_ids(ctx: Context, relax: frozenset[str]) -> tuple[set[int], set[int]]:
+    tests, sub_ids = candidates(ctx, relax)
+    runs = {t[k] for t in tests for k in ("passed_run", "failed_run", "skip_run", "latest_run")}
+    return runs - {None}, set(sub_ids)
+
+
+def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
+    pol = ctx.policy
+    tests, sub_ids = candidates(ctx, relax)
     absent = [k for k in ALL_KEYS if k not in {t["key"] for t in tests}]
     if absent:  # the catalog itself is incomplete (its seed migration did not run)
         return Verdict(
@@ -68,13 +97,8 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
         ), set()
 
     plugins = ctx.memo("plugins", plugins_by_id)
-    sub_ids = list(
-        Submission.objects.filter(countable_submissions_q(pol, relax=relax))
-        .order_by("-created")
-        .values_list("id", flat=True)[:RECENT_SUBMISSIONS]
-    )
     run_ids = [t[k] for t in tests for k in ("passed_run", "failed_run", "skip_run", "latest_run")]
-    items = load(run_ids, sub_ids, plugins)
+    items = load(run_ids, sub_ids, plugins, store_of(ctx))
     submissions = [items[("submission", i)] for i in sub_ids if ("submission", i) in items]
 
     implemented = implemented_keys()
