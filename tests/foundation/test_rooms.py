@@ -91,6 +91,7 @@ LAYERS: dict[str, str] = {
         f"workers.{name}": "kernel"
         for name in (
             "battery",
+            "bounded",
             "kube",
             "kubeconfig",
             "netguard",
@@ -172,6 +173,7 @@ KNOWN_VIOLATIONS: set[tuple[str, str]] = {
     ("dashboard.views.schedules", "workers.netguard"),
     # the kernel's Kubernetes access climbs back to Django settings and the models
     ("workers.netguard", "django.conf"),
+    ("workers.bounded", "django.conf"),
     ("workers.serviceaccount", "dashboard.models"),
 }
 # Pairs of packages (or modules) that import each other, at any depth.
@@ -179,6 +181,7 @@ KNOWN_CYCLES: set[tuple[str, str]] = {
     ("dashboard", "workers"),  # the runner ⇄ the domain, serviceaccount → models (above)
     ("dashboard.badges", "dashboard.readiness"),  # the publication computes the badges
     ("dashboard.models", "dashboard.roles"),  # roles name models; a model asks a role
+    ("dashboard.readiness.criteria", "dashboard.readiness.evidence_lookup"),
 }
 
 
