@@ -43,6 +43,9 @@ _RUN_FIELDS = (
     "cluster__approved",
     "cluster__emulated",
     "cluster__lab",
+    "withdrawn_at",
+    "withdrawn_by",
+    "withdrawn_reason",
 )
 _SUB_FIELDS = (
     "id",
@@ -57,6 +60,9 @@ _SUB_FIELDS = (
     "run_at_source",
     "created",
     "emulated",
+    "withdrawn_at",
+    "withdrawn_by",
+    "withdrawn_reason",
 )
 
 
@@ -140,7 +146,9 @@ def connectivity_candidates(plugins: dict[int, Any], plugin_id: int | None = Non
     # The newest qualifying (or pod-to-service) run among those that may count: an unverified
     # self-reported run must not hide an older verified one. The newest connectivity run of
     # each cluster is found whatever its trust, to be shown.
-    trusted = runs.exclude(trigger=Run.Trigger.AGENT, agent_verified_at__isnull=True)
+    trusted = runs.exclude(trigger=Run.Trigger.AGENT, agent_verified_at__isnull=True).filter(
+        withdrawn_at__isnull=True
+    )
     clusters = Cluster.objects.all()
     if plugin_id is not None:
         clusters = clusters.filter(plugin_id=plugin_id)
@@ -153,7 +161,7 @@ def connectivity_candidates(plugins: dict[int, Any], plugin_id: int | None = Non
     )
     run_ids = {i for row in ids for i in row if i}
 
-    subs = Submission.objects.filter(status=Submission.Status.VERIFIED)
+    subs = Submission.objects.filter(status=Submission.Status.VERIFIED, withdrawn_at__isnull=True)
     plugin_rows = Plugin.objects.all() if plugin_id is None else Plugin.objects.filter(pk=plugin_id)
     sub_ids: set[int] = set()
     for row in plugin_rows.annotate(
@@ -204,7 +212,9 @@ class ConnectivitySets:
         # The newest qualifying (or pod-to-service) run among those that may count: an unverified
         # self-reported run must not hide an older verified one. The newest connectivity run of
         # each cluster is found whatever its trust, to be shown.
-        trusted = runs.exclude(trigger=Run.Trigger.AGENT, agent_verified_at__isnull=True)
+        trusted = runs.exclude(trigger=Run.Trigger.AGENT, agent_verified_at__isnull=True).filter(
+            withdrawn_at__isnull=True
+        )
         clusters, plugins = Cluster.objects.all(), Plugin.objects.all()
         submissions = Submission.objects.all()
         cluster_rows = list(
@@ -216,7 +226,9 @@ class ConnectivitySets:
                 ),
             ).values_list("plugin_id", "c_run", "q_run", "p_run")
         )
-        subs = Submission.objects.filter(status=Submission.Status.VERIFIED)
+        subs = Submission.objects.filter(
+            status=Submission.Status.VERIFIED, withdrawn_at__isnull=True
+        )
         annotated = plugins.annotate(
             q_sub=_newest(subs.filter(qualifying__in=[True]), "plugin", "-created"),
             c_sub=_newest(subs.filter(has_connectivity__in=[True]), "plugin", "-created"),

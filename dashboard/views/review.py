@@ -142,7 +142,7 @@ def sign_off(request: AuthenticatedRequest) -> HttpResponse:
             snapshot={**evaluation, **({"override": override} if override else {})},
             kubernetes_release=release,
         )
-        AuditEvent.record(
+        entry = AuditEvent.record(
             request.user.get_username(),
             "signoff",
             f"{from_stage} → {to_stage}",
@@ -156,6 +156,8 @@ def sign_off(request: AuthenticatedRequest) -> HttpResponse:
                 else {}
             ),
         )
+        # The chain's head with this sign-off in it: quoted wherever the sign-off is shown.
+        SignOff.objects.filter(pk=signoff.pk).update(audit_seq=entry.seq, audit_head=entry.hash)
     messages.success(
         request,
         f"Signed off {from_stage} → {to_stage} in Kubernetes {release}"
