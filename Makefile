@@ -33,7 +33,7 @@ $(TEST_STAMP): $(RUNTIME_STAMP)
 	rm -f $(VENV)/.test-*
 	touch $(TEST_STAMP)
 
-.PHONY: install demo test test-sqlite lint bench bench-smoke clean-demo
+.PHONY: install demo test test-sqlite lint bench bench-smoke clean-demo screenshots
 
 install: $(TEST_STAMP)
 
@@ -80,6 +80,11 @@ lint: $(TEST_STAMP)
 # PostgreSQL, Redis and wrk, as CI has them; sets everything else itself).
 bench: $(TEST_STAMP)
 	$(PY) bench/run.py
+
+# The README's screenshots (docs/screenshots/), from the demo at SCREENSHOT_URL (started when
+# nothing answers there, and stopped afterwards).
+screenshots: $(TEST_STAMP)
+	$(PY) bench/screenshots.py
 
 # The same benchmarks and code paths at small sizes, every target judged (CI runs it).
 bench-smoke: $(TEST_STAMP)

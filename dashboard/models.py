@@ -97,7 +97,10 @@ class ApiToken(models.Model):
         if self.role == self.Role.VENDOR:
             if self.vendor_id is None:
                 return False
-            return user is None or self.vendor.members.filter(pk=user.pk).exists()
+            vendor = self.vendor
+            return user is None or (
+                vendor is not None and vendor.members.filter(pk=user.pk).exists()
+            )
         return False
 
     @classmethod
@@ -234,9 +237,24 @@ class EvidenceMixin(models.Model):
     qualifying_reason = models.CharField(max_length=300, blank=True)
     pod_to_service_passed = models.BooleanField(default=False)
     basic_ok = models.BooleanField(default=False)
+    # Evidence is never deleted: a maintainer withdraws it, with a reason (audited; the row stays,
+    # shown as withdrawn, and stops counting: dashboard/policy.py).
+    withdrawn_at = models.DateTimeField(null=True, blank=True)
+    withdrawn_by = models.CharField(max_length=150, blank=True)
+    withdrawn_reason = models.TextField(blank=True)
 
     class Meta:
         abstract = True
+
+    @property
+    def withdrawn_text(self) -> str:
+        """ "" while it stands, else one line: who withdrew it, when and why."""
+        if self.withdrawn_at is None:
+            return ""
+        return (
+            f"withdrawn by {self.withdrawn_by} on {self.withdrawn_at:%Y-%m-%d}: "
+            f"{self.withdrawn_reason}"
+        )
 
     def apply_flags(self, flags: EvidenceFlags) -> None:
         self.has_connectivity = flags.has_connectivity
@@ -462,6 +480,10 @@ class SignOff(models.Model):
     kubernetes_release = models.CharField(max_length=10, blank=True, help_text="e.g. 1.20")
     snapshot = models.JSONField(help_text="The readiness verdicts and evidence at sign-off")
     created = models.DateTimeField(default=now)
+    # The audit chain's head once the sign-off was recorded (dashboard/audit.py): quoted wherever
+    # the sign-off is, it anchors the chain outside the database.
+    audit_seq = models.PositiveBigIntegerField(null=True, blank=True)
+    audit_head = models.CharField(max_length=64, blank=True)
 
     class Meta:
         ordering = ["-created"]
@@ -473,12 +495,14 @@ class SignOff(models.Model):
 class AuditEvent(models.Model):
     """Who did what when: verifications, rejections, sign-offs, schedules, tokens."""
 
+    # 1, 2, 3, … with no gaps: a deleted entry shows (dashboard/audit.py).
+    seq = models.PositiveBigIntegerField(null=True, blank=True, unique=True)
     actor = models.CharField(max_length=150)
     action = models.CharField(max_length=60)
     target = models.CharField(max_length=200, blank=True)
     detail = models.JSONField(default=dict, blank=True)
     created = models.DateTimeField(default=now)
-    # Tamper evidence: each entry carries the hash of the one before it.
+    # Tamper evidence: each entry carries the keyed hash of itself and of the one before it.
     prev_hash = models.CharField(max_length=64, blank=True)
     hash = models.CharField(max_length=64, blank=True)
 
@@ -497,6 +521,9 @@ class AuditEvent(models.Model):
         URL credentials (https://user:password@…) never reach the log."""
         from .audit import append
 
+        actor = str(actor).strip()
+        if not actor or actor == "?":
+            raise ValueError(f"an audit entry names its actor ({action} {target})")
         target, detail = strip_url_credentials(str(target)), strip_url_credentials(detail)
         return append(cls, str(actor)[:150], action, str(target)[:200], detail, now())
 

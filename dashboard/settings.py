@@ -443,6 +443,10 @@ CELERY_BEAT_SCHEDULE["refresh-readiness"] = {
     "task": "workers.tasks.refresh_readiness",
     "schedule": 60.0,
 }
+CELERY_BEAT_SCHEDULE["audit-checkpoint"] = {
+    "task": "workers.tasks.audit_checkpoint",
+    "schedule": float(AUDIT_CHECKPOINT_SECONDS),
+}
 CELERY_BEAT_SCHEDULE["check-schedules"] = {
     "task": "workers.tasks.check_schedules",
     "schedule": 60.0,

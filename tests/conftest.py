@@ -26,8 +26,10 @@ os.environ.setdefault("CLUSTER_ALLOWED_NETWORKS", LAB_NETWORKS)
 
 # The suite's own keys, generated per session (pytest-django runs tests with DEBUG off, where
 # nothing is derived from the built-in SECRET_KEY): for this process and those it starts.
+os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
 os.environ.setdefault("FIELD_ENCRYPTION_KEY", Fernet.generate_key().decode())
 os.environ.setdefault("AUDIT_CHAIN_KEY", secrets.token_hex(32))
+dj_settings.SECRET_KEY = os.environ["SECRET_KEY"]
 dj_settings.FIELD_ENCRYPTION_KEY = os.environ["FIELD_ENCRYPTION_KEY"]
 dj_settings.AUDIT_CHAIN_KEY = os.environ["AUDIT_CHAIN_KEY"]
 

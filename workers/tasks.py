@@ -196,6 +196,18 @@ def check_schedules() -> int:
 
 
 @app.task
+def audit_checkpoint() -> str:
+    """Beat, every AUDIT_CHECKPOINT_SECONDS: the audit chain's head to the log, the checkpoint
+    file and the webhooks (dashboard/audit.py), so a truncated or rewritten trail shows."""
+    from django.utils.timezone import now
+
+    from dashboard.audit import checkpoint
+
+    current = checkpoint(now())
+    return str(current) if current else ""
+
+
+@app.task
 def refresh_readiness(reason: str = "every minute") -> bool:
     """Recomputes and stores the published readiness evaluation (and records a snapshot when a
     verdict changed): beat sends it every minute, commits that change evidence send it too."""

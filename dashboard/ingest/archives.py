@@ -362,9 +362,16 @@ class _Collector:
                 if isinstance(value, str):
                     self.e2e_env.setdefault(match.group(1).decode(), value)
         elif cluster_facts.wanted(path):
-            data = stream.read(self.limits.max_member_bytes + 1)
+            # Parsed as JSON up to a bound; a larger file (a big cluster's pods) is scanned
+            # 1 MB at a time for the DaemonSets owning its pods, never held whole.
+            data = stream.read(cluster_facts.JSON_BOUND + 1)
             self.deadline.check()
-            cluster_facts.read(self.cluster, path, data)
+            if len(data) <= cluster_facts.JSON_BOUND:
+                cluster_facts.read(self.cluster, path, data)
+            elif cluster_facts.is_pods(path):
+                owners = {m.group(1) for m in cluster_facts.OWNER.finditer(data)}
+                owners |= self._scan(Prefixed(data[-256:], stream), cluster_facts.OWNER)
+                cluster_facts.read_owners(self.cluster, path, owners)
         else:  # a kube-proxy pod's log
             modes = {m.decode() for m in self._scan(stream, _PROXIER_LOG)}
             self.proxiers.update(modes)

@@ -49,8 +49,8 @@ _CLUSTER_RESOURCE = re.compile(
     r"^(?:[^/]+/)?resources/cluster/(core_v1_nodes|Nodes|core_v1_namespaces|Namespaces)\.json$"
 )
 _HOST_DIR = re.compile(r"^(?:[^/]+/)?hosts/([^/]+)(?:/|$)")
-_JSON_BOUND = 16 * 1024 * 1024
-_OWNER = re.compile(rb'"kind"\s*:\s*"DaemonSet"\s*,\s*"name"\s*:\s*"([^"]{1,253})"')
+JSON_BOUND = 4 * 1024 * 1024  # resource files parsed as JSON up to this size
+OWNER = re.compile(rb'"kind"\s*:\s*"DaemonSet"\s*,\s*"name"\s*:\s*"([^"]{1,253})"')
 _MODE = re.compile(r"^mode:\s*[\"']?([A-Za-z]*)[\"']?\s*$", re.M)
 _MAX_NODES = 5000
 _MAX_OBJECTS = 500
@@ -106,7 +106,7 @@ def read(facts: ClusterFacts, path: str, data: bytes) -> None:
         elif "pods" in kind:
             objects = _objects(data, path)
             if objects is None:
-                for owner in _OWNER.findall(data):
+                for owner in OWNER.findall(data):
                     _owner(facts, namespace, owner.decode("utf-8", "replace"), path)
             for obj in objects or []:
                 _pod(facts, namespace, obj, path)
@@ -133,9 +133,22 @@ def read(facts: ClusterFacts, path: str, data: bytes) -> None:
                     facts.cluster_uid = meta["uid"][:64]
 
 
+def is_pods(path: str) -> bool:
+    match = _NS_RESOURCE.match(path)
+    return bool(match and "pods" in match.group(2).lower())
+
+
+def read_owners(facts: ClusterFacts, path: str, owners: set[bytes]) -> None:
+    """The DaemonSet owners found by pattern in a pods file too large to parse."""
+    match = _NS_RESOURCE.match(path)
+    namespace = match.group(1) if match else "?"
+    for owner in sorted(owners)[:_MAX_OBJECTS]:
+        _owner(facts, namespace, owner.decode("utf-8", "replace"), path)
+
+
 def _objects(data: bytes, path: str) -> list[dict[str, Any]] | None:
     """The objects of a Sonobuoy resource file: a JSON list, or a List with ``items``."""
-    if len(data) > _JSON_BOUND:
+    if len(data) > JSON_BOUND:
         return None
     try:
         doc = json.loads(data)

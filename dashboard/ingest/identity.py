@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import html
+import operator
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -47,6 +48,7 @@ _MAX_PROPERTIES = 200
 _PROPERTY_VALUE = 2000
 
 
+_NAME = operator.itemgetter(0)
 # One testcase as written: (name, status attribute, time attribute, first child tag).
 Case = tuple[bytes, bytes, bytes, bytes]
 
@@ -63,7 +65,7 @@ class _Digests:
         if not found:
             return
         self.cases.update(b"\n".join(map(b"\x1f".join, found)) + b"\n")
-        self.names.update(b"\n".join([case[0] for case in found]) + b"\n")
+        self.names.update(b"\n".join(map(_NAME, found)) + b"\n")
         self.count += len(found)
 
 
@@ -148,9 +150,10 @@ class Scanner:
         if self._case is None:
             found = _FAST_CASE.findall(data)
             if len(found) == data.count(b"<testcase"):
-                # Suites and their properties come before their testcases: once testcases
-                # flow, a region is searched for another testsuite only when it has one.
-                if not self._digests.count or b"<testsuite" in data:
+                # A suite's timestamp and properties come before its testcases: once they
+                # flow, no region is searched for them again (a later suite of the same
+                # document adds nothing the first one does not say).
+                if not self._digests.count:
                     self._suite_tags(data)
                 self._fast(found)
                 return

@@ -108,6 +108,9 @@ def release_of(
     return Fact(declared, "declared, not in the file"), names_range
 
 
+_EXACT = {r: frozenset(normalise(n) for n in RELEASE_NAMES[r]) for r in RELEASES}
+
+
 def names_release(names: list[str]) -> tuple[str | None, bool]:
     """(the range of releases whose exact SCTP names fit these best, whether every name of
     the file is one of theirs). Open-ended at the table's first and last release."""
@@ -115,8 +118,7 @@ def names_release(names: list[str]) -> tuple[str | None, bool]:
     found = {n for n in found if core(n)}
     if not found:
         return None, False
-    exact = {r: {normalise(n) for n in RELEASE_NAMES[r]} for r in RELEASES}
-    scores = {r: len(found & exact[r]) for r in RELEASES}
+    scores = {r: len(found & _EXACT[r]) for r in RELEASES}
     top = max(scores.values())
     if top == 0:
         return None, False

@@ -27,7 +27,7 @@ def test_the_most_telling_evidence_comes_first(sized) -> None:
         dict.fromkeys(factories.PASSING, Outcome.SKIPPED),
         days_ago=1,
     )
-    file_outcomes = {k: v for k, v in factories.PASSING.items() if k != "netpol-allow-deny"}
+    file_outcomes = {k: str(v) for k, v in factories.PASSING.items() if k != "netpol-allow-deny"}
     vendor_file = factories.submission("calico", file_outcomes, proxier="ipvs", days_ago=5)
 
     page.goto("/plugins/calico/")

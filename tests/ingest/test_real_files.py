@@ -279,3 +279,14 @@ def test_the_conformance_focus_of_the_real_v130_file_is_named():
     error = refused(real_v130())
     assert error.details["focus"] == r"\[Conformance\]"
     assert "13 SCTP testcase(s) found" in error.message
+
+
+def test_a_big_clusters_pods_file_is_scanned_not_held_whole():
+    files = rf.members(rf.real(rf.V121))
+    path = "resources/ns/kube-system/core_v1_pods.json"
+    files[path] = json.dumps(json.loads(files[path]) * 200, sort_keys=True).encode()
+    del files["resources/ns/kube-system/apps_v1_daemonsets.json"]
+    assert len(files[path]) > 4 * 1024 * 1024
+    report = ingest(rf.repack(files), check_evidence=False)
+    assert report.cni_detected == "kindnet"
+    assert report.provenance["plugin"]["source"] == "from pods of DaemonSet kube-system/kindnet"
