@@ -180,6 +180,7 @@ KNOWN_VIOLATIONS: set[tuple[str, str]] = {
 KNOWN_CYCLES: set[tuple[str, str]] = {
     ("dashboard", "workers"),  # the runner ⇄ the domain, serviceaccount → models (above)
     ("dashboard.badges", "dashboard.readiness"),  # the publication computes the badges
+    ("dashboard.audit", "dashboard.models"),  # the audit chain reads entries; a model records
     ("dashboard.models", "dashboard.roles"),  # roles name models; a model asks a role
     ("dashboard.readiness.criteria", "dashboard.readiness.evidence_lookup"),
 }
