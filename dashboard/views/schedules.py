@@ -106,7 +106,7 @@ class ChannelForm(forms.Form):
         parts = urlsplit(target)
         if parts.username is None and parts.password is None:
             return
-        data = self.data.copy()
+        data = dict(self.data.items())
         host = parts.netloc.rpartition("@")[2]  # host and port, without the user information
         data["target"] = urlunsplit(parts._replace(netloc=host))
         self.data = data
