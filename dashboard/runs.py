@@ -19,10 +19,9 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils.timezone import now
 
-from workers.celery import send
-
 from .catalog import Battery, kubernetes_minor
 from .models import Cluster, Run, Schedule
+from .tasks_port import send
 from .trust import refuse_remote_run
 
 EXECUTE_RUN = "workers.tasks.execute_run"

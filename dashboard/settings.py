@@ -182,6 +182,8 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = "UTC"
 CELERY_TASK_DEFAULT_QUEUE = env("CELERY_QUEUE", "celery")
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+# The task layer's side of dashboard/tasks_port.py (the domain sends tasks by name through it).
+TASKS_SEND = "workers.celery.send"
 # Every task ends: the soft limit raises inside it (a run then ends in error and frees its lease),
 # the hard one kills the pool process. Tasks that take longer set their own (execute_run,
 # sweep_cluster: workers/tasks.py); these are the defaults for all the others.

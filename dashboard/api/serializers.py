@@ -624,14 +624,6 @@ def submission(sub: Submission) -> dict[str, Any]:
     return dict(SubmissionSerializer(sub).data)
 
 
-def submission_summary(sub: Submission) -> dict[str, Any]:
-    return dict(SubmissionListItemSerializer(sub).data)
-
-
 def cluster(c: Cluster, last_run: Run | None = None) -> dict[str, Any]:
     c.last_run = last_run  # type: ignore[attr-defined]
     return dict(ClusterSerializer(c).data)
-
-
-def catalog_entry(t: CatalogTest) -> dict[str, Any]:
-    return dict(CatalogTestSerializer(t).data)

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from types import SimpleNamespace
 from typing import Any
 
-from django.db.models import F, OuterRef, Subquery, Window
+from django.db.models import Case, F, OuterRef, Q, Subquery, Value, When, Window
 from django.db.models.functions import RowNumber
 
 from dashboard import policy
@@ -239,22 +239,52 @@ class ConnectivitySets:
             plugin_rows = [(p.id, p.q_sub, p.c_sub) for p in found]
         else:
             plugin_rows = list(annotated.values_list("id", "q_sub", "c_sub"))
-        # Per proxier and per plugin, the newest of their kind: one ranking query each.
-        proxier_subs = list(
-            subs.filter(proxier__in=Proxier.values, pod_to_service_passed__in=[True])
-            .annotate(rank=Window(RowNumber(), partition_by=[F("proxier")], order_by=_NEWEST_SUB))
-            .filter(rank=1)
-            .values_list("id", flat=True)
+        # Per plugin its newest connectivity submissions (verified or pending), per proxier the
+        # newest verified one with pod-to-service passed: one query, two rankings, each over
+        # the rows of its kind (the kind is part of the partition).
+        shown = Q(
+            has_connectivity__in=[True],
+            status__in=[Submission.Status.VERIFIED, Submission.Status.PENDING],
         )
-        recent = list(
-            submissions.filter(
-                has_connectivity__in=[True],
-                status__in=[Submission.Status.VERIFIED, Submission.Status.PENDING],
+        per_proxier = Q(
+            status=Submission.Status.VERIFIED,
+            proxier__in=Proxier.values,
+            pod_to_service_passed__in=[True],
+        )
+
+        def kind(q: Q) -> Case:
+            return Case(When(q, then=Value(1)), default=Value(0))
+
+        ranked = list(
+            submissions.filter(shown | per_proxier)
+            .annotate(
+                shown_rank=Window(
+                    RowNumber(), partition_by=[F("plugin_id"), kind(shown)], order_by=_NEWEST_SUB
+                ),
+                proxier_rank=Window(
+                    RowNumber(),
+                    partition_by=[F("proxier"), kind(per_proxier)],
+                    order_by=_NEWEST_SUB,
+                ),
+                is_shown=kind(shown),
+                is_per_proxier=kind(per_proxier),
             )
-            .annotate(rank=Window(RowNumber(), partition_by=[F("plugin_id")], order_by=_NEWEST_SUB))
-            .filter(rank__lte=RECENT_SUBMISSIONS)
-            .values_list("id", "plugin_id", "created")
+            .filter(
+                Q(is_shown=1, shown_rank__lte=RECENT_SUBMISSIONS)
+                | Q(is_per_proxier=1, proxier_rank=1)
+            )
+            .values_list(
+                "id",
+                "plugin_id",
+                "created",
+                "is_shown",
+                "shown_rank",
+                "is_per_proxier",
+                "proxier_rank",
+            )
         )
+        proxier_subs = [r[0] for r in ranked if r[5] == 1 and r[6] == 1]
+        recent = [(r[0], r[1], r[2]) for r in ranked if r[3] == 1 and r[4] <= RECENT_SUBMISSIONS]
         self._found = (cluster_rows, plugin_rows, proxier_subs, recent)
         return self._found
 

@@ -24,9 +24,15 @@ UPLOAD = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
 V121_NAMES = list(RELEASE_NAMES["v1.21"])
 
 
-def refused(data: bytes, **declared: str) -> IngestError:
+def refused(data: bytes, **declared: str | None) -> IngestError:
     with pytest.raises(IngestError) as caught:
-        ingest(data, received_at=UPLOAD, **declared)
+        ingest(
+            data,
+            received_at=UPLOAD,
+            declared_kubernetes_version=declared.get("declared_kubernetes_version"),
+            declared_proxier=declared.get("declared_proxier"),
+            declared_plugin=declared.get("declared_plugin"),
+        )
     return caught.value
 
 

@@ -181,3 +181,31 @@ def test_deactivating_a_user_in_the_admin_names_the_admin(admin_client, maintain
     assert not get_user_model().objects.get(pk=maintainer.pk).is_active
     entry = AuditEvent.objects.get(action="token.revoke")
     assert entry.actor == "admin" and "deactivated" in entry.detail["reason"]
+
+
+def test_a_withdrawn_newer_run_does_not_hide_an_older_standing_one(admin_user) -> None:
+    from dashboard.readiness import evaluate
+    from dashboard.withdrawals import CorrectionError, withdraw
+
+    cluster = factories.cluster(plugin_slug="calico")
+    older = factories.run(cluster, days_ago=3)
+    newer = factories.run(cluster, days_ago=1)
+    factories.run(factories.cluster(plugin_slug="cilium"))
+    with pytest.raises(CorrectionError):
+        withdraw(newer, actor=admin_user, reason=" ")
+    assert withdraw(newer, actor=admin_user, reason="ran on a patched build")
+    assert not withdraw(newer, actor=admin_user, reason="again")  # once
+    v = verdict(two_out_of_tree_plugins)
+    assert v.status == "met"
+    counted = {e["id"] for e in v.evidence if e["kind"] == "run" and e["counts"]}
+    assert older.id in counted and newer.id not in counted
+    # the published evaluation (what the page and the API serve) agrees
+    published = evaluate()
+    evidence = [
+        e
+        for t in published["transitions"]
+        for c in t["criteria"]
+        for e in c["evidence"]
+        if e["kind"] == "run" and e["id"] == newer.id
+    ]
+    assert all(not e["counts"] for e in evidence)
