@@ -33,7 +33,7 @@ $(TEST_STAMP): $(RUNTIME_STAMP)
 	rm -f $(VENV)/.test-*
 	touch $(TEST_STAMP)
 
-.PHONY: install demo test test-sqlite lint bench bench-smoke clean-demo
+.PHONY: install demo test test-sqlite lint bench bench-smoke clean-demo screenshots
 
 install: $(TEST_STAMP)
 
@@ -41,22 +41,34 @@ install: $(TEST_STAMP)
 demo: $(RUNTIME_STAMP)
 	$(PY) manage.py demo
 
-# The whole suite, as CI runs it (DATABASE_URL selects PostgreSQL; SQLite otherwise), with the
-# line coverage of dashboard/, workers/ and lab/ printed at the end (config: pyproject.toml).
+# The suite runs on TEST_WORKERS pytest-xdist workers (each with its own test database, Redis
+# prefix and ports): the slow suites with real parts (markers guest, drills, browser) each run
+# on one worker (xdist groups: tests/conftest.py) while the others share the rest. More workers
+# than cores: most tests wait on subprocesses, servers and timeouts. TEST_WORKERS=0: one process.
+TEST_WORKERS ?= 4
+XDIST = -n $(TEST_WORKERS) --dist loadgroup
+# Bytecode is written (and pytest's rewritten test modules cached) even where the environment
+# says PYTHONDONTWRITEBYTECODE: every worker and every process the tests start would compile
+# the project again.
+TEST_ENV = PYTHONDONTWRITEBYTECODE= DJANGO_ALLOW_ASYNC_UNSAFE=true
+
+# The whole suite, as CI runs it (DATABASE_URL selects PostgreSQL; SQLite otherwise): its 15
+# slowest tests, then the line coverage of dashboard/, workers/ and lab/, combined over the
+# workers and the processes they start (config: pyproject.toml).
 test: $(TEST_STAMP)
 	rm -rf var/coverage && mkdir -p var/coverage
-	DJANGO_ALLOW_ASYNC_UNSAFE=true $(PY) -m pytest -q --cov --cov-report=term $(PYTEST_ARGS)
+	$(TEST_ENV) $(PY) -m pytest -q $(XDIST) --durations=15 --cov --cov-report=term $(PYTEST_ARGS)
 
 # The embedded mode (`make demo` without Redis): every test that does not need a Redis server,
 # on the filesystem broker, database cache and database leases. REDIS_URL names a port where
 # nothing listens, so whatever would still reach for Redis fails loudly instead of passing.
 test-embedded: $(TEST_STAMP)
 	DATABASE_URL= CACHE_URL= CELERY_BROKER_URL=filesystem:// REDIS_URL=redis://127.0.0.1:1/0 \
-	  DJANGO_ALLOW_ASYNC_UNSAFE=true $(PY) -m pytest -q -m "not redis and not browser and not guest" $(PYTEST_ARGS)
+	  $(TEST_ENV) $(PY) -m pytest -q $(XDIST) -m "not redis and not browser and not guest" $(PYTEST_ARGS)
 
 # The database-facing tests again on the embedded SQLite, whatever DATABASE_URL says.
 test-sqlite: $(TEST_STAMP)
-	DATABASE_URL= DJANGO_ALLOW_ASYNC_UNSAFE=true $(PY) -m pytest -q -m "not browser and not guest" tests/foundation tests/battery tests/ops tests/submissions $(PYTEST_ARGS)
+	DATABASE_URL= $(TEST_ENV) $(PY) -m pytest -q $(XDIST) -m "not browser and not guest" tests/foundation tests/battery tests/ops tests/submissions $(PYTEST_ARGS)
 
 # The gate CI runs before the tests: lint, formatting, types (settings in pyproject.toml).
 lint: $(TEST_STAMP)
@@ -68,6 +80,11 @@ lint: $(TEST_STAMP)
 # PostgreSQL, Redis and wrk, as CI has them; sets everything else itself).
 bench: $(TEST_STAMP)
 	$(PY) bench/run.py
+
+# The README's screenshots (docs/screenshots/), from the demo at SCREENSHOT_URL (started when
+# nothing answers there, and stopped afterwards).
+screenshots: $(TEST_STAMP)
+	$(PY) bench/screenshots.py
 
 # The same benchmarks and code paths at small sizes, every target judged (CI runs it).
 bench-smoke: $(TEST_STAMP)

@@ -1,9 +1,80 @@
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
+from django.template.response import TemplateResponse
 
 from . import models
+
+
+class EvidenceAdmin(admin.ModelAdmin):
+    """Evidence and credentials: shown, never added, changed or deleted in the admin. Corrections
+    are actions with a reason (reasoned_action), each audited by the code it calls."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class ReasonForm(forms.Form):
+    reason = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}),
+        max_length=2000,
+        help_text="Why: recorded in the audit trail and shown with the item.",
+    )
+
+    def clean_reason(self) -> str:
+        reason = self.cleaned_data["reason"].strip()
+        if not reason:
+            raise forms.ValidationError("A correction needs a reason.")
+        return reason
+
+
+def reasoned_action(
+    modeladmin: admin.ModelAdmin,
+    request: Any,
+    queryset: Any,
+    done: str,
+    apply: Callable[..., bool],
+) -> TemplateResponse | None:
+    """An admin action that first asks for a reason, then applies `apply(obj, actor=, reason=)`
+    to each selected object."""
+    form = ReasonForm(request.POST if "apply" in request.POST else None)
+    if "apply" in request.POST and form.is_valid():
+        changed = sum(
+            bool(apply(obj, actor=request.user, reason=form.cleaned_data["reason"]))
+            for obj in queryset
+        )
+        modeladmin.message_user(
+            request, f"{changed} of {queryset.count()} selected {done}.", messages.SUCCESS
+        )
+        return None
+    opts = modeladmin.model._meta
+    return TemplateResponse(
+        request,
+        "admin/reasoned_action.html",
+        {
+            **modeladmin.admin_site.each_context(request),
+            "title": f"{done.capitalize()}: give a reason",
+            "opts": opts,
+            "queryset": queryset,
+            "form": form,
+            "action": request.POST.get("action", ""),
+            "selected": request.POST.getlist(ACTION_CHECKBOX_NAME),
+            "checkbox_name": ACTION_CHECKBOX_NAME,
+        },
+    )
 
 
 class ClusterForm(forms.ModelForm):
@@ -93,13 +164,28 @@ class PluginAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(EvidenceAdmin):
+    """Read-only: a token's role, holder and revocation are never edited here. Revoking is an
+    action with a reason (audited); tokens come from `manage.py issue_token`."""
+
     list_display = ["hint", "role", "vendor", "user", "created", "last_used", "revoked"]
     list_filter = ["role", "revoked"]
-    readonly_fields = ["digest", "hint", "created", "last_used"]
+    actions = ["revoke_tokens"]
 
-    def has_add_permission(self, request):
-        return False  # tokens come from `manage.py issue_token`, which shows them once
+    @admin.action(description="Revoke the selected tokens (with a reason)")
+    def revoke_tokens(self, request, queryset):
+        from .tokens import revoke
+
+        def apply(token: Any, *, actor: Any, reason: str) -> bool:
+            return bool(
+                revoke(
+                    models.ApiToken.objects.filter(pk=token.pk),
+                    actor=actor.get_username(),
+                    reason=reason,
+                )
+            )
+
+        return reasoned_action(self, request, queryset, "revoked", apply)
 
 
 @admin.register(models.CatalogTest)
@@ -118,25 +204,60 @@ class TestResultInline(admin.TabularInline):
     readonly_fields = ["test_key", "outcome", "reason", "duration", "finished"]
     exclude = ["evidence", "started"]
 
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class WithdrawableAdmin(EvidenceAdmin):
+    """Evidence: read-only; withdrawn or reinstated by an action with a reason (audited), never
+    deleted (a withdrawn item stays, shown as withdrawn, and stops counting)."""
+
+    actions = ["withdraw_evidence", "reinstate_evidence"]
+
+    @admin.action(description="Withdraw the selected evidence (with a reason)")
+    def withdraw_evidence(self, request, queryset):
+        from .withdrawals import withdraw
+
+        return reasoned_action(self, request, queryset, "withdrawn", withdraw)
+
+    @admin.action(description="Reinstate the selected withdrawn evidence (with a reason)")
+    def reinstate_evidence(self, request, queryset):
+        from .withdrawals import reinstate
+
+        return reasoned_action(self, request, queryset, "reinstated", reinstate)
+
 
 @admin.register(models.Run)
-class RunAdmin(admin.ModelAdmin):
-    list_display = ["id", "cluster", "battery", "trigger", "state", "created", "finished"]
+class RunAdmin(WithdrawableAdmin):
+    list_display = [
+        "id",
+        "cluster",
+        "battery",
+        "trigger",
+        "state",
+        "created",
+        "finished",
+        "withdrawn_at",
+    ]
     list_filter = ["state", "battery", "trigger"]
     list_select_related = ["cluster"]
     inlines = [TestResultInline]
-    raw_id_fields = ["cluster", "schedule", "requested_by"]
 
 
 @admin.register(models.TestResult)
-class TestResultAdmin(admin.ModelAdmin):
+class TestResultAdmin(EvidenceAdmin):
     list_display = ["run", "test_key", "outcome", "duration"]
     list_filter = ["outcome", "test_key"]
-    raw_id_fields = ["run"]
 
 
 @admin.register(models.Submission)
-class SubmissionAdmin(admin.ModelAdmin):
+class SubmissionAdmin(WithdrawableAdmin):
     list_display = [
         "id",
         "plugin",
@@ -145,10 +266,10 @@ class SubmissionAdmin(admin.ModelAdmin):
         "proxier",
         "status",
         "created",
+        "withdrawn_at",
     ]
     list_filter = ["status", "proxier", "plugin"]
     exclude = ["content"]
-    readonly_fields = ["sha256", "size", "kind", "results", "counts", "warnings", "report"]
 
     def get_queryset(self, request):
         return super().get_queryset(request).defer("content")
@@ -187,3 +308,25 @@ class ReadinessSnapshotAdmin(ReadOnlyAdmin):
 
 
 admin.site.register(models.ClusterLease)
+
+
+class AuditedUserAdmin(UserAdmin):
+    """Django's user admin; a change that revokes tokens (deactivation, leaving the maintainers)
+    names the admin who made it in the audit trail (dashboard/tokens.py)."""
+
+    def save_model(self, request, obj, form, change):
+        from .tokens import acting_as
+
+        with acting_as(request.user):
+            super().save_model(request, obj, form, change)
+
+    def save_related(self, request, form, formsets, change):
+        from .tokens import acting_as
+
+        with acting_as(request.user):
+            super().save_related(request, form, formsets, change)
+
+
+if admin.site.is_registered(get_user_model()):
+    admin.site.unregister(get_user_model())
+admin.site.register(get_user_model(), AuditedUserAdmin)

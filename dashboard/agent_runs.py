@@ -33,7 +33,6 @@ import json
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from types import SimpleNamespace
 from typing import Any
 
 from django.conf import settings
@@ -97,6 +96,28 @@ def key_fingerprint(digest: str) -> str:
 class AgentRunError(Exception):
     status: int
     message: str
+
+
+@dataclass(frozen=True)
+class AgentResult:
+    """One test's result as the agent posted it, checked: what `finish` records for the test."""
+
+    outcome: str
+    reason: str
+    evidence: str
+    duration: float | None
+    reached: bool
+    started: datetime | None
+    finished: datetime | None
+
+
+@dataclass(frozen=True)
+class AgentReport:
+    """An agent's run in the shape of a worker's battery report, for the same bookkeeping
+    (`workers.runner.finish`): the results by catalog key and the cluster's fingerprint."""
+
+    results: dict[str, AgentResult]
+    fingerprint: dict[str, Any]
 
 
 def max_bytes() -> int:
@@ -259,7 +280,7 @@ def _facts(value: Any) -> dict[str, Any]:
     return {"nodes": dict(nodes), "resource_version": rv, "objects": clean}
 
 
-def _results(value: Any, battery: str) -> dict[str, SimpleNamespace]:
+def _results(value: Any, battery: str) -> dict[str, AgentResult]:
     if not isinstance(value, dict):
         raise AgentRunError(400, "results must be an object keyed by catalog test")
     catalog, extras = keys_of(battery), _extras(battery)
@@ -271,7 +292,7 @@ def _results(value: Any, battery: str) -> dict[str, SimpleNamespace]:
         raise AgentRunError(
             400, f"results: {missing[0]!r} has no outcome (every test of the battery needs one)"
         )
-    out: dict[str, SimpleNamespace] = {}
+    out: dict[str, AgentResult] = {}
     for key, result in value.items():
         where = f"results.{key}"
         if not isinstance(result, dict):
@@ -293,7 +314,7 @@ def _results(value: Any, battery: str) -> dict[str, SimpleNamespace]:
         reached = result.get("reached", True)
         if not isinstance(reached, bool):
             raise AgentRunError(400, f"{where}.reached must be true or false")
-        out[key] = SimpleNamespace(
+        out[key] = AgentResult(
             outcome=outcome,
             reason=reason,
             evidence=_text(result.get("evidence"), f"{where}.evidence", MAX_EVIDENCE),
@@ -423,7 +444,7 @@ def _store(cluster: Cluster, plugin: Plugin, data: dict[str, Any]) -> Run:
     unreached = [r for r in data["results"].values() if not r.reached]
     state = Run.State.ERROR if unreached else Run.State.FINISHED
     error = unreached[0].reason.removeprefix("not run: ") if unreached else ""
-    report = SimpleNamespace(results=data["results"], fingerprint=fingerprint)
+    report = AgentReport(results=data["results"], fingerprint=fingerprint)
     # The same bookkeeping as a worker's run: flags, detected proxier, emulated (from the
     # fingerprint, marking the cluster too), release; then the time the agent's run ended.
     finish(run, state, error, report)
@@ -436,7 +457,7 @@ def payload_digest(data: dict[str, Any]) -> str:
     """The checked payload's digest, whatever its spacing or key order: a replay's is the same."""
 
     def plain(value: Any) -> Any:
-        if isinstance(value, SimpleNamespace):
+        if isinstance(value, AgentResult):
             return plain(vars(value))
         if isinstance(value, dict):
             return {k: plain(v) for k, v in value.items()}

@@ -173,10 +173,10 @@ STATUSES = ("met", "unmet", "at_risk", "stale")
 
 
 def _criteria_lines() -> list[str]:
-    from dashboard.readiness import cached_evaluate
+    from dashboard.readiness import published
 
     try:
-        evaluation = cached_evaluate()
+        evaluation = published()
     except Exception:
         log.exception("readiness evaluation failed for /metrics")
         return _family(

@@ -97,7 +97,10 @@ class ApiToken(models.Model):
         if self.role == self.Role.VENDOR:
             if self.vendor_id is None:
                 return False
-            return user is None or self.vendor.members.filter(pk=user.pk).exists()
+            vendor = self.vendor
+            return user is None or (
+                vendor is not None and vendor.members.filter(pk=user.pk).exists()
+            )
         return False
 
     @classmethod
@@ -234,9 +237,24 @@ class EvidenceMixin(models.Model):
     qualifying_reason = models.CharField(max_length=300, blank=True)
     pod_to_service_passed = models.BooleanField(default=False)
     basic_ok = models.BooleanField(default=False)
+    # Evidence is never deleted: a maintainer withdraws it, with a reason (audited; the row stays,
+    # shown as withdrawn, and stops counting: dashboard/policy.py).
+    withdrawn_at = models.DateTimeField(null=True, blank=True)
+    withdrawn_by = models.CharField(max_length=150, blank=True)
+    withdrawn_reason = models.TextField(blank=True)
 
     class Meta:
         abstract = True
+
+    @property
+    def withdrawn_text(self) -> str:
+        """ "" while it stands, else one line: who withdrew it, when and why."""
+        if self.withdrawn_at is None:
+            return ""
+        return (
+            f"withdrawn by {self.withdrawn_by} on {self.withdrawn_at:%Y-%m-%d}: "
+            f"{self.withdrawn_reason}"
+        )
 
     def apply_flags(self, flags: EvidenceFlags) -> None:
         self.has_connectivity = flags.has_connectivity
@@ -397,9 +415,18 @@ class Submission(EvidenceMixin):
     warnings = models.JSONField(default=list)
     report = models.JSONField(default=dict, help_text="The validation report")
     detected_kubernetes_version = models.CharField(max_length=40, blank=True)
-    # Evidence policy: when the e2e run happened (read from the file), else the upload time.
+    # Evidence policy: when the e2e run happened, read from the file; when the file does not
+    # say, empty (not fresh) until a maintainer enters the run date when verifying.
     run_at = models.DateTimeField(null=True, blank=True)
-    run_at_source = models.CharField(max_length=10, blank=True, help_text="file | upload")
+    run_at_source = models.CharField(
+        max_length=10,
+        blank=True,
+        help_text="file | maintainer | '' (the file does not say); upload on older rows",
+    )
+    # Evidence policy, Once: the e2e run's identity by content (dashboard.ingest.identity),
+    # whatever the bytes, and the same run without its outcomes (near-duplicates).
+    content_id = models.CharField(max_length=64, blank=True, db_index=True)
+    near_id = models.CharField(max_length=64, blank=True, db_index=True)
     emulated = models.BooleanField(
         default=False, help_text="The file says it comes from an emulated cluster"
     )
@@ -418,7 +445,12 @@ class Submission(EvidenceMixin):
         constraints = [
             models.UniqueConstraint(
                 fields=["plugin", "sha256"], name="one_submission_per_file_and_plugin"
-            )
+            ),
+            models.UniqueConstraint(
+                fields=["content_id"],
+                condition=~models.Q(content_id=""),
+                name="one_submission_per_e2e_run",
+            ),
         ]
         indexes = [
             models.Index(fields=["plugin", "status", "has_connectivity", "-created"]),
@@ -448,6 +480,10 @@ class SignOff(models.Model):
     kubernetes_release = models.CharField(max_length=10, blank=True, help_text="e.g. 1.20")
     snapshot = models.JSONField(help_text="The readiness verdicts and evidence at sign-off")
     created = models.DateTimeField(default=now)
+    # The audit chain's head once the sign-off was recorded (dashboard/audit.py): quoted wherever
+    # the sign-off is, it anchors the chain outside the database.
+    audit_seq = models.PositiveBigIntegerField(null=True, blank=True)
+    audit_head = models.CharField(max_length=64, blank=True)
 
     class Meta:
         ordering = ["-created"]
@@ -459,12 +495,14 @@ class SignOff(models.Model):
 class AuditEvent(models.Model):
     """Who did what when: verifications, rejections, sign-offs, schedules, tokens."""
 
+    # 1, 2, 3, … with no gaps: a deleted entry shows (dashboard/audit.py).
+    seq = models.PositiveBigIntegerField(null=True, blank=True, unique=True)
     actor = models.CharField(max_length=150)
     action = models.CharField(max_length=60)
     target = models.CharField(max_length=200, blank=True)
     detail = models.JSONField(default=dict, blank=True)
     created = models.DateTimeField(default=now)
-    # Tamper evidence: each entry carries the hash of the one before it.
+    # Tamper evidence: each entry carries the keyed hash of itself and of the one before it.
     prev_hash = models.CharField(max_length=64, blank=True)
     hash = models.CharField(max_length=64, blank=True)
 
@@ -483,6 +521,9 @@ class AuditEvent(models.Model):
         URL credentials (https://user:password@…) never reach the log."""
         from .audit import append
 
+        actor = str(actor).strip()
+        if not actor or actor == "?":
+            raise ValueError(f"an audit entry names its actor ({action} {target})")
         target, detail = strip_url_credentials(str(target)), strip_url_credentials(detail)
         return append(cls, str(actor)[:150], action, str(target)[:200], detail, now())
 

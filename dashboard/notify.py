@@ -35,7 +35,6 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils.timezone import now
 
-from workers.celery import send
 from workers.netguard import (
     IPNetwork,
     Pin,
@@ -48,6 +47,7 @@ from workers.netguard import (
 )
 
 from .models import NotificationChannel, NotificationLog
+from .tasks_port import send
 
 DELIVER_TASK = "workers.tasks.deliver_notification"
 

@@ -7,6 +7,8 @@ KEP report and the API consume `assess()`; the database prefilters used to find 
 
 The conditions, in the order a "why" names them:
 
+- withdrawn: evidence a maintainer withdrew (audited, with a reason) never counts, not even in a
+  what-if; the row stays and is shown as withdrawn;
 - trust: a run counts only on an approved, enabled cluster; a submission only once verified;
 - real cluster: evidence from an emulated cluster (the lab) never counts;
 - release: its Kubernetes minor is at least READINESS_MIN_KUBERNETES;
@@ -30,6 +32,7 @@ from django.db.models import Q
 
 from .catalog import BASIC_KEYS, CONNECTIVITY_KEYS, Outcome, Proxier, parse_minor_setting
 
+WITHDRAWN = "withdrawn"
 TRUST = "trust"
 EMULATED = "emulated"
 RELEASE = "release"
@@ -89,6 +92,7 @@ class Item:
     finished_ok: bool = True  # runs: the run ended `finished` (not error/cancelled)
     state: str = ""
     invariant: str = ""  # basic runs: conclusive | inconclusive | unchecked | ""
+    withdrawn: str = ""  # "" while it stands, else who withdrew it, when and why
     self_reported: bool = False  # runs: posted by the cluster's own agent (a claim, not observed)
     verified: bool = False  # self-reported runs: a maintainer verified this run
 
@@ -161,6 +165,8 @@ class Policy:
 
     def _general(self, item: Item, *, age: bool) -> list[tuple[str, str]]:
         problems: list[tuple[str, str]] = []
+        if item.withdrawn:
+            problems.append((WITHDRAWN, item.withdrawn))
         if item.untrusted:
             problems.append((TRUST, item.untrusted))
         if item.emulated:
@@ -174,7 +180,15 @@ class Policy:
             problems.append((RELEASE, old))
         if age:
             if item.when is None:
-                problems.append((AGE, "no run time"))
+                problems.append(
+                    (
+                        AGE,
+                        "no run time (the file does not say when the run happened; a "
+                        "maintainer enters the run date when verifying)"
+                        if item.kind == "submission"
+                        else "no run time",
+                    )
+                )
             elif item.when < self.fresh_cutoff:
                 problems.append((AGE, f"older than {self.fresh_days} days ({item.when:%Y-%m-%d})"))
         if item.kind == "run" and not item.finished_ok:
@@ -348,7 +362,7 @@ def countable_runs_q(
     e.g. "run__"); `relax` as in assess(). Boolean tests are written `__in=[...]`: SQLite
     compiles `=True` to a bare column test its planner cannot match to an index."""
     p = prefix
-    q = Q(**{f"{p}state": "finished"})
+    q = Q(**{f"{p}state": "finished", f"{p}withdrawn_at__isnull": True})  # never relaxed
     if TRUST not in relax:
         q &= Q(**{f"{p}cluster__approved__in": [True], f"{p}cluster__enabled__in": [True]})
         # a self-reported run counts only once a maintainer verified it
@@ -371,7 +385,7 @@ def countable_runs_q(
 def countable_submissions_q(
     policy: Policy, *, relax: frozenset[str] = frozenset(), age: bool = True
 ) -> Q:
-    q = Q()
+    q = Q(withdrawn_at__isnull=True)  # never relaxed
     if TRUST not in relax:
         q &= Q(status="verified")
     if EMULATED not in relax:
@@ -379,9 +393,7 @@ def countable_submissions_q(
     if RELEASE not in relax:
         q &= Q(kubernetes_minor__gte=policy.minimum)
     if age and AGE not in relax:
-        q &= Q(run_at__gte=policy.fresh_cutoff) | Q(
-            run_at__isnull=True, created__gte=policy.fresh_cutoff
-        )
+        q &= Q(run_at__gte=policy.fresh_cutoff)
     return q
 
 
@@ -397,6 +409,17 @@ def plugin_facts(plugin: Any) -> PluginFacts:
         plugin.in_tree,
         plugin.implements_network_policy,
         plugin.netpol_exemption_reason or "",
+    )
+
+
+def withdrawn_text(row: Any) -> str:
+    """ "" while a run or submission (a model or a values() row) stands, else who withdrew it,
+    when and why."""
+    at = getattr(row, "withdrawn_at", None)
+    if at is None:
+        return ""
+    return f"withdrawn by {getattr(row, 'withdrawn_by', '')} on {at:%Y-%m-%d}: " + str(
+        getattr(row, "withdrawn_reason", "")
     )
 
 
@@ -444,6 +467,7 @@ def run_item(
         invariant=invariant_state(fingerprint),
         self_reported=self_reported,
         verified=verified,
+        withdrawn=withdrawn_text(run),
     )
 
 
@@ -459,27 +483,42 @@ def submission_item(sub: Any, plugin: PluginFacts) -> Item:
         )
     )
     results = sub.results or {}
-    outcomes = {k: (v.get("outcome") if isinstance(v, Mapping) else v) for k, v in results.items()}
+    outcomes = submission_outcomes(sub)
     reasons = {k: (v.get("reason") or "") for k, v in results.items() if isinstance(v, Mapping)}
-    when = sub.run_at or sub.created
+    # Age: when the e2e run happened, from the file (or a maintainer's date); a file that does
+    # not say is not fresh until a maintainer enters the date when verifying.
     return Item(
         kind="submission",
         id=sub.id,
         plugin=plugin,
         source=f"submission of {plugin.slug} {sub.plugin_version}".strip(),
-        when=when,
-        when_source=sub.run_at_source or ("file" if sub.run_at else "upload"),
+        when=sub.run_at,
+        when_source=sub.run_at_source or "",
         emulated=bool(sub.emulated),
         untrusted=untrusted,
         minor=sub.kubernetes_minor,
-        outcomes={k: v for k, v in outcomes.items() if v},
+        outcomes=outcomes,
         reasons=reasons,
         proxier=sub.proxier if sub.proxier in PROXIER_MODES else None,
         proxier_source="declared",
         declared_proxier=sub.proxier,
         plugin_version=sub.plugin_version,
         kubernetes_version=sub.kubernetes_version,
+        withdrawn=withdrawn_text(sub),
     )
+
+
+def submission_outcomes(sub: Any) -> dict[str, str]:
+    results = sub.results or {}
+    outcomes = {k: (v.get("outcome") if isinstance(v, Mapping) else v) for k, v in results.items()}
+    return {k: str(v) for k, v in outcomes.items() if v}
+
+
+def submission_qualifying(sub: Any) -> tuple[bool, str]:
+    """The one answer to "is this submission qualifying connectivity evidence?" that the API,
+    the stored report, the verification page, ``/`` and the matrix all give: the policy's
+    rule on its outcomes with its plugin's facts as they are now (an exemption included)."""
+    return qualifying(submission_outcomes(sub), plugin_facts(sub.plugin))
 
 
 def evidence_entry(item: Item, assessment: Assessment) -> dict[str, Any]:

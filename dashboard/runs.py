@@ -19,10 +19,9 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils.timezone import now
 
-from workers.celery import send
-
 from .catalog import Battery, kubernetes_minor
 from .models import Cluster, Run, Schedule
+from .tasks_port import send
 from .trust import refuse_remote_run
 
 EXECUTE_RUN = "workers.tasks.execute_run"
@@ -83,12 +82,17 @@ def already_queued(cluster: Cluster, battery: str) -> Run | None:
 
 
 def over_queue_cap(cluster: Cluster, user: Any = None) -> str | None:
-    """Why the owner may not queue another run (RUNS_QUEUED_PER_OWNER waiting already), or None.
+    """Why the owner may not queue another run (RUNS_QUEUED_PER_OWNER waiting or running
+    already), or None.
 
     The owner is the cluster's vendor; for a cluster without one (a maintainer's), the user.
     """
     cap = int(settings.RUNS_QUEUED_PER_OWNER)
-    waiting = Run.objects.filter(state=Run.State.QUEUED).exclude(trigger=Run.Trigger.PERIODIC)
+    # Running runs count too: a run that holds a worker (a cluster answering slowly) is as much
+    # of the owner's share as one that waits for it.
+    waiting = Run.objects.filter(state__in=[Run.State.QUEUED, Run.State.RUNNING]).exclude(
+        trigger__in=[Run.Trigger.PERIODIC, Run.Trigger.AGENT]
+    )
     if cluster.owner_id:
         waiting, who = waiting.filter(cluster__owner_id=cluster.owner_id), "this cluster's owner"
     elif getattr(user, "is_authenticated", False):
@@ -98,8 +102,8 @@ def over_queue_cap(cluster: Cluster, user: Any = None) -> str | None:
     count = waiting.count()
     if count >= cap:
         return (
-            f"{who} already {'have' if who == 'you' else 'has'} {count} runs waiting (at most {cap}); "
-            "request more once they have started"
+            f"{who} already {'have' if who == 'you' else 'has'} {count} runs waiting or running "
+            f"(at most {cap}, RUNS_QUEUED_PER_OWNER); request more once they have finished"
         )
     return None
 

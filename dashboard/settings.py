@@ -182,6 +182,8 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = "UTC"
 CELERY_TASK_DEFAULT_QUEUE = env("CELERY_QUEUE", "celery")
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+# The task layer's side of dashboard/tasks_port.py (the domain sends tasks by name through it).
+TASKS_SEND = "workers.celery.send"
 # Every task ends: the soft limit raises inside it (a run then ends in error and frees its lease),
 # the hard one kills the pool process. Tasks that take longer set their own (execute_run,
 # sweep_cluster: workers/tasks.py); these are the defaults for all the others.
@@ -189,6 +191,12 @@ CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 120)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 180)
 # The longest a battery run may take on a worker (a real cluster's connectivity battery: minutes).
 RUN_TIME_LIMIT_SECONDS = env_int("RUN_TIME_LIMIT_SECONDS", 2 * 3600)
+# A cluster's API server is someone else's: every answer is bounded (workers/bounded.py).
+CLUSTER_RESPONSE_MAX_BYTES = env_int("CLUSTER_RESPONSE_MAX_BYTES", 50 * 1024 * 1024)
+CLUSTER_CALL_DEADLINE_SECONDS = env_float("CLUSTER_CALL_DEADLINE_SECONDS", 60.0)
+# Requested (manual or API) runs running at once, across all workers; keep it below the
+# workers' total concurrency so that periodic jobs always find a free worker (0: no limit).
+RUNS_REQUESTED_MAX_RUNNING = env_int("RUNS_REQUESTED_MAX_RUNNING", 3)
 
 # --- The product -----------------------------------------------------------------------------
 FIELD_ENCRYPTION_KEY = env("FIELD_ENCRYPTION_KEY", "")
@@ -401,6 +409,7 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
         "OutcomeEnum": "dashboard.catalog.Outcome.choices",
+        "ClusterModeEnum": "dashboard.api.serializers.CLUSTER_MODES",
         "BatteryEnum": "dashboard.catalog.Battery.choices",
         "ProxierEnum": "dashboard.catalog.Proxier.choices",
         "CatalogBatteryEnum": "dashboard.api.serializers.CATALOG_BATTERIES",
@@ -433,6 +442,10 @@ WEBHOOK_ALLOWED_NETWORKS = os.environ.get("WEBHOOK_ALLOWED_NETWORKS")
 CELERY_BEAT_SCHEDULE["refresh-readiness"] = {
     "task": "workers.tasks.refresh_readiness",
     "schedule": 60.0,
+}
+CELERY_BEAT_SCHEDULE["audit-checkpoint"] = {
+    "task": "workers.tasks.audit_checkpoint",
+    "schedule": float(AUDIT_CHECKPOINT_SECONDS),
 }
 CELERY_BEAT_SCHEDULE["check-schedules"] = {
     "task": "workers.tasks.check_schedules",

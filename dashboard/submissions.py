@@ -6,7 +6,7 @@ import hashlib
 import re
 import time
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import IO, Any
 
 from django.conf import settings
@@ -110,7 +110,11 @@ def create_submission(
     fileobj: IO[bytes] | None,
     filename: str,
     uploaded_by: str,
+    own_export: bool = False,
 ) -> Submission:
+    """``own_export=True`` only for `make demo`'s seeding (dashboard/demo_seed.py), which
+    uploads the lab's own emulated runs on purpose: nowhere else is this dashboard's export of
+    a run accepted as a submission (409)."""
     from .ingest import IngestError, Limits, ingest
 
     slug = _field(plugin, "plugin", max_len=60)
@@ -144,17 +148,9 @@ def create_submission(
     if not size:
         raise SubmissionError(400, "the file is empty")
     check_quota(vendor, size)
-    existing = (
-        Submission.objects.filter(plugin=plugin_obj, sha256=sha256)
-        .values_list("id", flat=True)
-        .first()
-    )
-    if existing:
-        raise SubmissionError(
-            409,
-            f"this file was already submitted for {slug} as submission {existing}",
-            {"existing_id": existing, "id": existing},
-        )
+    first = Submission.objects.filter(sha256=sha256).order_by("pk").first()
+    if first is not None:
+        raise _duplicate(first, uploaded_by, slug, vendor, "the same file")
     from .metrics import observe_ingest
 
     received = now()
@@ -173,14 +169,33 @@ def create_submission(
         )
     except IngestError as exc:
         observe_ingest(time.monotonic() - started, size, accepted=False)
-        raise SubmissionError(exc.status, exc.message) from exc
+        if exc.status == 422 and exc.identity is not None and not own_export:
+            _refuse_export(exc.identity, uploaded_by, slug, vendor, sha256)
+        raise SubmissionError(exc.status, exc.message, dict(exc.details)) from exc
     observe_ingest(time.monotonic() - started, size, accepted=True)
+
+    # Evidence policy, Once: one e2e run is one item of evidence, whoever sends it.
+    if report.content_id:
+        first = Submission.objects.filter(content_id=report.content_id).order_by("pk").first()
+        if first is not None:
+            raise _duplicate(first, uploaded_by, slug, vendor, "the same e2e run")
+    if not own_export:
+        _refuse_export(report, uploaded_by, slug, vendor, sha256)
+    near = list(
+        Submission.objects.filter(near_id=report.near_id)
+        .exclude(content_id=report.content_id)
+        .order_by("pk")
+        .values_list("id", flat=True)[:20]
+        if report.near_id
+        else []
+    )
 
     outcomes = {key: r.outcome for key, r in report.results.items()}
     flags = summarize(outcomes, plugin_obj.implements_network_policy)
     qualifying, why = report.qualifying(plugin_facts(plugin_obj))
     report_dict = report.to_dict()  # without the warnings: they are stored once, below
     report_dict["qualifying"] = {"qualifying": qualifying, "reason": why}
+    report_dict["near_duplicates"] = near
     # SQLite takes the bytes as one blob (about their size in memory, once); PostgreSQL gets
     # them in pieces from the stream (see _store_content_pieces).
     pieces = connection.vendor == "postgresql"
@@ -208,6 +223,8 @@ def create_submission(
         detected_kubernetes_version=(report.detected_kubernetes_version or "")[:40],
         run_at=report.run_at,
         run_at_source=report.run_at_source,
+        content_id=report.content_id,
+        near_id=report.near_id,
         emulated=report.emulated,
         created=received,
         # What the file says the server was, else what the vendor declared.
@@ -230,18 +247,96 @@ def create_submission(
                 sha256=sha256,
                 vendor=vendor.name,
             )
-    except IntegrityError as exc:  # a concurrent upload of the same file won the race
-        existing = (
-            Submission.objects.filter(plugin=plugin_obj, sha256=sha256)
-            .values_list("id", flat=True)
-            .first()
+    except IntegrityError as exc:  # a concurrent upload of the same run won the race
+        first = (
+            Submission.objects.filter(content_id=report.content_id).order_by("pk").first()
+            or Submission.objects.filter(sha256=sha256).order_by("pk").first()
         )
-        raise SubmissionError(
-            409,
-            f"this file was already submitted for {slug} as submission {existing}",
-            {"existing_id": existing, "id": existing},
-        ) from exc
+        if first is None:
+            raise
+        raise _duplicate(first, uploaded_by, slug, vendor, "the same e2e run") from exc
     return sub
+
+
+def _duplicate(
+    first: Submission, uploaded_by: str, slug: str, vendor: Vendor, what: str
+) -> SubmissionError:
+    """409 naming the first submission of this run (its id, plugin and vendor are public on
+    /submissions/), with an audit entry: a run counts once, whoever sends it."""
+    plugin = Plugin.objects.filter(pk=first.plugin_id).values_list("slug", flat=True).first()
+    owner = Vendor.objects.filter(pk=first.vendor_id).values_list("name", flat=True).first()
+    AuditEvent.record(
+        uploaded_by,
+        "submission.duplicate",
+        f"submission {first.pk}",
+        plugin=slug,
+        vendor=vendor.name,
+        first_plugin=plugin,
+        first_vendor=owner,
+    )
+    return SubmissionError(
+        409,
+        f"{what} was already submitted as submission {first.pk} ({plugin}, from {owner}): "
+        "one e2e run is one item of evidence, whoever submits it and for whichever plugin",
+        {
+            "existing_id": first.pk,
+            "id": first.pk,
+            "existing": {
+                "id": first.pk,
+                "url": first.get_absolute_url(),
+                "plugin": plugin,
+                "vendor": owner,
+            },
+        },
+    )
+
+
+def _refuse_export(report: Any, uploaded_by: str, slug: str, vendor: Vendor, sha256: str) -> None:
+    """409 (audited) when the file is this dashboard's own JUnit export of a run."""
+    export_of = _export_of(report)
+    if export_of is None:
+        return
+    AuditEvent.record(
+        uploaded_by,
+        "submission.refused_export",
+        f"run {export_of}",
+        plugin=slug,
+        vendor=vendor.name,
+        sha256=sha256,
+    )
+    raise SubmissionError(
+        409,
+        f"this file is this dashboard's own JUnit export of run {export_of} "
+        f"(/runs/{export_of}/junit.xml), edited or not: a run already counts (or not) as "
+        "itself and is never evidence a second time",
+        {"run": export_of, "run_url": f"/runs/{export_of}/"},
+    )
+
+
+def _export_of(report: Any) -> int | None:
+    """The run whose JUnit export (dashboard.ingest.export) this file is, edited or not: its
+    ``source``/``run_id`` properties, or, stripped of them, a finished run exported at the
+    suite's timestamp with the same testcases (whatever their outcomes now say)."""
+    from .ingest import ingest
+    from .ingest.export import run_to_junit
+    from .models import Run
+
+    props = report.properties
+    if props.get("source") == "sctp-dashboard" or props.get("run_id"):
+        run_id = str(props.get("run_id") or "").strip()
+        if run_id.isdigit() and Run.objects.filter(pk=int(run_id)).exists():
+            return int(run_id)
+    if report.kind != "junit" or report.run_at is None or not report.suite_key:
+        return None
+    start = report.run_at.replace(microsecond=0)
+    window = (start, start + timedelta(seconds=1))
+    for run in Run.objects.filter(state="finished", finished__range=window).select_related(
+        "cluster", "plugin"
+    )[:20]:
+        exported = ingest(run_to_junit(run), check_evidence=False)
+        if exported.suite_key == report.suite_key:
+            return int(run.pk)
+    return None
 
 
 _CONTENT_PIECE = 1024 * 1024
@@ -278,25 +373,70 @@ def _store_content_pieces(pk: int, stream: IO[bytes]) -> None:
         cursor.execute("DELETE FROM upload_pieces")
 
 
-def review(sub: Submission, *, user: Any, verify: bool, reason: str, actor: str = "") -> Submission:
-    """`actor` names who acted when `user` is None (a token's id); an audit entry always has one."""
+def review(
+    sub: Submission,
+    *,
+    user: Any,
+    verify: bool,
+    reason: str,
+    actor: str = "",
+    run_date: str | None = None,
+) -> Submission:
+    """Verify or reject. `actor` names who acted when `user` is None (a token's id); an audit
+    entry always has one. ``run_date`` (verify only): when the file does not say when its e2e
+    run happened, the maintainer's date for it (audited); without one such a submission is
+    verified but never fresh (contract: Evidence policy, Age)."""
     actor = user.get_username() if user is not None else actor
     if not actor:
         raise ValueError("a review names its actor")
     reason = (reason or "").strip()
     if not verify and not reason:
         raise SubmissionError(400, "a rejection needs a reason")
+    entered = None
+    if (run_date or "").strip():
+        if not verify:
+            raise SubmissionError(400, "a run date is entered when verifying, not rejecting")
+        if sub.run_at is not None and sub.run_at_source == "file":
+            raise SubmissionError(
+                400,
+                f"the file says when the run happened ({sub.run_at:%Y-%m-%d %H:%M} UTC): "
+                "a maintainer's run date is only for files that do not",
+            )
+        entered = parse_run_date(str(run_date))
     sub.status = Submission.Status.VERIFIED if verify else Submission.Status.REJECTED
     sub.reviewed_by = user
     sub.reviewed_at = now()
     sub.review_reason = reason[:2000]
+    fields = ["status", "reviewed_by", "reviewed_at", "review_reason"]
+    if entered is not None:
+        sub.run_at, sub.run_at_source = entered, "maintainer"
+        fields += ["run_at", "run_at_source"]
     with transaction.atomic():
-        sub.save(update_fields=["status", "reviewed_by", "reviewed_at", "review_reason"])
+        sub.save(update_fields=fields)
+        extra = {"run_date": entered.isoformat()} if entered is not None else {}
         AuditEvent.record(
             actor,
             "submission.verify" if verify else "submission.reject",
             f"submission {sub.id}",
             reason=reason,
             plugin=sub.plugin.slug,
+            **extra,
         )
     return sub
+
+
+def parse_run_date(text: str) -> datetime:
+    """A maintainer's run date: ``2026-11-20`` (midnight UTC) or an ISO date and time; never
+    in the future."""
+    text = text.strip()
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise SubmissionError(
+            400, f"run_date {text[:40]!r} is not a date like 2026-11-20 or 2026-11-20T14:30:00Z"
+        ) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    if when > now() + timedelta(minutes=10):
+        raise SubmissionError(400, "run_date is in the future")
+    return when

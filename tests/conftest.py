@@ -6,6 +6,7 @@ import copy
 import os
 import secrets
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,10 +26,29 @@ os.environ.setdefault("CLUSTER_ALLOWED_NETWORKS", LAB_NETWORKS)
 
 # The suite's own keys, generated per session (pytest-django runs tests with DEBUG off, where
 # nothing is derived from the built-in SECRET_KEY): for this process and those it starts.
+os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
 os.environ.setdefault("FIELD_ENCRYPTION_KEY", Fernet.generate_key().decode())
 os.environ.setdefault("AUDIT_CHAIN_KEY", secrets.token_hex(32))
+dj_settings.SECRET_KEY = os.environ["SECRET_KEY"]
 dj_settings.FIELD_ENCRYPTION_KEY = os.environ["FIELD_ENCRYPTION_KEY"]
 dj_settings.AUDIT_CHAIN_KEY = os.environ["AUDIT_CHAIN_KEY"]
+
+# The slow suites with real parts: the kernel guest, the failure drills (marked by their folder)
+# and Chromium. Under xdist (`make test`: --dist loadgroup) each runs on one worker, in its own
+# group, while the other workers share the rest of the suite.
+SLOW_SUITES = ("guest", "drills", "browser")
+DRILLS = Path(__file__).resolve().parent / "drills"
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    grouping = config.pluginmanager.hasplugin("xdist")
+    for item in items:
+        if DRILLS in item.path.parents:
+            item.add_marker(pytest.mark.drills)
+        suite = next((s for s in SLOW_SUITES if item.get_closest_marker(s)), None)
+        if grouping and suite is not None:
+            item.add_marker(pytest.mark.xdist_group(suite))
 
 
 @pytest.fixture(autouse=True)

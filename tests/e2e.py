@@ -30,7 +30,10 @@ def wait_for(predicate: Callable[[], T], timeout: float, what: str, log: Path | 
 def maintainer_token(name: str = "e2e-maintainer") -> str:
     from django.contrib.auth import get_user_model
 
+    from dashboard.roles import maintainers_group
+
     user = get_user_model().objects.create_user(name)
+    user.groups.add(maintainers_group())  # a token is only as good as its holder's role
     return ApiToken.issue(role=ApiToken.Role.MAINTAINER, user=user)[1]
 
 

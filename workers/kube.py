@@ -197,6 +197,8 @@ class Kube:
         self.sleep = sleep
         # Set once a call gave up on connection errors; later calls then try only once.
         self.unreachable: str | None = None
+        # Set once an answer broke a limit (too large, too slow, malformed): later calls fail.
+        self.broken: str | None = None
 
     def server_version(self) -> str:
         """gitVersion from GET /version (read raw: strict models reject partial answers)."""
@@ -226,6 +228,8 @@ class Kube:
         Non-transient API errors (4xx) are raised at once as `ApiException`.
         """
         kwargs.setdefault("_request_timeout", self.request_timeout)
+        if self.broken:
+            raise ClusterUnreachable(self.broken)
         tries = 1 if self.unreachable else self.tries
         last: BaseException | None = None
         for attempt in range(tries):
@@ -245,6 +249,11 @@ class Kube:
                 if not is_transient(exc):
                     raise
                 last = exc
+            except KubeError as exc:
+                # A limit on the cluster's answers broke (workers.bounded): not retried, and the
+                # rest of the run does not ask this cluster again.
+                self.unreachable = self.broken = str(exc)
+                raise ClusterUnreachable(str(exc)) from None
             except _CONNECTION_ERRORS as exc:
                 last = exc
                 if tls_failure(exc) is not None:

@@ -293,8 +293,10 @@ def api_client_from_kubeconfig(
     address only: a DNS name that pointed at a public address at registration and at the
     loopback today is refused today.
     """
+    from workers.bounded import bound_api_client
+
     data = parse_kubeconfig(text)
     summary = _check_structure(data)
-    return _client_from_dict(
-        data, request_timeout, checked_server(summary["server"], name_it=False)
-    )
+    api = _client_from_dict(data, request_timeout, checked_server(summary["server"], name_it=False))
+    bound_api_client(api)  # every answer bounded in size, time and form (workers/bounded.py)
+    return api

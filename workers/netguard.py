@@ -176,6 +176,13 @@ class Pin:
             if self.aborted:
                 _shutdown(sock)
 
+    def interrupt(self) -> None:
+        """Ends the connections open now (one call passed its deadline); new ones may follow."""
+        with self._lock:
+            sockets, self._sockets = self._sockets, []
+        for sock in sockets:
+            _shutdown(sock)
+
     def abort(self) -> None:
         """Ends every connection now (a deadline passed): blocked reads return at once."""
         with self._lock:

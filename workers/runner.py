@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -56,6 +57,27 @@ def cluster_spec(cluster: Cluster) -> Any:
     return spec
 
 
+def over_requested_share() -> bool:
+    """More requested (manual or API) runs are running than RUNS_REQUESTED_MAX_RUNNING allows
+    (0: no limit); counted after this run's claim, so the newest claim yields."""
+    cap = int(getattr(settings, "RUNS_REQUESTED_MAX_RUNNING", 0) or 0)
+    if cap <= 0:
+        return False
+    running = (
+        Run.objects.filter(state=Run.State.RUNNING)
+        .exclude(trigger__in=[Run.Trigger.PERIODIC, Run.Trigger.AGENT])
+        .count()
+    )
+    return running > cap
+
+
+def wall_clock_error() -> str:
+    return (
+        f"the run passed its wall-clock limit of {settings.RUN_TIME_LIMIT_SECONDS} s "
+        "(RUN_TIME_LIMIT_SECONDS) and was stopped"
+    )
+
+
 class Heartbeat(threading.Thread):
     """Marks the run alive and renews the lease; notices a cancel or a lost lease."""
 
@@ -66,6 +88,16 @@ class Heartbeat(threading.Thread):
         self.stop = threading.Event()
         self.cancel = threading.Event()
         self.reason = ""
+        self.timed_out = False
+        self.abort: Callable[[], None] | None = None  # ends the run's connections to the cluster
+
+    def time_up(self) -> None:
+        """The run's wall-clock limit passed: the run stops now, whatever it waits for."""
+        self.timed_out = True
+        self.reason = wall_clock_error()
+        self.cancel.set()
+        if self.abort is not None:
+            self.abort()
 
     def run(self) -> None:
         try:
@@ -104,12 +136,26 @@ def execute(run_id: int, *, worker: str = "", task_id: str = "") -> str:
     if not claimed:
         lease.release()
         return GONE
+    if run.trigger not in (Run.Trigger.PERIODIC, Run.Trigger.AGENT) and over_requested_share():
+        # Requested runs may hold at most RUNS_REQUESTED_MAX_RUNNING workers: the rest stay free
+        # for periodic jobs, however slowly a vendor's cluster answers. Back to the queue.
+        Run.objects.filter(pk=run_id, state=Run.State.RUNNING).update(
+            state=Run.State.QUEUED, started=None, heartbeat=None, worker=""
+        )
+        lease.release()
+        return BUSY
     beat = Heartbeat(run_id, lease)
     beat.start()
+    # The run's own wall-clock limit (the worker's soft time limit is only the backstop).
+    wall_clock = threading.Timer(float(settings.RUN_TIME_LIMIT_SECONDS), beat.time_up)
+    wall_clock.daemon = True
+    wall_clock.start()
     state, error, report = Run.State.FINISHED, "", None
     try:
         report = _run_battery(run, beat)
-        if beat.cancel.is_set():
+        if beat.timed_out:
+            state, error = Run.State.ERROR, beat.reason
+        elif beat.cancel.is_set():
             state, error = Run.State.CANCELLED, beat.reason
         else:
             # Tests the battery never reached (cluster unreachable, setup failed): the run did
@@ -131,6 +177,7 @@ def execute(run_id: int, *, worker: str = "", task_id: str = "") -> str:
                 "the run took longer than the worker's time limit (RUN_TIME_LIMIT_SECONDS)",
             )
     finally:
+        wall_clock.cancel()
         beat.stop.set()
         beat.join(timeout=10)
     try:
@@ -151,6 +198,11 @@ def _run_battery(run: Run, beat: Heartbeat) -> Any:
         record_result(run.id, key, result)
 
     api_client = api_client_from_kubeconfig(kubeconfig_of(run.cluster))
+    pin = getattr(api_client.rest_client.pool_manager, "pin", None)
+    if pin is not None:
+        beat.abort = pin.abort
+        if beat.timed_out:
+            pin.abort()
     try:
         return run_battery(
             api_client,

@@ -72,7 +72,8 @@ def execute_or_wait(run_id: int, *, worker: str = "", task_id: str = "") -> str:
     bind=True,
     acks_late=True,
     max_retries=None,
-    soft_time_limit=settings.RUN_TIME_LIMIT_SECONDS,
+    # The run stops itself at RUN_TIME_LIMIT_SECONDS (workers.runner); these are backstops.
+    soft_time_limit=settings.RUN_TIME_LIMIT_SECONDS + 60,
     time_limit=settings.RUN_TIME_LIMIT_SECONDS + RUN_HARD_LIMIT_MARGIN,
 )
 def execute_run(self, run_id: int) -> str:
@@ -192,6 +193,18 @@ def deliver_notification(self, log_id: int) -> str:
 def check_schedules() -> int:
     """Beat, every minute: schedule states and their notifications (dashboard.notify)."""
     return notify.check_schedules()
+
+
+@app.task
+def audit_checkpoint() -> str:
+    """Beat, every AUDIT_CHECKPOINT_SECONDS: the audit chain's head to the log, the checkpoint
+    file and the webhooks (dashboard/audit.py), so a truncated or rewritten trail shows."""
+    from django.utils.timezone import now
+
+    from dashboard.audit import checkpoint
+
+    current = checkpoint(now())
+    return str(current) if current else ""
 
 
 @app.task

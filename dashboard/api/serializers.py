@@ -14,6 +14,7 @@ from rest_framework import serializers as s
 
 from dashboard.catalog import ALL_KEYS, Battery, Outcome, Proxier, keys_of
 from dashboard.models import CatalogTest, Cluster, Run, Submission
+from dashboard.policy import submission_qualifying
 
 from . import schema as _schema  # noqa: F401  (registers the token scheme with drf-spectacular)
 
@@ -54,6 +55,38 @@ class ErrorSerializer(s.Serializer):
     limit = s.IntegerField(required=False, help_text="the quota's limit")
     pending = s.IntegerField(required=False, help_text="the vendor's submissions pending review")
     sent = s.IntegerField(required=False, help_text="bytes the vendor sent in the last 24 hours")
+    id = s.IntegerField(
+        required=False, help_text="409: the submission already stored (as existing_id)"
+    )
+    existing = s.DictField(
+        required=False,
+        help_text="409: the first submission of the same e2e run: id, url, plugin, vendor",
+    )
+    run = s.IntegerField(required=False, help_text="409: the run whose own JUnit export this is")
+    run_url = s.CharField(required=False)
+    sctp_testcases = s.ListField(
+        child=s.DictField(),
+        required=False,
+        help_text="422 (no SCTP test ran): the SCTP testcases found, each with name, "
+        "catalog_test and state (not selected, skipped: reason, …)",
+    )
+    absent = s.ListField(
+        child=s.CharField(), required=False, help_text="422: catalog tests absent from the file"
+    )
+    focus = s.CharField(required=False, allow_null=True, help_text="422: the run's focus")
+    skip = s.CharField(required=False, allow_null=True, help_text="422: the run's skip")
+    commands = s.DictField(
+        child=s.CharField(),
+        required=False,
+        help_text="422: a sonobuoy and a hydrophone command that would produce qualifying evidence",
+    )
+    release_in_file = s.CharField(required=False, help_text="422: the release the file states")
+    release_source = s.CharField(required=False, help_text="422: where the file states it")
+    declared = s.CharField(required=False, help_text="422: the declared release")
+    cni_in_file = s.ListField(child=s.CharField(), required=False, help_text="422: CNIs seen")
+    proxier_in_file = s.ListField(
+        child=s.CharField(), required=False, help_text="422: kube-proxy modes seen"
+    )
 
 
 class CatalogTestSerializer(s.ModelSerializer):
@@ -174,14 +207,17 @@ class ApprovedSerializer(s.Serializer):
     approved = s.BooleanField()
 
 
+CLUSTER_MODES = Cluster.Mode.choices
+
+
 class ModeRequestSerializer(s.Serializer):
-    mode = s.ChoiceField(choices=["worker", "agent"])
+    mode = s.ChoiceField(choices=CLUSTER_MODES)
     reason = s.CharField(help_text="why the cluster's mode changes (audited)")
 
 
 class ModeSerializer(s.Serializer):
     name = s.CharField()
-    mode = s.ChoiceField(choices=["worker", "agent"])
+    mode = s.ChoiceField(choices=CLUSTER_MODES)
     approved = s.BooleanField(help_text="cleared by a change of mode")
 
 
@@ -368,9 +404,13 @@ class SubmissionListItemSerializer(s.ModelSerializer):
     vendor = s.CharField(source="vendor.name", read_only=True)
     cluster = s.SerializerMethodField()
     created = IsoDateTime()
-    run_at = IsoDateTime(help_text="when the e2e run happened (from the file; else the upload)")
+    run_at = IsoDateTime(
+        help_text="when the e2e run happened: from the file, or a maintainer's date when the "
+        "file does not say (null until then: not fresh)"
+    )
     run_at_source = s.SerializerMethodField()
     counts = s.SerializerMethodField()
+    qualifying = s.SerializerMethodField()
 
     class Meta:
         model = Submission
@@ -400,9 +440,14 @@ class SubmissionListItemSerializer(s.ModelSerializer):
     def get_cluster(self, sub: Submission) -> str | None:
         return sub.cluster_name or None
 
-    @extend_schema_field(s.ChoiceField(choices=["file", "upload"], allow_null=True))
+    @extend_schema_field(s.ChoiceField(choices=["file", "maintainer", "upload"], allow_null=True))
     def get_run_at_source(self, sub: Submission) -> str | None:
         return sub.run_at_source or None
+
+    @extend_schema_field(s.BooleanField())
+    def get_qualifying(self, sub: Submission) -> bool:
+        """The evidence policy's one answer (dashboard.policy.submission_qualifying)."""
+        return submission_qualifying(sub)[0]
 
     @extend_schema_field(CountsSerializer())
     def get_counts(self, sub: Submission) -> dict[str, int]:
@@ -417,6 +462,7 @@ class SubmissionSerializer(SubmissionListItemSerializer):
     results = s.SerializerMethodField()
     review = s.SerializerMethodField()
     report = s.SerializerMethodField()
+    qualifying_reason = s.SerializerMethodField()
 
     class Meta(SubmissionListItemSerializer.Meta):
         fields = [
@@ -476,10 +522,18 @@ class SubmissionSerializer(SubmissionListItemSerializer):
         by = sub.reviewed_by.get_username() if sub.reviewed_by_id and sub.reviewed_by else None
         return {"by": by, "at": iso(sub.reviewed_at), "reason": sub.review_reason}
 
+    @extend_schema_field(s.CharField())
+    def get_qualifying_reason(self, sub: Submission) -> str:
+        return submission_qualifying(sub)[1]
+
     @extend_schema_field(s.DictField(help_text="the validation report"))
     def get_report(self, sub: Submission) -> dict[str, Any]:
-        # Warnings are stored and shown once (above); older reports held a copy.
-        return {k: v for k, v in (sub.report or {}).items() if k != "warnings"}
+        # Warnings are stored and shown once (above); older reports held a copy. Its
+        # qualifying verdict is the policy's one answer, as now (an exemption may have come).
+        report = {k: v for k, v in (sub.report or {}).items() if k != "warnings"}
+        ok, why = submission_qualifying(sub)
+        report["qualifying"] = {"qualifying": ok, "reason": why}
+        return report
 
 
 class SubmissionUploadSerializer(s.Serializer):
@@ -497,6 +551,12 @@ class SubmissionUploadSerializer(s.Serializer):
 
 class ReviewRequestSerializer(s.Serializer):
     reason = s.CharField(required=False, allow_blank=True, help_text="required to reject")
+    run_date = s.CharField(
+        required=False,
+        allow_blank=True,
+        help_text="verify only: when the e2e run happened (2026-11-20 or an ISO date and time), "
+        "for a file that does not say; audited",
+    )
 
 
 # --- readiness (a stored evaluation; described here, not re-serialized per request) -----------
@@ -572,14 +632,6 @@ def submission(sub: Submission) -> dict[str, Any]:
     return dict(SubmissionSerializer(sub).data)
 
 
-def submission_summary(sub: Submission) -> dict[str, Any]:
-    return dict(SubmissionListItemSerializer(sub).data)
-
-
 def cluster(c: Cluster, last_run: Run | None = None) -> dict[str, Any]:
     c.last_run = last_run  # type: ignore[attr-defined]
     return dict(ClusterSerializer(c).data)
-
-
-def catalog_entry(t: CatalogTest) -> dict[str, Any]:
-    return dict(CatalogTestSerializer(t).data)

@@ -64,5 +64,5 @@ urlpatterns = [
         views.SubmissionRejectSlashView.as_view(),
         name="api-submission-reject",
     ),
-    re_path(r"^(?P<rest>.*)$", not_found),
+    re_path(r"^(?P<rest>[\s\S]*)$", not_found),  # newlines too: a name may carry any byte
 ]

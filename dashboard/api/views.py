@@ -484,7 +484,7 @@ class SubmissionsView(GetOpenPostNeeds, generics.ListAPIView):
     def get_queryset(self) -> QuerySet[Submission]:
         return (
             Submission.objects.without_content()
-            .defer("results", "report", "warnings")
+            .defer("report", "warnings")  # results: the policy's qualifying answer reads them
             .select_related("plugin", "vendor")
             .order_by("-created", "-id")
         )
@@ -564,6 +564,7 @@ class SubmissionReviewView(ApiView):
         except exceptions.ParseError:
             body = {}
         reason = str(body.get("reason", "")) if hasattr(body, "get") else ""
+        run_date = str(body.get("run_date") or "") if hasattr(body, "get") else ""
         try:
             review(
                 sub,
@@ -571,6 +572,7 @@ class SubmissionReviewView(ApiView):
                 verify=self.verify,
                 reason=reason,
                 actor=f"{token.role} token {token.hint}",
+                run_date=run_date,
             )
         except SubmissionError as exc:
             raise ApiError(exc.status, exc.message) from exc

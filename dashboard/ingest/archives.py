@@ -26,8 +26,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any
 
+from . import cluster_facts
 from .e2elog import E2ELog, parse_e2e_log
 from .errors import UNSUPPORTED, IngestError
+from .identity import JUnitScan, Scanner, Tee
 from .junit import JUnitResult, parse_junit
 from .limits import Deadline, Limits, MiB, Readable
 
@@ -40,34 +42,27 @@ _SERVER_VERSION = re.compile(r"^(?:[^/]+/)?serverversion\.json$")
 _MAX_META_HEADER = MiB  # pax / GNU long-name headers are a few hundred bytes
 _SMALL_FILE = 64 * 1024
 
-# Sonobuoy's own log ("meta/run.log", logrus): time="2024-05-01T14:20:30Z" level=info ...
+# Sonobuoy's own log ("meta/run.log", logrus): JSON lines from Sonobuoy 0.10 on
+# ({"level":"info","msg":…,"time":"2021-08-17T17:04:33Z"}), logfmt (time="…" level=info …)
+# when configured so. meta/info.json: what Sonobuoy recorded about the run.
 _SONOBUOY_RUN_LOG = re.compile(r"^(?:[^/]+/)?meta/run\.log$")
-_LOGRUS_TIME = re.compile(rb'time="(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)?)"')
+_SONOBUOY_INFO = re.compile(r"^(?:[^/]+/)?meta/info\.json$")
+# The e2e plugin's definition (Sonobuoy spells it "defintion.json"): E2E_FOCUS, E2E_SKIP,
+# E2E_DRYRUN as the run was started.
+_PLUGIN_DEFINITION = re.compile(r"^(?:[^/]+/)?plugins/e2e/(?:defintion|definition)\.json$")
+_E2E_ENV = re.compile(
+    rb'"name"\s*:\s*"(E2E_FOCUS|E2E_SKIP|E2E_DRYRUN)"\s*,\s*"value"\s*:\s*("(?:[^"\\]|\\.){0,4000}")'
+)
+_LOGRUS_TIME = re.compile(
+    rb'(?:\btime=|"time"\s*:\s*)"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)"'
+)
 # Sonobuoy's podlogs/<namespace>/<pod>/logs/<container>.txt and resources/ns/<ns>/<kind>.json.
 _PODLOG = re.compile(r"^(?:[^/]+/)?podlogs/([^/]+)/([^/]+)(?:/|$)")
-_RESOURCES = re.compile(r"^(?:[^/]+/)?resources/ns/[^/]+/(?:daemonsets|pods)\.json$")
 _KUBE_PROXY_POD = re.compile(r"^kube-proxy-[a-z0-9]{5}$")
+_DAEMON_POD = re.compile(r"^(.+)-[a-z0-9]{5}$")  # a DaemonSet's pod: its name and 5 characters
 # kube-proxy at start-up: "Using iptables Proxier" (v1.1x-v1.3x), "Using ipvs Proxier.",
 # "Using nftables Proxier" (v1.29+), older "Using userspace Proxier".
 _PROXIER_LOG = re.compile(rb"Using (iptables|ipvs|nftables|userspace|kernelspace) [Pp]rox(?:ier|y)")
-# The DaemonSet (and so pod-name prefix) each known CNI runs, by plugin slug.
-CNI_DAEMONSETS = {
-    "calico-node": "calico",
-    "cilium": "cilium",
-    "antrea-agent": "antrea",
-    "kube-flannel-ds": "flannel",
-    "ovnkube-node": "ovn-kubernetes",
-    "kube-router": "kube-router",
-}
-_CNI_POD = re.compile(r"^(" + "|".join(map(re.escape, CNI_DAEMONSETS)) + r")-[a-z0-9]{5}$")
-# An object's own name (Go writes ObjectMeta's name first): a DaemonSet, or one of its pods.
-# Container names are not looked at: canal's DaemonSet runs a container named calico-node.
-_CNI_RESOURCE = re.compile(
-    rb'"metadata"\s*:\s*\{\s*"name"\s*:\s*"('
-    + b"|".join(re.escape(n.encode()) for n in CNI_DAEMONSETS)
-    + rb')(?:-[a-z0-9]{5})?"'
-)
-_PLAUSIBLE_SINCE = datetime(2015, 1, 1, tzinfo=UTC)  # tar mtimes of 0 are no run time
 
 
 @dataclass
@@ -78,9 +73,14 @@ class Contents:
     junit: list[tuple[str, JUnitResult]] = field(default_factory=list)
     e2e_log: E2ELog | None = None
     server_version: str | None = None
-    sonobuoy_run_at: datetime | None = None  # meta/run.log, else the JUnit member's mtime
+    server_version_from: str | None = None  # the member that said it
+    sonobuoy_run_at: datetime | None = None  # meta/run.log (never an archive member's date)
+    sonobuoy_run_at_from: str | None = None
     proxiers: set[str] = field(default_factory=set)  # modes kube-proxy logged
     cnis: set[str] = field(default_factory=set)  # plugin slugs of CNI DaemonSets seen
+    scan: JUnitScan = field(default_factory=JUnitScan)  # the identity pass over the chosen JUnit
+    cluster: cluster_facts.ClusterFacts = field(default_factory=cluster_facts.ClusterFacts)
+    e2e_env: dict[str, str] = field(default_factory=dict)  # the e2e plugin's E2E_* settings
 
 
 # --- reading the upload ---------------------------------------------------------------
@@ -130,23 +130,21 @@ def read(source: IO[bytes], limits: Limits, deadline: Deadline) -> Contents:
         if is_tar(inner):
             return read_tar(rest, limits, "tar", deadline)
         if is_xml(inner):  # a gzipped junit_01.xml
-            return Contents(
-                kind="junit",
-                junit=[
-                    ("JUnit file", parse_junit(rest, "the gzipped JUnit file", limits, deadline))
-                ],
-            )
+            return _plain_junit(rest, "the gzipped JUnit file", limits, deadline)
         raise IngestError(UNSUPPORTED)
     if is_zip(head):
         return read_zip(source, limits, deadline)
     if is_tar(head):
         return read_tar(source, limits, "tar", deadline)
     if is_xml(head):
-        return Contents(
-            kind="junit",
-            junit=[("JUnit file", parse_junit(source, "JUnit file", limits, deadline))],
-        )
+        return _plain_junit(source, "JUnit file", limits, deadline)
     raise IngestError(UNSUPPORTED)
+
+
+def _plain_junit(source: Readable, label: str, limits: Limits, deadline: Deadline) -> Contents:
+    scanner = Scanner()
+    result = parse_junit(Tee(source, scanner), label, limits, deadline)
+    return Contents(kind="junit", junit=[("JUnit file", result)], scan=scanner.close())
 
 
 # --- detection ------------------------------------------------------------------------
@@ -276,12 +274,15 @@ class _Collector:
         self.members = 0
         self.declared = 0
         self.junit: dict[str, JUnitResult] = {}
+        self.scans: dict[str, JUnitScan] = {}
         self.logs: dict[str, E2ELog] = {}
         self.versions: dict[str, str | None] = {}
-        self.mtimes: dict[str, datetime] = {}
         self.run_log_time: datetime | None = None
+        self.run_log_from: str | None = None
         self.proxiers: set[str] = set()
         self.cnis: set[str] = set()
+        self.cluster = cluster_facts.ClusterFacts()
+        self.e2e_env: dict[str, str] = {}
         self.sctp_cases = 0
         self.inflated = 0  # zip: what the wanted members really inflated to
 
@@ -298,10 +299,14 @@ class _Collector:
         self.deadline.check()
 
     def path_only(self, path: str) -> None:
-        """What a member's path alone says: a CNI pod's log directory."""
+        """What a member's path alone says: a CNI pod's log directory, a host's directory."""
         podlog = _PODLOG.match(path)
-        if podlog and (cni := _CNI_POD.match(podlog.group(2))):
-            self.cnis.add(CNI_DAEMONSETS[cni.group(1)])
+        if podlog and (pod := _DAEMON_POD.match(podlog.group(2))):
+            slug = cluster_facts.cni_for(pod.group(1), {})
+            if slug:
+                self.cnis.add(slug)
+                self.cluster.cnis.setdefault(slug, f"pod logs of {podlog.group(1)}/{pod.group(0)}")
+        cluster_facts.path_only(self.cluster, path)
 
     @staticmethod
     def wanted(path: str) -> bool:
@@ -313,7 +318,9 @@ class _Collector:
             or _TOP_LOG.match(path)
             or _SERVER_VERSION.match(path)
             or _SONOBUOY_RUN_LOG.match(path)
-            or _RESOURCES.match(path)
+            or _SONOBUOY_INFO.match(path)
+            or _PLUGIN_DEFINITION.match(path)
+            or cluster_facts.wanted(path)
             or (podlog and _KUBE_PROXY_POD.match(podlog.group(2)) and path.endswith(".txt"))
         )
 
@@ -323,28 +330,53 @@ class _Collector:
                 f"archive refused: {name} is larger than {self.limits.max_member_bytes // MiB} MB"
             )
 
-    def read_member(self, path: str, stream: Readable, mtime: datetime | None) -> None:
-        """Parse one wanted member straight from its stream."""
+    def read_member(self, path: str, stream: Readable, mtime: datetime | None = None) -> None:
+        """Parse one wanted member straight from its stream. Member dates (``mtime``) are
+        never a run time: a re-packed archive has today's."""
         if _SONOBUOY_JUNIT.match(path) or _TOP_JUNIT.match(path):
-            result = parse_junit(stream, path, self.limits, self.deadline, self.sctp_cases)
+            scanner = Scanner()
+            result = parse_junit(
+                Tee(stream, scanner), path, self.limits, self.deadline, self.sctp_cases
+            )
             self.sctp_cases += len(result.cases)
             self.junit[path] = result
-            if mtime is not None and mtime >= _PLAUSIBLE_SINCE:
-                self.mtimes[path] = mtime
+            self.scans[path] = scanner.close()
         elif _SONOBUOY_LOG.match(path) or _TOP_LOG.match(path):
             self.logs[path] = parse_e2e_log(stream, self.limits, self.deadline)
         elif _SERVER_VERSION.match(path):
             data = stream.read(_SMALL_FILE + 1)
             self.versions[path] = None if len(data) > _SMALL_FILE else _server_version_json(data)
-        elif _SONOBUOY_RUN_LOG.match(path):
-            if self.run_log_time is None:
-                match = _LOGRUS_TIME.search(stream.read(_SMALL_FILE))
-                if match:
-                    self.run_log_time = _parse_time(match.group(1).decode())
-        elif _RESOURCES.match(path):
-            self.cnis.update(CNI_DAEMONSETS[m.decode()] for m in self._scan(stream, _CNI_RESOURCE))
+        elif _SONOBUOY_RUN_LOG.match(path) or _SONOBUOY_INFO.match(path):
+            when = _first_time(stream.read(_SMALL_FILE))
+            if when is not None and (self.run_log_time is None or when < self.run_log_time):
+                self.run_log_time = when
+                self.run_log_from = (
+                    "meta/info.json" if path.endswith("info.json") else "meta/run.log"
+                )
+        elif _PLUGIN_DEFINITION.match(path):
+            for match in _E2E_ENV.finditer(stream.read(_SMALL_FILE * 4)):
+                try:
+                    value = json.loads(match.group(2))
+                except ValueError:
+                    continue
+                if isinstance(value, str):
+                    self.e2e_env.setdefault(match.group(1).decode(), value)
+        elif cluster_facts.wanted(path):
+            # Parsed as JSON up to a bound; a larger file (a big cluster's pods) is scanned
+            # 1 MB at a time for the DaemonSets owning its pods, never held whole.
+            data = stream.read(cluster_facts.JSON_BOUND + 1)
+            self.deadline.check()
+            if len(data) <= cluster_facts.JSON_BOUND:
+                cluster_facts.read(self.cluster, path, data)
+            elif cluster_facts.is_pods(path):
+                owners = {m.group(1) for m in cluster_facts.OWNER.finditer(data)}
+                owners |= self._scan(Prefixed(data[-256:], stream), cluster_facts.OWNER)
+                cluster_facts.read_owners(self.cluster, path, owners)
         else:  # a kube-proxy pod's log
-            self.proxiers.update(m.decode() for m in self._scan(stream, _PROXIER_LOG))
+            modes = {m.decode() for m in self._scan(stream, _PROXIER_LOG)}
+            self.proxiers.update(modes)
+            for mode in modes:
+                self.cluster.proxier_modes.setdefault(mode, f"kube-proxy's log ({path})")
 
     def _scan(self, stream: Readable, pattern: re.Pattern[bytes]) -> set[bytes]:
         """Every group(1) of pattern in the stream, read 1 MB at a time with an overlap."""
@@ -359,6 +391,12 @@ class _Collector:
 
     def contents(self, container: str) -> Contents:
         return _pick(self, container)
+
+
+def _first_time(data: bytes) -> datetime | None:
+    """The first RFC 3339 time of a Sonobuoy run.log (JSON lines or logfmt) or info.json."""
+    match = _LOGRUS_TIME.search(data)
+    return _parse_time(match.group(1).decode()) if match else None
 
 
 def _parse_time(text: str) -> datetime | None:
@@ -378,8 +416,8 @@ def _pick(found: _Collector, container: str) -> Contents:
         logs = sorted(p for p in found.logs if _SONOBUOY_LOG.match(p))
         contents = Contents(kind="sonobuoy", junit=[(p, found.junit[p]) for p in chosen])
         contents.e2e_log = found.logs[logs[0]] if logs else None
-        mtimes = [found.mtimes[p] for p in chosen if p in found.mtimes]
-        contents.sonobuoy_run_at = found.run_log_time or (min(mtimes) if mtimes else None)
+        contents.sonobuoy_run_at = found.run_log_time
+        contents.sonobuoy_run_at_from = found.run_log_from
     else:
         top = sorted(p for p in found.junit if _TOP_JUNIT.match(p))
         if not top:
@@ -400,11 +438,18 @@ def _pick(found: _Collector, container: str) -> Contents:
         )
         log = f"{directory}/e2e.log" if directory else "e2e.log"
         contents.e2e_log = found.logs.get(log)
+        chosen = top
+    for path in chosen:
+        contents.scan.merge(found.scans[path])
     versions = sorted(p for p in found.versions if found.versions[p])
     if versions:
         contents.server_version = found.versions[versions[0]]
-    contents.proxiers = set(found.proxiers)
-    contents.cnis = set(found.cnis)
+        contents.server_version_from = "serverversion.json"
+    found.cluster.detect()
+    contents.proxiers = set(found.proxiers) | set(found.cluster.proxier_modes)
+    contents.cnis = set(found.cnis) | set(found.cluster.cnis)
+    contents.cluster = found.cluster
+    contents.e2e_env = dict(found.e2e_env)
     return contents
 
 

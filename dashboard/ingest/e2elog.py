@@ -25,6 +25,11 @@ _SERVER_VERSION_PATTERNS = (
     re.compile(r"server version:\s*version\.Info\{[^}]*GitVersion:\"" + _VERSION, re.I),
     re.compile(r"server version:\s*\"?" + _VERSION, re.I),
 )
+# The e2e suite's own build ("e2e test version: v1.21.1", framework v1.1x on), and the
+# DaemonSets the framework waits for before the suite ("… in daemonset 'calico-node' …").
+_E2E_VERSION = re.compile(r"e2e test version:\s*\"?" + _VERSION, re.I)
+_DAEMONSET = re.compile(r"in daemonset '([a-z0-9][a-z0-9.-]{0,252})'")
+_MAX_DAEMONSETS = 100
 _RAN = re.compile(r"Ran (\d+) of (\d+) Specs? in ([\d.]+) seconds")
 _RESULT = re.compile(
     r"(SUCCESS!|FAIL!)[^\n]*?(\d+) Passed \| (\d+) Failed(?: \| (\d+) Flaked)?"
@@ -43,6 +48,8 @@ class E2ELog:
     server_version: str | None
     summary: dict[str, object] | None
     run_at: datetime | None = None  # the first ginkgo timestamp
+    e2e_version: str | None = None  # the e2e suite's own version
+    daemonsets: frozenset[str] = frozenset()  # DaemonSets the framework waited for
 
 
 def parse_e2e_log(
@@ -52,6 +59,8 @@ def parse_e2e_log(
     versions: dict[int, str] = {}  # pattern index -> first match: the patterns' order wins
     ran = result = None
     run_at = None
+    e2e_version: str | None = None
+    daemonsets: set[str] = set()
     for line in _lines(data, limits, deadline):
         if "\x1b" in line:
             line = _ANSI_TEXT.sub("", line)
@@ -65,10 +74,23 @@ def parse_e2e_log(
             result = match
         if run_at is None and " @ " in line and (match := _GINKGO_TIME.search(line)):
             run_at = _ginkgo_time(match)
+        if "daemonset '" in line and len(daemonsets) < _MAX_DAEMONSETS:
+            daemonsets.update(_DAEMONSET.findall(line))
+        if e2e_version is None and "e2e test version" in line:
+            if match := _E2E_VERSION.search(line):
+                e2e_version = _v(match.group(1))
     version = versions[min(versions)] if versions else None
-    if version and not version.startswith("v"):
-        version = f"v{version}"
-    return E2ELog(server_version=version, summary=_summary(ran, result), run_at=run_at)
+    return E2ELog(
+        server_version=_v(version) if version else None,
+        summary=_summary(ran, result),
+        run_at=run_at,
+        e2e_version=e2e_version,
+        daemonsets=frozenset(daemonsets),
+    )
+
+
+def _v(version: str) -> str:
+    return version if version.startswith("v") else f"v{version}"
 
 
 _ANSI_TEXT = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")

@@ -4,22 +4,14 @@ This module is data plus the one normalisation function everything else uses.
 
 The names are the ginkgo full texts (describe + context + it, joined with spaces) as
 they appear in a JUnit report, without the ``[It] `` prefix and with XML entities
-decoded. Sources (see also docs in domain.md §4):
-
-- v1.30: the real conformance JUnit in ``tests/fixtures/e2e-junit`` (all 13 names).
-- master (v1.33+): ``test/e2e/network/netpol/network_policy.go``,
-  ``test/e2e/common/network/networking.go``, ``test/e2e/network/networking.go``,
-  ``test/e2e/network/dual_stack.go`` read at current commits.
-- v1.19/v1.20 era: ``test/e2e/network/networking.go`` (``pod-pod: sctp``,
-  ``[Feature:SCTPConnectivity][Disruptive]``) and the netpol files
-  (``NetworkPolicy [Feature:SCTPConnectivity][LinuxOnly][Disruptive]``, ``should not
-  allow access by TCP when a policy specifies only SCTP``) read at old commits; the
-  ``SCTP [Feature:SCTP] [LinuxOnly]`` describe from published test lists.
-- The rest (exact release in which a describe moved or a tag dropped) follows
-  domain.md §4. Matching does not depend on it: names are matched on their core text
-  with every bracketed tag removed, so a tag that came or went, or a release boundary
-  placed one release off, still maps to the same catalog key. Only the reported
-  ``release`` guess could be off by one.
+decoded. Where each release's names were checked is in :data:`CHECKED` (one line per
+release): a real result file beats the source, the source at the release's tag beats a
+published list, and what was inferred says so. Matching does not depend on it: names are
+matched on their core text with every bracketed tag removed, so a tag that came or went,
+or a release boundary placed one release off, still maps to the same catalog key. Only the
+reported ``release`` guess (and the release range a declared version is checked against,
+which only applies when every SCTP name of a file is exactly one of a release's) depends on
+the exact names.
 """
 
 from __future__ import annotations
@@ -66,9 +58,13 @@ _BASIC_MOVED = {
     f"{_SN} Networking should allow creating a Pod with an SCTP HostPort [LinuxOnly] [Serial]": HOSTPORT,
 }
 
+# v1.19: test/e2e/network/networking.go at a v1.19-era commit writes "[Disruptive]"; the names
+# of a real v1.19.16 result file have none. Both spellings are the release's.
 _POD_POD_119 = {
     f"{_SN} Networking should function for pod-pod: sctp [Feature:SCTPConnectivity][Disruptive]": POD_TO_POD,
     f"{_SN} Networking Granular Checks: Services should function for pod-Service: sctp [Feature:SCTPConnectivity][Disruptive]": POD_TO_SERVICE,
+    f"{_SN} Networking should function for pod-pod: sctp [Feature:SCTPConnectivity]": POD_TO_POD,
+    f"{_SN} Networking Granular Checks: Services should function for pod-Service: sctp [Feature:SCTPConnectivity]": POD_TO_SERVICE,
 }
 _GRANULAR_DISRUPTIVE = {
     f"{_SN} Networking Granular Checks: Pods should function for intra-pod communication: sctp [LinuxOnly][Feature:SCTPConnectivity][Disruptive]": POD_TO_POD,
@@ -113,12 +109,10 @@ def _sctp_policy(describe: str, default_deny: str) -> dict[str, str]:
 
 
 _TCP_ONLY_SCTP = "should not allow access by TCP when a policy specifies only SCTP"
-# v1.19: test/e2e/network/network_policy.go.
+# v1.19: test/e2e/network/network_policy.go. The "using SCTP" policy tests are not in it: a
+# real v1.19.16 result file has none of them (they came with v1.20).
 _NETPOL_119 = {
     f"{_SN} NetworkPolicy [LinuxOnly] NetworkPolicy between server and client {_TCP_ONLY_SCTP} [Feature:NetworkPolicy] [Feature:SCTP]": NETPOL_BLOCKS,
-    **_sctp_policy(
-        "NetworkPolicy [Feature:SCTPConnectivity][LinuxOnly][Disruptive]", "default-deny"
-    ),
 }
 # v1.20-v1.25: the old file lives on as NetworkPolicyLegacy beside the new netpol package.
 _NETPOL_LEGACY_120 = {
@@ -148,6 +142,22 @@ def _netpol_tcp(describe: str) -> dict[str, str]:
     return {f"{prefix} {_ISOLATE}": NETPOL_BLOCKS, f"{prefix} {_NOT_AS_TCP}": NETPOL_BLOCKS}
 
 
+# v1.21, from a real v1.21.1 result file (Sonobuoy's test data, tests/fixtures/sonobuoy): the
+# [Feature:SCTP] basic describe, [Disruptive] connectivity tests, "NetworkPolicy" (not yet
+# "NetworkPolicyLegacy") beside "Netpol", and the dual-stack test's [LinuxOnly] moved.
+_V121_REAL = {
+    **_BASIC_FEATURE_SCTP,
+    **{n: k for n, k in _GRANULAR_DISRUPTIVE.items() if "IPv6DualStack" not in n},
+    f"{_SN} [Feature:IPv6DualStack] [LinuxOnly] Granular Checks: Services Secondary IP Family should function for pod-Service: sctp [Feature:SCTPConnectivity][Disruptive]": POD_TO_SERVICE,
+    f"{_SN} NetworkPolicy [LinuxOnly] NetworkPolicy between server and client {_TCP_ONLY_SCTP} [Feature:NetworkPolicy] [Feature:SCTP]": NETPOL_BLOCKS,
+    **_sctp_policy(
+        "NetworkPolicy [Feature:SCTPConnectivity][LinuxOnly][Disruptive]", "default-deny"
+    ),
+    f"{_SN} Netpol [LinuxOnly] NetworkPolicy between server and client {_TCP_ONLY_SCTP} [Feature:NetworkPolicy] [Feature:SCTP]": NETPOL_BLOCKS,
+    **_sctp_policy(
+        "Netpol [Feature:SCTPConnectivity][LinuxOnly][Disruptive]", "default-deny-ingress"
+    ),
+}
 _NETPOL_121 = {
     **_netpol_tcp("Netpol [LinuxOnly]"),
     **_sctp_policy("Netpol [Feature:SCTPConnectivity][LinuxOnly]", "default-deny-ingress"),
@@ -165,7 +175,7 @@ _NETPOL_129 = {
 
 _V119 = {**_BASIC_FEATURE_SCTP, **_POD_POD_119, **_NETPOL_119}
 _V120 = {**_BASIC_FEATURE_SCTP, **_GRANULAR_DISRUPTIVE, **_NETPOL_120, **_NETPOL_LEGACY_120}
-_V121 = {**_BASIC_SCTP_LINUXONLY, **_GRANULAR_TEXT_TAGS, **_NETPOL_121, **_NETPOL_LEGACY_121}
+_V122 = {**_BASIC_SCTP_LINUXONLY, **_GRANULAR_TEXT_TAGS, **_NETPOL_121, **_NETPOL_LEGACY_121}
 _V123 = {**_BASIC_MOVED, **_GRANULAR_TEXT_TAGS, **_NETPOL_123, **_NETPOL_LEGACY_121}
 _V126 = {**_BASIC_MOVED, **_GRANULAR_TEXT_TAGS, **_NETPOL_123}
 _V129 = {**_BASIC_MOVED, **_GRANULAR_LABELS, **_NETPOL_129}
@@ -173,8 +183,8 @@ _V129 = {**_BASIC_MOVED, **_GRANULAR_LABELS, **_NETPOL_129}
 RELEASE_NAMES: Mapping[str, Mapping[str, str]] = {
     "v1.19": _V119,
     "v1.20": _V120,
-    "v1.21": _V121,
-    "v1.22": _V121,
+    "v1.21": _V121_REAL,
+    "v1.22": _V122,
     "v1.23": _V123,
     "v1.24": _V123,
     "v1.25": _V123,
@@ -190,8 +200,25 @@ RELEASE_NAMES: Mapping[str, Mapping[str, str]] = {
     "v1.35": _V129,
 }
 RELEASES: tuple[str, ...] = tuple(RELEASE_NAMES)
-# Releases whose names were read from a source rather than inferred (see module doc).
-VERIFIED_FROM_SOURCE: frozenset[str] = frozenset({"v1.19", "v1.30", "v1.35"})
+# Where each release's name set was checked (the module doc says how to read this).
+_INFERRED = "inferred from the neighbouring releases (domain.md §4); not checked against a file"
+CHECKED: Mapping[str, str] = {
+    "v1.19": "a real v1.19.16 result file (no [Disruptive], no 'using SCTP' policy tests) and "
+    "test/e2e/network/networking.go and network_policy.go at a v1.19-era commit",
+    "v1.20": "test/e2e/network/networking.go, network_policy.go and netpol/ at v1.20-era "
+    "commits; not checked against a result file",
+    "v1.21": "a real v1.21.1 result file: tests/fixtures/sonobuoy/results-4-e2e-failures.tar.gz "
+    "(all 17 SCTP names)",
+    "v1.22": _INFERRED,
+    **{f"v1.{m}": _INFERRED for m in range(23, 29)},
+    "v1.29": "the v1.30 file's names (labels rendered after the text), " + _INFERRED,
+    "v1.30": "a real v1.30 conformance JUnit: tests/fixtures/e2e-junit (all 13 SCTP names)",
+    **{f"v1.{m}": "the same names as v1.30 and master; " + _INFERRED for m in range(31, 35)},
+    "v1.35": "test/e2e/network/netpol/network_policy.go, test/e2e/common/network/networking.go, "
+    "test/e2e/network/networking.go and dual_stack.go at master commits",
+}
+# Releases whose names were read from a real file or the source (CHECKED says which).
+VERIFIED_FROM_SOURCE: frozenset[str] = frozenset({"v1.19", "v1.21", "v1.30", "v1.35"})
 
 # --- normalisation and matching --------------------------------------------------------
 

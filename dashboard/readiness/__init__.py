@@ -16,7 +16,7 @@ from django.db.models import F
 from django.utils.timezone import now as tz_now
 
 from dashboard.catalog import TRANSITIONS, Stage
-from workers.celery import send
+from dashboard.tasks_port import send
 
 from .base import Context, EvidenceRef, Verdict
 from .criteria import CRITERIA
@@ -25,7 +25,6 @@ __all__ = [
     "Context",
     "EvidenceRef",
     "Verdict",
-    "cached_evaluate",
     "current_stage",
     "derived",
     "evaluate",
@@ -169,9 +168,6 @@ def published() -> dict[str, Any]:
     entry = _entry()
     data: dict[str, Any] = entry["data"] if entry else evaluate()
     return data
-
-
-cached_evaluate = published  # the name the views used before the evaluation was stored
 
 
 # One evaluation at a time per process: when the stored one is out of date, the requests that

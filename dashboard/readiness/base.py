@@ -92,9 +92,6 @@ class Context:
     def fresh_cutoff(self) -> datetime:
         return self.now - timedelta(days=self.fresh_days)
 
-    def is_fresh(self, when: datetime | None) -> bool:
-        return when is not None and when >= self.fresh_cutoff
-
 
 def day(when: datetime | None) -> str:
     return when.strftime("%Y-%m-%d") if when else "never"

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from types import SimpleNamespace
 from typing import Any
 
-from django.db.models import F, OuterRef, Subquery, Window
+from django.db.models import Case, F, OuterRef, Q, Subquery, Value, When, Window
 from django.db.models.functions import RowNumber
 
 from dashboard import policy
@@ -43,6 +43,9 @@ _RUN_FIELDS = (
     "cluster__approved",
     "cluster__emulated",
     "cluster__lab",
+    "withdrawn_at",
+    "withdrawn_by",
+    "withdrawn_reason",
 )
 _SUB_FIELDS = (
     "id",
@@ -57,6 +60,9 @@ _SUB_FIELDS = (
     "run_at_source",
     "created",
     "emulated",
+    "withdrawn_at",
+    "withdrawn_by",
+    "withdrawn_reason",
 )
 
 
@@ -140,7 +146,9 @@ def connectivity_candidates(plugins: dict[int, Any], plugin_id: int | None = Non
     # The newest qualifying (or pod-to-service) run among those that may count: an unverified
     # self-reported run must not hide an older verified one. The newest connectivity run of
     # each cluster is found whatever its trust, to be shown.
-    trusted = runs.exclude(trigger=Run.Trigger.AGENT, agent_verified_at__isnull=True)
+    trusted = runs.exclude(trigger=Run.Trigger.AGENT, agent_verified_at__isnull=True).filter(
+        withdrawn_at__isnull=True
+    )
     clusters = Cluster.objects.all()
     if plugin_id is not None:
         clusters = clusters.filter(plugin_id=plugin_id)
@@ -153,7 +161,7 @@ def connectivity_candidates(plugins: dict[int, Any], plugin_id: int | None = Non
     )
     run_ids = {i for row in ids for i in row if i}
 
-    subs = Submission.objects.filter(status=Submission.Status.VERIFIED)
+    subs = Submission.objects.filter(status=Submission.Status.VERIFIED, withdrawn_at__isnull=True)
     plugin_rows = Plugin.objects.all() if plugin_id is None else Plugin.objects.filter(pk=plugin_id)
     sub_ids: set[int] = set()
     for row in plugin_rows.annotate(
@@ -204,7 +212,9 @@ class ConnectivitySets:
         # The newest qualifying (or pod-to-service) run among those that may count: an unverified
         # self-reported run must not hide an older verified one. The newest connectivity run of
         # each cluster is found whatever its trust, to be shown.
-        trusted = runs.exclude(trigger=Run.Trigger.AGENT, agent_verified_at__isnull=True)
+        trusted = runs.exclude(trigger=Run.Trigger.AGENT, agent_verified_at__isnull=True).filter(
+            withdrawn_at__isnull=True
+        )
         clusters, plugins = Cluster.objects.all(), Plugin.objects.all()
         submissions = Submission.objects.all()
         cluster_rows = list(
@@ -216,7 +226,9 @@ class ConnectivitySets:
                 ),
             ).values_list("plugin_id", "c_run", "q_run", "p_run")
         )
-        subs = Submission.objects.filter(status=Submission.Status.VERIFIED)
+        subs = Submission.objects.filter(
+            status=Submission.Status.VERIFIED, withdrawn_at__isnull=True
+        )
         annotated = plugins.annotate(
             q_sub=_newest(subs.filter(qualifying__in=[True]), "plugin", "-created"),
             c_sub=_newest(subs.filter(has_connectivity__in=[True]), "plugin", "-created"),
@@ -227,22 +239,52 @@ class ConnectivitySets:
             plugin_rows = [(p.id, p.q_sub, p.c_sub) for p in found]
         else:
             plugin_rows = list(annotated.values_list("id", "q_sub", "c_sub"))
-        # Per proxier and per plugin, the newest of their kind: one ranking query each.
-        proxier_subs = list(
-            subs.filter(proxier__in=Proxier.values, pod_to_service_passed__in=[True])
-            .annotate(rank=Window(RowNumber(), partition_by=[F("proxier")], order_by=_NEWEST_SUB))
-            .filter(rank=1)
-            .values_list("id", flat=True)
+        # Per plugin its newest connectivity submissions (verified or pending), per proxier the
+        # newest verified one with pod-to-service passed: one query, two rankings, each over
+        # the rows of its kind (the kind is part of the partition).
+        shown = Q(
+            has_connectivity__in=[True],
+            status__in=[Submission.Status.VERIFIED, Submission.Status.PENDING],
         )
-        recent = list(
-            submissions.filter(
-                has_connectivity__in=[True],
-                status__in=[Submission.Status.VERIFIED, Submission.Status.PENDING],
+        per_proxier = Q(
+            status=Submission.Status.VERIFIED,
+            proxier__in=Proxier.values,
+            pod_to_service_passed__in=[True],
+        )
+
+        def kind(q: Q) -> Case:
+            return Case(When(q, then=Value(1)), default=Value(0))
+
+        ranked = list(
+            submissions.filter(shown | per_proxier)
+            .annotate(
+                shown_rank=Window(
+                    RowNumber(), partition_by=[F("plugin_id"), kind(shown)], order_by=_NEWEST_SUB
+                ),
+                proxier_rank=Window(
+                    RowNumber(),
+                    partition_by=[F("proxier"), kind(per_proxier)],
+                    order_by=_NEWEST_SUB,
+                ),
+                is_shown=kind(shown),
+                is_per_proxier=kind(per_proxier),
             )
-            .annotate(rank=Window(RowNumber(), partition_by=[F("plugin_id")], order_by=_NEWEST_SUB))
-            .filter(rank__lte=RECENT_SUBMISSIONS)
-            .values_list("id", "plugin_id", "created")
+            .filter(
+                Q(is_shown=1, shown_rank__lte=RECENT_SUBMISSIONS)
+                | Q(is_per_proxier=1, proxier_rank=1)
+            )
+            .values_list(
+                "id",
+                "plugin_id",
+                "created",
+                "is_shown",
+                "shown_rank",
+                "is_per_proxier",
+                "proxier_rank",
+            )
         )
+        proxier_subs = [r[0] for r in ranked if r[5] == 1 and r[6] == 1]
+        recent = [(r[0], r[1], r[2]) for r in ranked if r[3] == 1 and r[4] <= RECENT_SUBMISSIONS]
         self._found = (cluster_rows, plugin_rows, proxier_subs, recent)
         return self._found
 

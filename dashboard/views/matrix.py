@@ -245,13 +245,23 @@ def _pick(candidates: list[Source], key: str) -> Source | None:
 
 
 def _cell(sources: list[Source], key: str) -> dict[str, Any]:
-    main = _pick([s for s in sources if s.trust in ("run", "verified", "agent")], key)
-    pending = _pick([s for s in sources if s.trust in ("pending", "agent-pending")], key)
-    if pending is not None and (
-        pending.outcome(key) == Outcome.NOT_RUN
-        or (main is not None and main.outcome(key) != Outcome.NOT_RUN and pending.when <= main.when)
+    """Our newest run and the newest verified vendor file side by side. A file never stands for
+    a test it did not contain: files without an outcome for `key` are not shown in its cell."""
+    ours = _pick([s for s in sources if s.trust in RUN_TRUSTS and s.trust != "agent-pending"], key)
+    files = [s for s in sources if s.trust not in RUN_TRUSTS and s.outcome(key) != Outcome.NOT_RUN]
+    vendor = _pick([s for s in files if s.trust == "verified"], key)
+    pending = _pick(
+        [s for s in files if s.trust == "pending"]
+        + [s for s in sources if s.trust == "agent-pending" and s.outcome(key) != Outcome.NOT_RUN],
+        key,
+    )
+    main = ours or vendor
+    beside = vendor if ours is not None else None
+    if pending is not None and any(
+        m is not None and m.outcome(key) != Outcome.NOT_RUN and pending.when <= m.when
+        for m in (ours, vendor)
     ):
-        pending = None  # an older or empty pending file adds nothing to what the cell says
+        pending = None  # an older pending file adds nothing to what the cell says
     out: dict[str, Any]
     if main is None:
         out = cell("missing", trust=None)
@@ -267,6 +277,16 @@ def _cell(sources: list[Source], key: str) -> dict[str, Any]:
             reason=main.reasons.get(key, ""),
             source=main.name,
             emulated=main.emulated,
+        )
+    if beside is not None:
+        out["beside"] = cell(
+            beside.outcome(key),
+            trust=beside.trust,
+            trust_label=TRUST[beside.trust],
+            url=beside.url,
+            when=beside.when,
+            kubernetes_version=beside.kubernetes_version,
+            source=beside.name,
         )
     if pending is not None:
         out["pending"] = cell(
@@ -311,6 +331,20 @@ def _cell_html(c: dict[str, Any]) -> str:
         html = format_html(
             '<span class="o o-missing" title="no evidence">{}</span><span class="src muted">no evidence</span>',
             c["symbol"],
+        )
+    if b := c.get("beside"):
+        html += format_html(
+            '<a href="{}" class="beside-note" title="{}: {}">'
+            '<span class="o o-{} trust-{}">{}</span> <span class="trust trust-{}">{} · {}</span></a>',
+            b["url"],
+            b["trust_label"],
+            b["label"],
+            b["outcome"],
+            b["trust"],
+            b["symbol"],
+            b["trust"],
+            b["source"],
+            TRUST_SHORT[b["trust"]],
         )
     if p := c.get("pending"):
         html += format_html(

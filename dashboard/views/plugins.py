@@ -5,14 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django.db.models import OuterRef, Subquery
+from django.db.models import Count, OuterRef, Subquery
 from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.timezone import now
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard import badges, readiness, trust
-from dashboard.models import Cluster, Plugin, Run, Submission
+from dashboard.catalog import CONNECTIVITY_KEYS
+from dashboard.models import Cluster, Plugin, Run, Submission, TestResult
+from dashboard.policy import BADGE, Policy, evidence_entry
+from dashboard.readiness.criteria.two_out_of_tree_plugins import conclusive
+from dashboard.readiness.evidence_lookup import connectivity_candidates, plugins_by_id
 
+from . import charts
 from .access import maintainer_required
 from .clusters import CLUSTER_FIELDS
 
@@ -39,7 +45,15 @@ def plugin_detail(request: HttpRequest, slug: str) -> HttpResponse:
         .defer("results", "report", "warnings")
         .order_by("-created")[:SUBMISSIONS_SHOWN]
     )
-    status = badges.plugin_status(plugin)
+    items = connectivity_candidates(plugins_by_id(), plugin_id=plugin.pk)  # newest first
+    status = badges.plugin_status(plugin, candidates=items)
+    # The most telling evidence first (a verdict on a qualifying test), the newest attempt beside
+    # it: an all-skipped legacy run must not hide a real result.
+    pol = Policy(now=now())
+    telling = next((i for i in items if conclusive(i)), None)
+    newest_conclusive = evidence_entry(telling, pol.assess(telling, BADGE)) if telling else None
+    attempt = evidence_entry(items[0], pol.assess(items[0], BADGE)) if items else None
+    rates = pass_rates(plugin)
     badge_url = request.build_absolute_uri(f"/badge/{plugin.slug}.svg")
     page_url = request.build_absolute_uri(f"/plugins/{plugin.slug}/")
     return render(
@@ -50,11 +64,49 @@ def plugin_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "clusters": [(c, runs.get(c.last_run_id)) for c in clusters],
             "submissions": [(s, False) for s in submissions],
             "status": status,
+            "conclusive": newest_conclusive,
+            "pass_rate_svg": charts.pass_rate_svg(rates) if rates else None,
+            "pass_rates": rates,
+            "attempt": attempt if attempt and attempt != newest_conclusive else None,
             "badge_url": badge_url,
             "badge_markdown": f"[![SCTP]({badge_url})]({page_url})",
             "vendors": list(plugin.vendors.values_list("name", flat=True)),
         },
     )
+
+
+def pass_rates(plugin: Plugin) -> list[dict[str, Any]]:
+    """The plugin's connectivity verdicts (our runs and verified submissions, emulated ones
+    too) per Kubernetes minor: [{"minor": "1.34", "passed", "verdicts", "rate"}], oldest first.
+    Only passed and failed are verdicts: skips and harness errors say nothing about SCTP."""
+    counts: dict[int, list[int]] = {}
+    for minor, outcome, n in (
+        TestResult.objects.filter(
+            run__plugin=plugin,
+            run__kubernetes_minor__isnull=False,
+            test_key__in=CONNECTIVITY_KEYS,
+            outcome__in=("passed", "failed"),
+        )
+        .values_list("run__kubernetes_minor", "outcome")
+        .annotate(n=Count("id"))
+    ):
+        c = counts.setdefault(minor, [0, 0])
+        c[0] += n if outcome == "passed" else 0
+        c[1] += n
+    for minor, results in Submission.objects.filter(
+        plugin=plugin, status=Submission.Status.VERIFIED, kubernetes_minor__isnull=False
+    ).values_list("kubernetes_minor", "results")[:200]:
+        for key in CONNECTIVITY_KEYS:
+            outcome = ((results or {}).get(key) or {}).get("outcome")
+            if minor is not None and outcome in ("passed", "failed"):
+                c = counts.setdefault(minor, [0, 0])
+                c[0] += outcome == "passed"
+                c[1] += 1
+    return [
+        {"minor": f"1.{m}", "passed": p, "verdicts": v, "rate": p / v}
+        for m, (p, v) in sorted(counts.items())
+        if v
+    ]
 
 
 @require_POST

@@ -240,15 +240,32 @@ def markdown_report(evaluation: dict[str, Any], base_url: str) -> str:
                 if missed
                 else ""
             )
+            anchor = f"; audit entry `{s.audit_seq}:{s.audit_head}`" if s.audit_head else ""
             lines.append(
                 f"- {s.created:%Y-%m-%d} {s.from_stage} → {s.to_stage} by {s.maintainer.get_username()}:"
-                f"{said} {_cell(s.comment)} (sign-off `{s.uuid}`)"
+                f"{said} {_cell(s.comment)} (sign-off `{s.uuid}`{anchor})"
             )
         lines.append("")
     if notes.lines:
         lines += notes.lines
         lines.append("")
+    lines += audit_anchor_lines()
     return "\n".join(lines)
+
+
+def audit_anchor_lines() -> list[str]:
+    """The audit chain's head when the report was made: kept with the report, outside the
+    database, so a later rewrite or truncation of the trail shows (dashboard/audit.py)."""
+    from dashboard.audit import head
+
+    current = head()
+    if current is None:
+        return ["Audit trail: no entries yet.", ""]
+    line = (
+        f"Audit trail head at this report: entry {current.seq}, hash `{current.hash}` "
+        f"(check it with `manage.py verify_audit_chain --checkpoint {current}`)."
+    )
+    return [line, ""]
 
 
 VERIFIED_SHOWN = 50

@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from typing import Any
 
 from django.contrib import messages
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from dashboard import readiness
 from dashboard.catalog import TRANSITIONS
-from dashboard.models import AuditEvent, SignOff, Submission
+from dashboard.models import AuditEvent, ReadinessSnapshot, SignOff, Submission
+from dashboard.readiness.history import statuses_of
 from dashboard.signoffs import override_reason, unmet_criteria
 
+from . import charts
 from .access import AuthenticatedRequest, maintainer_required
 from .md import to_html
 from .report import markdown_report
@@ -54,9 +58,29 @@ def review_page(request: HttpRequest) -> HttpResponse:
             "pending_total": Submission.objects.filter(status=Submission.Status.PENDING).count(),
             "signoffs": list(SignOff.objects.select_related("maintainer").defer("snapshot")[:20]),
             "audit": list(AuditEvent.objects.order_by("-id")[:AUDIT_SHOWN]),
+            "history_svg": _criterion_history(evaluation),
             "audit_total": AuditEvent.objects.count(),
         },
     )
+
+
+def _criterion_history(evaluation: dict[str, Any]) -> Any:
+    """Each criterion's status by day (the stored snapshots, today's evaluation last)."""
+    first = timezone.now() - timedelta(days=charts.DAYS)
+    before = (
+        ReadinessSnapshot.objects.filter(created__lt=first)
+        .order_by("-created")
+        .values_list("created", "statuses")
+        .first()
+    )
+    rows = list(
+        ReadinessSnapshot.objects.filter(created__gte=first)
+        .order_by("created")
+        .values_list("created", "statuses")
+    )
+    snapshots = ([before] if before else []) + rows
+    snapshots.append((timezone.now(), statuses_of(evaluation)))
+    return charts.criterion_history_svg(charts.criterion_days(snapshots))
 
 
 @require_POST
@@ -118,7 +142,7 @@ def sign_off(request: AuthenticatedRequest) -> HttpResponse:
             snapshot={**evaluation, **({"override": override} if override else {})},
             kubernetes_release=release,
         )
-        AuditEvent.record(
+        entry = AuditEvent.record(
             request.user.get_username(),
             "signoff",
             f"{from_stage} → {to_stage}",
@@ -132,6 +156,8 @@ def sign_off(request: AuthenticatedRequest) -> HttpResponse:
                 else {}
             ),
         )
+        # The chain's head with this sign-off in it: quoted wherever the sign-off is shown.
+        SignOff.objects.filter(pk=signoff.pk).update(audit_seq=entry.seq, audit_head=entry.hash)
     messages.success(
         request,
         f"Signed off {from_stage} → {to_stage} in Kubernetes {release}"

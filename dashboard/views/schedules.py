@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from django import forms
 from django.contrib import messages
@@ -95,8 +96,20 @@ class ChannelForm(forms.Form):
         try:
             notify.check_webhook(target)
         except ServerNotAllowed as exc:
+            self._forget_credentials(target)
             if "does not resolve" not in str(exc) and "did not resolve" not in str(exc):
                 self.add_error("target", f"{str(exc)[0].upper()}{str(exc)[1:]}.")
+
+    def _forget_credentials(self, target: str) -> None:
+        """A refused URL is shown back to its author without the user name and password it
+        carried: a secret typed into the wrong field is never rendered into a page."""
+        parts = urlsplit(target)
+        if parts.username is None and parts.password is None:
+            return
+        data = dict(self.data.items())
+        host = parts.netloc.rpartition("@")[2]  # host and port, without the user information
+        data["target"] = urlunsplit(parts._replace(netloc=host))
+        self.data = data
 
 
 def _list(request: HttpRequest, cluster: Cluster | None) -> HttpResponse:

@@ -15,6 +15,7 @@ from django.views.decorators.http import require_POST
 from dashboard import readiness
 from dashboard.catalog import ALL_KEYS, CATALOG, Proxier
 from dashboard.models import Plugin, Submission, Vendor
+from dashboard.policy import submission_qualifying
 from dashboard.readiness.history import statuses_of
 from dashboard.roles import is_maintainer, vendor_ids
 from dashboard.submission_state import readiness_change, short_reason, state_of
@@ -83,14 +84,10 @@ def submission_detail(request: HttpRequest, sub_id: int) -> HttpResponse:
         pk=sub_id,
     )
     report = sub.report or {}
-    qualifying = dict(report.get("qualifying") or {"qualifying": sub.qualifying})
-    # The report's verdict and reason come from the evidence policy's rule with the plugin's
-    # facts at upload; the stored flag is only the criteria's prefilter (wider for plugins without
-    # NetworkPolicy), so its reason is the fallback for reports written before the policy.
-    reason = qualifying.get("reason") or sub.qualifying_reason or ""
-    if reason.strip().lower() in ("qualifying", "not qualifying", "qualifies", "does not qualify"):
-        reason = ""
-    qualifying["reason"] = reason
+    # The evidence policy's one answer, as the API and the criteria give it (the stored flag
+    # is only the criteria's prefilter, wider for plugins without NetworkPolicy).
+    ok, reason = submission_qualifying(sub)
+    qualifying = {"qualifying": ok, "reason": reason}
     return render(
         request,
         "submissions/detail.html",
@@ -106,7 +103,55 @@ def submission_detail(request: HttpRequest, sub_id: int) -> HttpResponse:
             or sub.vendor_id in vendor_ids(request.user),
             "version_mismatch": bool(sub.detected_kubernetes_version)
             and sub.detected_kubernetes_version.lstrip("v") != sub.kubernetes_version.lstrip("v"),
+            "facts": _provenance_rows(sub, report),
+            "near_duplicates": _near_duplicates(sub),
+            "needs_run_date": sub.run_at is None,
         },
+    )
+
+
+_FACTS = (
+    ("release", "Kubernetes release"),
+    ("run_at", "e2e run time"),
+    ("plugin", "network plugin"),
+    ("proxier", "kube-proxy mode"),
+    ("dry_run", "dry run?"),
+)
+
+
+def _provenance_rows(sub: Submission, report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each fact with where it came from ("from serverversion.json", "declared, not in the
+    file"…), for the maintainer to see before verifying (issue 21)."""
+    prov = report.get("provenance") or {}
+    rows = []
+    for key, label in _FACTS:
+        fact = prov.get(key) or {}
+        value, source = fact.get("value"), fact.get("source") or "not recorded (an older report)"
+        if key == "run_at" and sub.run_at_source == "maintainer" and sub.run_at:
+            value, source = sub.run_at.isoformat(), "entered by a maintainer when verifying"
+        rows.append({"key": key, "label": label, "value": value, "source": source})
+    if prov.get("focus") or prov.get("skip"):
+        rows.append(
+            {
+                "key": "scope",
+                "label": "the run's focus / skip",
+                "value": f"{prov.get('focus') or '—'} / {prov.get('skip') or '—'}",
+                "source": "from the file",
+            }
+        )
+    return rows
+
+
+def _near_duplicates(sub: Submission) -> list[Submission]:
+    """Other submissions of the same run with other outcomes (same start, nodes, testcases)."""
+    if not sub.near_id:
+        return []
+    return list(
+        Submission.objects.without_content()
+        .filter(near_id=sub.near_id)
+        .exclude(pk=sub.pk)
+        .select_related("plugin", "vendor")
+        .order_by("pk")[:20]
     )
 
 
@@ -140,7 +185,11 @@ def submission_review(request: HttpRequest, sub_id: int) -> HttpResponse:
     before = statuses_of(readiness.evaluate())
     try:
         review(
-            sub, user=request.user, verify=action == "verify", reason=request.POST.get("reason", "")
+            sub,
+            user=request.user,
+            verify=action == "verify",
+            reason=request.POST.get("reason", ""),
+            run_date=request.POST.get("run_date", "") if action == "verify" else "",
         )
     except SubmissionError as exc:
         messages.error(request, exc.message)

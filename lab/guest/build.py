@@ -160,13 +160,6 @@ def find_image() -> Path | None:
     return path if (path / "manifest.json").exists() else None
 
 
-def cache_has_any_image() -> bool:
-    root = cache_root()
-    return root.is_dir() and any(
-        (p / "manifest.json").exists() for p in root.iterdir() if p.is_dir()
-    )
-
-
 # ---------------------------------------------------------------- building
 
 

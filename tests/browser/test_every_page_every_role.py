@@ -186,6 +186,8 @@ def _pages(ids: dict[str, object]) -> dict[str, list[tuple[str, str, int]]]:
             *public,
             ("upload", "/submissions/new/", 200),
             ("register", "/clusters/new/", 200),
+            ("cluster-edit", "/clusters/calico-iptables/edit/", 200),
+            ("login-logged-in", "/login/?next=/review/", 200),
             ("schedules-refused", "/schedules/", 403),
             ("review-refused", "/review/", 403),
             ("audit-refused", "/audit/", 403),
@@ -198,6 +200,8 @@ def _pages(ids: dict[str, object]) -> dict[str, list[tuple[str, str, int]]]:
             ("audit", "/audit/", 200),
             ("signoff", f"/review/signoffs/{ids['signoff']}/", 200),
             ("schedule-new", "/schedules/new/", 200),
+            ("report", "/review/report/", 200),
+            ("cluster-edit", "/clusters/cilium-ipvs/edit/", 200),
         ],
     }
 

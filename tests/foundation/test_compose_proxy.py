@@ -20,7 +20,9 @@ def nginx_directives(text: str) -> list[tuple[tuple[str, ...], str, list[str]]]:
     """(enclosing blocks, name, arguments) of every directive; fails on unbalanced braces or a
     directive without its semicolon, as `nginx -t` would."""
     tokens = re.findall(r'"[^"]*"|[{};]|[^\s{};"]+', re.sub(r"#[^\n]*", "", text))
-    out, stack, current = [], [], []
+    out: list[tuple[tuple[str, ...], str, list[str]]] = []
+    stack: list[str] = []
+    current: list[str] = []
     for token in tokens:
         if token == "{":
             stack.append(" ".join(current))
@@ -38,7 +40,9 @@ def nginx_directives(text: str) -> list[tuple[tuple[str, ...], str, list[str]]]:
 
 
 def seconds(value: str) -> int:
-    number, unit = re.fullmatch(r"(\d+)([sm]?)", value).groups()
+    match = re.fullmatch(r"(\d+)([sm]?)", value)
+    assert match, value
+    number, unit = match.groups()
     return int(number) * (60 if unit == "m" else 1)
 
 
@@ -72,7 +76,9 @@ def test_the_proxy_buffers_and_times_out_slow_clients() -> None:
     forwarded = [args for _, name, args in found if name == "proxy_set_header"]
     # what the proxy saw replaces the client's claim; appending it would keep the spoofed hops
     assert ["X-Forwarded-For", "$remote_addr"] in forwarded
-    number, unit = re.fullmatch(r"(\d+)([km]?)", values["client_max_body_size"][0]).groups()
+    size = re.fullmatch(r"(\d+)([km]?)", values["client_max_body_size"][0])
+    assert size
+    number, unit = size.groups()
     limit = int(number) * {"": 1, "k": 1024, "m": 1024 * 1024}[unit]
     assert limit >= 50 * 1024 * 1024  # SUBMISSION_MAX_BYTES fits
 

@@ -125,7 +125,7 @@ def unknown_sctp_names(count: int = 5_000, length: int = 1_000) -> bytes:
     for i in range(count):
         name = f"[It] [sig-network] SCTP vendor extension {i} " + "z" * length
         cases.append(
-            f'<testcase name="{name}" classname="x" status="passed" time="0"></testcase>'.encode()
+            f'<testcase name="{name}" classname="x" status="passed" time="1.5"></testcase>'.encode()
         )
     return _HEAD + _PASS_CASE + b"".join(cases) + _TAIL
 

@@ -116,13 +116,18 @@ def test_junit_files_in_two_directories_are_refused():
         ingest(tar_gz({"a/junit_01.xml": PASSED, "b/junit_01.xml": PASSED}))
 
 
-def test_a_declared_version_of_another_minor_is_a_warning():
+def test_a_declared_version_of_another_minor_than_the_files_is_refused():
+    # Issue 21: the release the file states is the release; a contradiction refuses it.
     data = tar_gz({"junit_01.xml": PASSED, "e2e.log": e2e_log(server="v1.29.4", passed=415)})
-    report = ingest(data, declared_kubernetes_version="1.30.1")
-    assert report.warnings == [
-        "declared Kubernetes 1.30.1 but the results come from a v1.29.4 server"
-    ]
-    assert report.release == "v1.29"
+    with pytest.raises(IngestError) as caught:
+        ingest(data, declared_kubernetes_version="1.30.1")
+    assert caught.value.status == 422
+    assert "v1.29.4" in caught.value.message and "1.30.1" in caught.value.message
+    report = ingest(data, declared_kubernetes_version="1.29.4")
+    assert report.release == "v1.29" and report.provenance["release"] == {
+        "value": "v1.29.4",
+        "source": "from e2e.log (server version)",
+    }
 
 
 def test_a_summary_that_disagrees_with_the_junit_is_a_warning():

@@ -26,10 +26,14 @@ def test_the_probes_stay_open_to_anyone() -> None:
 
 def test_metrics_answer_the_token(settings) -> None:
     settings.METRICS_TOKEN = "scrape-secret-4f1c"
-    outside = {"REMOTE_ADDR": "203.0.113.9"}
-    ok = Client().get("/metrics", HTTP_AUTHORIZATION="Bearer scrape-secret-4f1c", **outside)
+    outside = "203.0.113.9"
+    ok = Client().get(
+        "/metrics", HTTP_AUTHORIZATION="Bearer scrape-secret-4f1c", REMOTE_ADDR=outside
+    )
     assert ok.status_code == 200 and "sctp_dashboard_" in ok.content.decode()
-    wrong = Client().get("/metrics", HTTP_AUTHORIZATION="Bearer scrape-secret-4f1d", **outside)
+    wrong = Client().get(
+        "/metrics", HTTP_AUTHORIZATION="Bearer scrape-secret-4f1d", REMOTE_ADDR=outside
+    )
     assert wrong.status_code == 401
 
 

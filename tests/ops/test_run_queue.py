@@ -62,10 +62,12 @@ def test_an_owner_may_have_only_so_many_runs_waiting(client, vendor_token, calic
     ] == [202] * 3
     refused = ask(client, vendor_token, "calico-d")
     assert refused.status_code == 429
-    assert "3 runs waiting (at most 3)" in refused.json()["error"]
+    assert "3 runs waiting or running (at most 3" in refused.json()["error"]
     assert not Run.objects.filter(cluster__name="calico-d").exists()
-    # once one has started, the owner may queue again
+    # a run that started still holds a worker: it counts until it ends (issue 22, finding 3)
     Run.objects.filter(cluster__name="calico-a").update(state=Run.State.RUNNING)
+    assert ask(client, vendor_token, "calico-d").status_code == 429
+    Run.objects.filter(cluster__name="calico-a").update(state=Run.State.FINISHED)
     assert ask(client, vendor_token, "calico-d").status_code == 202
 
 

@@ -6,6 +6,7 @@ does not depend on the address's limit."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -38,7 +39,7 @@ def behind_the_ingress(settings):
 
 def log_in(name: str, password: str, *, peer: str, forwarded: str | None = None):
     client = Client()
-    extra = {"HTTP_X_FORWARDED_FOR": forwarded} if forwarded is not None else {}
+    extra: dict[str, Any] = {"HTTP_X_FORWARDED_FOR": forwarded} if forwarded is not None else {}
     response = client.post(
         "/login/", {"username": name, "password": password}, REMOTE_ADDR=peer, **extra
     )

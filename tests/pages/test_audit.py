@@ -27,8 +27,15 @@ def test_each_entry_carries_the_hash_of_the_one_before() -> None:
     second = AuditEvent.record("victor", "submission.create", "submission 7", plugin="calico")
     assert first.prev_hash == "" and second.prev_hash == first.hash and len(second.hash) == 64
     stored = AuditEvent.objects.get(pk=second.pk)
+    assert (first.seq, second.seq) == (1, 2)
     assert stored.hash == entry_hash(
-        stored.prev_hash, stored.actor, stored.action, stored.target, stored.detail, stored.created
+        stored.prev_hash,
+        stored.seq,
+        stored.actor,
+        stored.action,
+        stored.target,
+        stored.detail,
+        stored.created,
     )
     assert "2 entries verified" in _verify()
 
@@ -45,7 +52,7 @@ def test_the_check_names_the_first_changed_entry_and_fails() -> None:
 def test_the_check_notices_a_deleted_entry() -> None:
     events = [AuditEvent.record("maria", "submission.verify", f"submission {i}") for i in range(4)]
     AuditEvent.objects.filter(pk=events[2].pk).delete()
-    with pytest.raises(CommandError, match=f"broken at entry {events[3].pk} .*prev_hash"):
+    with pytest.raises(CommandError, match=f"broken at entry {events[3].pk} .*3…3 are missing"):
         _verify()
 
 

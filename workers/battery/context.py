@@ -461,12 +461,6 @@ class TestContext:
             results[node] = (pod.status.phase == "Succeeded", self.pod_log(name))
         return results
 
-    def require_node_access(self) -> None:
-        if self.run.node_access is False:
-            raise TestSkipped(self.run.node_access_reason)
-        if self.run.node_access is None:
-            raise TestError(f"node inspection unavailable: {self.run.node_access_reason}")
-
     def node_output(self, node: str, cmd: str) -> str:
         """The output of `cmd` on `node`; TestSkipped on 403, TestError when it fails."""
         try:

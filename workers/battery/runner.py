@@ -122,7 +122,11 @@ def run_battery(
         _detect_cni(run)
         for key, test in _plan(battery, keys):
             if kube.unreachable:
-                stop_reason = f"not run: the cluster became unreachable ({kube.unreachable})"
+                stop_reason = (
+                    f"not run: {kube.broken}"
+                    if kube.broken
+                    else f"not run: the cluster became unreachable ({kube.unreachable})"
+                )
                 break
             run.tick()
             outcome = _run_one(run, test())

@@ -5,10 +5,19 @@ qualifying connectivity evidence (one vote per plugin, however many versions, cl
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from dashboard.catalog import criterion_title
-from dashboard.policy import TWO_PLUGINS, Assessment, Item, evidence_entry, qualifying
+from dashboard.policy import (
+    QUALIFYING_KEYS,
+    TWO_PLUGINS,
+    VERDICTS,
+    Assessment,
+    Item,
+    evidence_entry,
+    qualifying,
+)
 
 from ..base import Context, Verdict, plural
 from ..evidence_lookup import connectivity, plugins_by_id
@@ -27,6 +36,35 @@ def _day(item: Item) -> str:
     return item.when.strftime("%Y-%m-%d") if item.when else "no date"
 
 
+def _version(text: str) -> tuple[int, ...]:
+    """ "1.17.0", "v1.17", "3.28.0-rc1" -> (1, 17, 0) …; () when it has no number."""
+    return tuple(int(part) for part in re.findall(r"\d+", (text or "").split("-")[0])[:4])
+
+
+def _regression(eligible: list[tuple[Item, Assessment]]) -> tuple[Item, Assessment] | None:
+    """The counted connectivity evidence that puts a counted plugin at risk: its newest one
+    (eligible is newest first), or the newest of its newest plugin version, whatever the
+    cluster or proxier, when that one does not qualify (a regression in the latest release,
+    however many older versions still qualify)."""
+    if not eligible:
+        return None
+    newest = eligible[0]
+    if not newest[1].counts:
+        return newest
+    top = max(_version(item.plugin_version) for item, _ in eligible)
+    if not top:
+        return None
+    latest = next((pair for pair in eligible if _version(pair[0].plugin_version) == top), None)
+    if latest is not None and not latest[1].counts:
+        return latest
+    return None
+
+
+def conclusive(item: Item) -> bool:
+    """A verdict (passed or failed) on at least one of the tests that qualify a plugin."""
+    return any(item.outcome(k) in VERDICTS for k in QUALIFYING_KEYS)
+
+
 def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
     plugins = ctx.memo("plugins", plugins_by_id)
     items = connectivity(ctx)
@@ -42,6 +80,9 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
         evidence += [evidence_entry(i, a) for i, a in pairs]
         good = [(i, a) for i, a in pairs if a.counts]
         eligible = [(i, a) for i, a in pairs if a.counts or a.outcome_only]
+        # The most telling evidence: the newest with a verdict on a qualifying test, so an
+        # all-skipped legacy run never hides a real result; the newest attempt is shown beside it.
+        telling = [(i, a) for i, a in pairs if conclusive(i)]
         row = {
             "plugin": p.slug,
             "name": p.name,
@@ -49,28 +90,31 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
             "status": "no evidence",
             "qualifying": evidence_entry(*good[0]) if good else None,
             "latest": evidence_entry(*pairs[0]) if pairs else None,
-            "why": pairs[0][1].why if pairs else "no connectivity evidence",
+            "conclusive": evidence_entry(*telling[0]) if telling else None,
+            "why": (telling or pairs)[0][1].why if pairs else "no connectivity evidence",
         }
         if good:
             counted.append(p.slug)
             for _, a in good:
                 used |= a.relied
-            newest_item, newest = eligible[0]
             row["status"] = "counted"
             row["why"] = good[0][1].why
-            if not newest.counts:
+            regressed = _regression(eligible)
+            if regressed is not None:
+                newest_item, newest = regressed
+                version = newest_item.plugin_version or "an unknown version"
                 row["status"] = "counted, at risk"
                 at_risk.append(
-                    f"{p.slug}: newest counted connectivity evidence ({newest_item.kind} "
-                    f"{newest_item.id}, {_day(newest_item)}) does not qualify: "
-                    f"{newest.why.removeprefix('not counted: ')}"
+                    f"{p.slug} {version}: newest counted connectivity evidence "
+                    f"({newest_item.kind} {newest_item.id}, {_day(newest_item)}) does not "
+                    f"qualify: {newest.why.removeprefix('not counted: ')}"
                 )
         elif any(a.stale_only for _, a in pairs):
             item, _a = next((i, a) for i, a in pairs if a.stale_only)
             row["status"] = "stale"
             stale_only.append(f"{p.slug} (last qualified {_day(item)})")
         elif pairs:
-            item, a = pairs[0]
+            item, a = (telling or pairs)[0]
             row["status"] = "in-tree (does not count)" if p.in_tree else "not counted"
             if p.in_tree:
                 as_exempt = replace(pairs[0][0].plugin, netpol_exemption="in-tree")
