@@ -40,6 +40,6 @@ def unseed(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("dashboard", "0014_agent_trust")]
+    dependencies = [("dashboard", "0016_audit_chain_keyed_and_withdrawals")]
 
     operations = [migrations.RunPython(seed, unseed)]
