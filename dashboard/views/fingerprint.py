@@ -17,7 +17,16 @@ CLUSTER_FACTS = [
     ("emulated", "Emulated cluster (the lab)", "unknown"),
     ("cni_detected", "CNI plugin (from its DaemonSet)", "could not be determined"),
     ("proxier_declared", "kube-proxy mode, as registered", "not registered"),
-    ("proxier_detected", "kube-proxy mode, detected", "could not be determined"),
+    # The demonstrated proxier (contract): the mode whose SCTP rules for the Service under test
+    # were on the node that carried it; kube-proxy's own answer is shown apart, never credited.
+    (
+        "proxier_detected",
+        "Proxier demonstrated (its SCTP rules carried the traffic)",
+        "not demonstrated",
+    ),
+    ("kube_proxy_mode", "kube-proxy mode, as kube-proxy reports it", "could not be determined"),
+    ("service_dataplane", "Service dataplane", "unknown"),
+    ("shared_kernel", "Nodes share one host kernel (kind-style)", "unknown"),
     ("feature_gate", "SCTPSupport feature gate", "unknown"),
     ("node_access", "Privileged (hostexec) pods", "unknown"),
     ("load_balancer", "LoadBalancer services get an address", "not tried in this run"),
@@ -36,20 +45,26 @@ WORKER_FACTS = [
 MORE_FACTS = {
     "proxy_mode_answer": "kube-proxy's answer at /proxyMode",
     "proxier_tables": "Proxier tables holding the probe service",
-    "service_dataplane": "Service dataplane",
     "cni_daemonsets": "CNI DaemonSets seen",
     "cni_configmaps_error": "CNI ConfigMaps",
     "cni_detection_error": "CNI detection",
     "cni": "CNI detection details",
 }
 PROXIER_SOURCE = {
-    "proxyMode": "kube-proxy mode, read from /proxyMode",
+    "proxyMode": "kube-proxy mode, read from /proxyMode (not credited by itself)",
     "rules": "kube-proxy mode, from the node's proxier rules",
 }
 HANDLED = (
     {k for k, _, _ in CLUSTER_FACTS}
     | set(PER_NODE)
-    | {"node_names", "battery_nodes", "worker_sctp", "proxier_source", "cni_mismatch"}
+    | {
+        "node_names",
+        "battery_nodes",
+        "worker_sctp",
+        "proxier_source",
+        "cni_mismatch",
+        "proxier_demonstrated",
+    }
 )
 
 
@@ -70,9 +85,17 @@ def facts(fingerprint: dict[str, Any] | None) -> dict[str, Any]:
         for key, label, none in CLUSTER_FACTS
         if key in fp
     ]
+    demonstrated = fp.get("proxier_demonstrated")
     for f in cluster:
-        if f["key"] == "proxier_detected" and fp.get("proxier_source") in PROXIER_SOURCE:
+        if f["key"] == "kube_proxy_mode" and fp.get("proxier_source") in PROXIER_SOURCE:
             f["label"] = PROXIER_SOURCE[fp["proxier_source"]]
+        if (
+            f["key"] == "proxier_detected"
+            and f["state"] == "unknown"
+            and isinstance(demonstrated, dict)
+            and demonstrated.get("detail")
+        ):
+            f["text"] = plain(demonstrated["detail"])  # e.g. "not demonstrated: no node access"
     if fp.get("cni_detected"):
         # Known plugin: a mismatch is a sentence, its absence a plain "no" (never "unknown").
         mismatch = fp.get("cni_mismatch")

@@ -38,6 +38,19 @@ def why_for(next_url: str) -> str:
     return f"Log in to continue to {next_url}."
 
 
+def closed_to(user: Any, next_url: str) -> bool:
+    """Whether a logged-in user's role keeps them out of the page they were sent from (the
+    page would answer 403): then the log-in page says so instead of linking back to it."""
+    maintainer_only = ("/review/", "/audit/", "/schedules/")
+    if next_url.startswith(maintainer_only):
+        return not is_maintainer(user)
+    if next_url.startswith("/submissions/new/"):
+        return role_of(user) != "vendor"
+    if next_url.startswith("/admin/"):
+        return not user.is_staff
+    return False
+
+
 class LoginPage(RateLimitedLoginView):
     template_name = "accounts/login.html"
 
@@ -46,7 +59,17 @@ class LoginPage(RateLimitedLoginView):
         nxt = self.request.GET.get("next") or self.request.POST.get("next") or ""
         if not url_has_allowed_host_and_scheme(nxt, allowed_hosts={self.request.get_host()}):
             nxt = ""
-        context.update(why=why_for(nxt), next_safe=nxt or "/")
+        user = self.request.user
+        closed = bool(nxt) and user.is_authenticated and closed_to(user, nxt)
+        context.update(
+            why=why_for(nxt),
+            next_safe="/" if closed else nxt or "/",
+            closed=closed,
+            closed_why=next((w for prefix, w in WHY if nxt.startswith(prefix)), "")
+            if closed
+            else "",
+            next_url=nxt,
+        )
         return context
 
 

@@ -273,6 +273,7 @@ def _crawl(request, origin: str, start: list[str]) -> tuple[dict[str, int], list
     seen: dict[str, int] = {}
     dead: list[str] = []
     queue = list(start)
+    found_on: dict[str, str] = {}  # where a link was first seen, so a dead one names its page
     while queue and len(seen) < CRAWL_LIMIT:
         url = queue.pop(0)
         if url in seen:
@@ -286,7 +287,9 @@ def _crawl(request, origin: str, start: list[str]) -> tuple[dict[str, int], list
                 dead.append(f"{url} -> {response.status} {location}")
             continue
         if not 200 <= response.status < 300:
-            dead.append(f"{url} -> {response.status}")
+            dead.append(
+                f"{url} -> {response.status} (linked from {found_on.get(url, 'the start')})"
+            )
             continue
         if not response.headers.get("content-type", "").startswith("text/html"):
             continue
@@ -298,6 +301,7 @@ def _crawl(request, origin: str, start: list[str]) -> tuple[dict[str, int], list
             if f"{parts.scheme}://{parts.netloc}" != origin or parts.path.startswith("/admin/"):
                 continue
             path = parts.path + (f"?{parts.query}" if parts.query else "")
+            found_on.setdefault(path, url)
             if path not in seen and path not in queue:
                 queue.append(path)
     return seen, dead

@@ -511,5 +511,7 @@ def test_pinning_keeps_tls_sni_and_hostname_verification(client, vendor_token, m
             **auth(vendor_token),
         )
         assert wrong.status_code == 400
-        assert "did not answer GET /version as a Kubernetes API server" in wrong.json()["error"]
+        # Refused for what it is (the certificate names another host), in words.
+        assert "certificate is for another host" in wrong.json()["error"]
+        assert "other.example.test" in wrong.json()["error"]
     assert list(Cluster.objects.values_list("name", flat=True)) == ["calico-tls"]

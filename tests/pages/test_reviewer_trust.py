@@ -60,7 +60,7 @@ def test_the_fingerprint_is_labelled_facts_per_node_and_the_workers_apart(client
     for url in ("/clusters/calico-a/", f"/runs/{r.id}/"):
         body = client.get(url).content.decode()
         assert "{'" not in body and "[True" not in body and "True" not in body, url
-        assert "kube-proxy mode, detected" in body and "<code>node-a</code>" in body
+        assert "Proxier demonstrated" in body and "<code>node-a</code>" in body
         assert "sctp.ko loaded after the tests" in body and "The worker host" in body
         assert "Kernel SCTP on the worker host" in body and "not tried in this run" in body
 
