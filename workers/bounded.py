@@ -137,6 +137,44 @@ def _checked_form(status: int, content_type: str, body: bytes) -> bytes:
     return body
 
 
+def _is_watch(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    url = kwargs.get("url") if "url" in kwargs else (args[1] if len(args) > 1 else "")
+    query = str(url or "").partition("?")[2].lower()
+    return any(part in ("watch=true", "watch=1") for part in query.split("&"))
+
+
+def _bound_stream(
+    raw: Any, limits: Limits, deadline: float, tripped: threading.Event, watchdog: Any
+) -> None:
+    """Bounds a watch's body as it is streamed: at most limits.max_bytes in all, and the
+    call's deadline (the watchdog closes a stream that outlives it); no more than one piece is
+    held at a time."""
+    stream = raw.stream
+
+    def bounded_stream(amt: Any = None, decode_content: Any = None) -> Any:
+        total = 0
+        try:
+            for piece in stream(amt, decode_content=decode_content):
+                total += len(piece)
+                if total > limits.max_bytes:
+                    raw.close()
+                    raise too_large(limits.max_bytes)
+                if tripped.is_set() or time.monotonic() > deadline:
+                    raw.close()
+                    raise too_slow(limits.call_seconds)
+                yield piece
+        except HostileAnswer:
+            raise
+        except BaseException:
+            if tripped.is_set():
+                raise too_slow(limits.call_seconds) from None
+            raise
+        finally:
+            watchdog.cancel()
+
+    raw.stream = bounded_stream
+
+
 def bound_api_client(api: Any, limits: Limits | None = None) -> None:
     """Bounds every request of a kubernetes ApiClient whose connections are pinned
     (workers.netguard.PinnedPoolManager): size, total deadline, form (see the module)."""
@@ -158,6 +196,18 @@ def bound_api_client(api: Any, limits: Limits | None = None) -> None:
         watchdog = threading.Timer(lim.call_seconds, trip)
         watchdog.daemon = True
         watchdog.start()
+        if _is_watch(args, kwargs):
+            # A watch is a stream: its events are handed on as they arrive (reading it whole
+            # would hold every wait until the server ends the watch), under the same limits.
+            try:
+                response = request(*args, **kwargs)
+            except BaseException:
+                watchdog.cancel()
+                if tripped.is_set():
+                    raise too_slow(lim.call_seconds) from None
+                raise
+            _bound_stream(response.response, lim, deadline, tripped, watchdog)
+            return response
         try:
             response = request(*args, **kwargs)
             raw = response.response

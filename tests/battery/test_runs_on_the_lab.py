@@ -48,7 +48,9 @@ def test_an_all_run_reports_every_test_in_order_and_removes_its_namespaces(start
     assert lab.battery_namespaces() == []
     assert "sctp-battery-42-pod-to-pod" in report.namespaces_created
     assert report.errors == []
-    assert wall < 20, f"an all run against the lab took {wall:.1f}s"
+    assert wall < 90, (
+        f"an all run against the lab took {wall:.1f}s"
+    )  # a hang guard, not a benchmark
     for result in report.results.values():
         assert result.reason and result.started <= result.finished and result.duration >= 0
 
