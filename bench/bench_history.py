@@ -35,7 +35,7 @@ os.environ.setdefault(
 # Every request looks at the stored row (a deterministic query count, not one that depends on
 # whether a request outlasted the one-second recheck window).
 os.environ.setdefault("READINESS_RECHECK_SECONDS", "0")
-from common import median, migrate, recreate_database, setup_django, table
+from common import median, migrate, recreate_database, setup_django, table, timings_advisory
 
 DB_NAME = "sctp_bench"
 PAGES = ["/", "/matrix/", "/api/v1/readiness/"]
@@ -366,8 +366,12 @@ def main(argv: list[str] | None = None) -> int:
         ]
         verdict = "; ".join(m for m in misses if m) or "ok"
         if verdict != "ok":
-            over.append(path)
-            verdict = "MISSED: " + verdict
+            # In smoke mode only a count that grows with history fails (see timings_advisory).
+            if not timings_advisory() or not same:
+                over.append(path)
+                verdict = "MISSED: " + verdict
+            else:
+                verdict = "MISSED (advisory): " + verdict
         rows.append(
             [path]
             + [f"{m['median'] * 1000:.1f}" for m in (small, week, full)]

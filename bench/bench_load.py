@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import ROOT, database_url, table
+from common import ROOT, database_url, table, timings_advisory
 
 BASELINE = "/robots.txt"
 PATHS = [
@@ -211,7 +211,9 @@ def main(argv: list[str] | None = None) -> int:
         if path in GOAL:
             ok = ratio >= 0.5 and r["p95"] <= P95_GOAL_MS and not r["errors"]
             verdict = "ok" if ok else "missed"
-            if not ok:
+            if not ok and timings_advisory() and not r["errors"]:
+                verdict = "missed (advisory)"  # a time target on a shared CI machine
+            elif not ok:
                 missed.append(path)
         rows.append(
             [

@@ -74,3 +74,11 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def timings_advisory() -> bool:
+    """`make bench-smoke` (CI) judges what a broken benchmark or a regression in kind breaks
+    (a crash, errors, runs that do not finish, memory, query counts that grow with history)
+    and reports the time targets without failing on them: CI shares a 2-core machine with
+    other jobs, where a millisecond target is not a measurement. `make bench` judges all."""
+    return os.environ.get("BENCH_TIMINGS_ADVISORY") == "1"
