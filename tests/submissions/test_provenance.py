@@ -10,6 +10,7 @@ import gzip
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils.timezone import now
 
@@ -88,7 +89,10 @@ def test_a_near_duplicate_is_accepted_and_flagged_in_red_before_verifying(
     assert resp.json()["report"]["near_duplicates"] == [first["id"]]
     client.force_login(maintainer)
     page = client.get(f"/submissions/{resp.json()['id']}/").content.decode()
-    assert "Possibly the same run, edited" in page and "#b00020" in page
+    # In red: the warning card's class, whose colour the stylesheet sets (no inline styles).
+    assert "Possibly the same run, edited" in page and "near-duplicates" in page
+    css = (settings.BASE_DIR / "dashboard/static/css").glob("*.css")
+    assert any(".card.near-duplicates { border-color:#b00020" in f.read_text() for f in css)
     assert page.index("Possibly the same run") < page.index("Verify")
     assert f'href="/submissions/{first["id"]}/"' in page
 
