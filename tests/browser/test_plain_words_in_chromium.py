@@ -39,6 +39,7 @@ def test_the_pages_speak_in_words(sized, maintainer) -> None:
     Run.objects.filter(pk=runs[-1].pk).update(
         fingerprint={
             "proxier_detected": "ipvs",
+            "kube_proxy_mode": "ipvs",
             "proxier_source": "proxyMode",
             "cni_detected": "calico",
             "cni_mismatch": None,
@@ -50,7 +51,8 @@ def test_the_pages_speak_in_words(sized, maintainer) -> None:
     page.goto("/clusters/calico-ipvs/")
     page.click("button:has-text('Approve')")
     facts = page.locator("dl.fingerprint").first.inner_text()
-    assert "kube-proxy mode, read from /proxyMode" in facts
+    assert "kube-proxy mode, read from /proxyMode" in facts  # kube-proxy's word, apart
+    assert "Proxier demonstrated" in facts
     assert "CNI differs from the registered plugin\n✘ no" in facts
     assert "cni mismatch" not in facts and "unknown" not in facts
     flaky = page.locator('table.grid tr[data-key="declare-sctp-ports"] td').nth(1)
