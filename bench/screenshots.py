@@ -19,16 +19,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "screenshots"
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
+sys.path.insert(0, str(ROOT))
+# The browser tests' Chromium and its flags (one place: tests/browser/conftest.py).
+from tests.browser.conftest import ARGS, CHROMIUM  # noqa: E402
+
 WAIT_SECONDS = int(os.environ.get("SCREENSHOT_WAIT_SECONDS", "600"))
 
 
@@ -80,7 +74,7 @@ def main() -> int:
 
         OUT.mkdir(parents=True, exist_ok=True)
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+            browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
             page = browser.new_page(viewport={"width": 1280, "height": 800}, base_url=base)
             for name, url in (
                 ("readiness", "/"),
