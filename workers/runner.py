@@ -186,8 +186,28 @@ def execute(run_id: int, *, worker: str = "", task_id: str = "") -> str:
         finish(run, state, error, report)
     finally:
         lease.release()
+    hand_off(run.cluster_id)
     after_run(run_id)
     return DONE
+
+
+def hand_off(cluster_id: int) -> None:
+    """Sends the cluster's oldest waiting run now that the lease is free.
+
+    A run that found the cluster busy retries with a growing wait (up to two minutes); without
+    this the next run would sit idle that long after the cluster became free. Its earlier task
+    still fires later, finds the run no longer queued, and ends.
+    """
+    from dashboard.runs import dispatch
+
+    waiting = (
+        Run.objects.filter(cluster_id=cluster_id, state=Run.State.QUEUED)
+        .order_by("created", "id")
+        .values_list("id", flat=True)
+        .first()
+    )
+    if waiting is not None:
+        dispatch(waiting)
 
 
 def _run_battery(run: Run, beat: Heartbeat) -> Any:

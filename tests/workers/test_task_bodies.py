@@ -219,6 +219,23 @@ def test_a_run_whose_cluster_cannot_be_reached_ends_in_error_says_why_and_frees_
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_run_that_ends_sends_the_next_run_waiting_for_its_cluster_at_once(broker) -> None:
+    cluster = f.cluster(kubeconfig="apiVersion: v1\nkind: Config\nclusters: []\n")
+    other = f.cluster(kubeconfig="apiVersion: v1\nkind: Config\nclusters: []\n")
+    first = request_run(cluster, "basic", dispatch_on_commit=False)
+    waiting = request_run(cluster, "all", dispatch_on_commit=False)
+    request_run(other, "basic", dispatch_on_commit=False)  # another cluster's run waits its turn
+    assert broker() == []
+    assert tasks.execute_run.apply(args=[first.id]).get() == runner.DONE
+    # Not after the waiting run's backoff (up to two minutes): the freed cluster takes it now.
+    assert broker() == [("workers.tasks.execute_run", [waiting.id])]
+    waiting.refresh_from_db()
+    assert waiting.state == Run.State.QUEUED and waiting.dispatched is not None
+    assert tasks.execute_run.apply(args=[waiting.id]).get() == runner.DONE
+    assert len(broker()) == 1  # nothing left waiting on this cluster: nothing more is sent
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_run_that_is_gone_or_taken_is_not_executed_twice(broker, clock) -> None:
     run = running_run(f.cluster())
     assert tasks.execute_or_wait(run.id) == runner.GONE
