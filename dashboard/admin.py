@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 from django.template.response import TemplateResponse
 
-from . import models
+from dashboard import models
 
 
 class EvidenceAdmin(admin.ModelAdmin):
@@ -174,7 +174,7 @@ class ApiTokenAdmin(EvidenceAdmin):
 
     @admin.action(description="Revoke the selected tokens (with a reason)")
     def revoke_tokens(self, request, queryset):
-        from .tokens import revoke
+        from dashboard.tokens import revoke
 
         def apply(token: Any, *, actor: Any, reason: str) -> bool:
             return bool(
@@ -222,13 +222,13 @@ class WithdrawableAdmin(EvidenceAdmin):
 
     @admin.action(description="Withdraw the selected evidence (with a reason)")
     def withdraw_evidence(self, request, queryset):
-        from .withdrawals import withdraw
+        from dashboard.withdrawals import withdraw
 
         return reasoned_action(self, request, queryset, "withdrawn", withdraw)
 
     @admin.action(description="Reinstate the selected withdrawn evidence (with a reason)")
     def reinstate_evidence(self, request, queryset):
-        from .withdrawals import reinstate
+        from dashboard.withdrawals import reinstate
 
         return reasoned_action(self, request, queryset, "reinstated", reinstate)
 
@@ -315,13 +315,13 @@ class AuditedUserAdmin(UserAdmin):
     names the admin who made it in the audit trail (dashboard/tokens.py)."""
 
     def save_model(self, request, obj, form, change):
-        from .tokens import acting_as
+        from dashboard.tokens import acting_as
 
         with acting_as(request.user):
             super().save_model(request, obj, form, change)
 
     def save_related(self, request, form, formsets, change):
-        from .tokens import acting_as
+        from dashboard.tokens import acting_as
 
         with acting_as(request.user):
             super().save_related(request, form, formsets, change)

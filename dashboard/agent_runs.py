@@ -40,8 +40,8 @@ from django.db import transaction
 from django.utils.dateparse import parse_datetime
 from django.utils.timezone import now
 
-from .catalog import Battery, Outcome, Proxier, keys_of, kubernetes_minor
-from .models import AuditEvent, Cluster, Plugin, Run, Vendor
+from dashboard.catalog import Battery, Outcome, Proxier, keys_of, kubernetes_minor
+from dashboard.models import AuditEvent, Cluster, Plugin, Run, Vendor
 
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 VERSION_RE = re.compile(r"^v?\d+\.\d+(\.\d+)?([-+][0-9A-Za-z.-]+)?$")
@@ -389,7 +389,7 @@ def accept(body: bytes, vendor: Vendor, actor: str, key: str = "") -> Run:
                 409, f"cluster {cluster.name} is disabled; a maintainer may enable it"
             )
         else:
-            from .trust import refuse_run
+            from dashboard.trust import refuse_run
 
             refusal = refuse_run(cluster, data["battery"])  # basic-only clusters
             if refusal:

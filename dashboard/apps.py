@@ -11,9 +11,9 @@ class DashboardConfig(AppConfig):
         from django.contrib.auth import get_user_model
         from django.db.models.signals import m2m_changed, post_delete, post_save
 
-        from . import checks, notify, schedules  # noqa: F401  (checks registers itself)
-        from .models import Schedule
-        from .readiness.history import LISTENERS
+        from dashboard import checks, notify, schedules  # noqa: F401  (checks registers itself)
+        from dashboard.models import Schedule
+        from dashboard.readiness.history import LISTENERS
 
         # Every save of a Schedule (pages, admin, scripts) keeps its beat PeriodicTask in step.
         post_save.connect(
@@ -23,7 +23,7 @@ class DashboardConfig(AppConfig):
             schedules.on_schedule_deleted, sender=Schedule, dispatch_uid="schedule-unsync"
         )
         # Tokens follow their holder: deactivation or leaving the maintainers revokes them.
-        from . import tokens
+        from dashboard import tokens
 
         user_model = get_user_model()
         post_save.connect(tokens.on_user_saved, sender=user_model, dispatch_uid="token-revoke")
@@ -33,8 +33,8 @@ class DashboardConfig(AppConfig):
             dispatch_uid="token-revoke-groups",
         )
         # Any change to evidence drops the shared readiness evaluation.
-        from . import models
-        from .readiness import invalidate
+        from dashboard import models
+        from dashboard.readiness import invalidate
 
         for model in (
             models.Run,

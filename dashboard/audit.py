@@ -130,7 +130,7 @@ class Head:
 def head(model: Any = None) -> Head | None:
     """The newest entry's number and hash: what sign-offs, reports and checkpoints quote."""
     if model is None:
-        from .models import AuditEvent as model
+        from dashboard.models import AuditEvent as model
     last = model.objects.order_by("-id").only("seq", "hash").first()
     if last is None or last.seq is None:
         return None
@@ -250,7 +250,7 @@ def write_checkpoint(at: datetime) -> Head | None:
 def checkpoint(at: datetime) -> Head | None:
     """The periodic checkpoint (beat: workers.tasks.audit_checkpoint): the head goes to the log,
     to AUDIT_CHECKPOINT_FILE and to every enabled notification channel (webhooks), once per head."""
-    from . import notify
+    from dashboard import notify
 
     previous = recorded_checkpoints()
     current = head()

@@ -12,8 +12,8 @@ from typing import Any
 
 from django.db import transaction
 
-from .catalog import Proxier
-from .models import AuditEvent, Cluster, Plugin, Vendor
+from dashboard.catalog import Proxier
+from dashboard.models import AuditEvent, Cluster, Plugin, Vendor
 
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 VERSION_RE = re.compile(r"^v?\d+\.\d+(\.\d+)?([-+][0-9A-Za-z.-]+)?$")

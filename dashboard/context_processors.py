@@ -4,7 +4,7 @@ from typing import Any
 
 from django.http import HttpRequest
 
-from .roles import is_maintainer, role_of
+from dashboard.roles import is_maintainer, role_of
 
 
 def roles(request: HttpRequest) -> dict[str, Any]:

@@ -19,9 +19,9 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 
-from .ingest.export import run_to_junit
-from .models import Run, Submission, Vendor
-from .submissions import SubmissionError, create_submission, review
+from dashboard.ingest.export import run_to_junit
+from dashboard.models import Run, Submission, Vendor
+from dashboard.submissions import SubmissionError, create_submission, review
 
 log = logging.getLogger(__name__)
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .catalog import BASIC_KEYS, CONNECTIVITY_KEYS, Outcome
-from .policy import PluginFacts
-from .policy import qualifying as policy_qualifying
+from dashboard.catalog import BASIC_KEYS, CONNECTIVITY_KEYS, Outcome
+from dashboard.policy import PluginFacts
+from dashboard.policy import qualifying as policy_qualifying
 
 
 @dataclass(frozen=True)

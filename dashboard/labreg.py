@@ -8,9 +8,9 @@ from typing import Any
 import yaml
 from django.db import transaction
 
-from .models import Cluster, Plugin, Run, Schedule
-from .runs import request_run
-from .trust import set_basic_only
+from dashboard.models import Cluster, Plugin, Run, Schedule
+from dashboard.runs import request_run
+from dashboard.trust import set_basic_only
 
 
 def lab_timeouts() -> dict[str, Any]:
@@ -66,7 +66,7 @@ def register(server: Any, public_url: str | None = None) -> list[Cluster]:
 
 def kickoff(clusters: list[Cluster], battery: str = "all") -> list[Run]:
     """A first run on every cluster that has none yet, and a periodic basic job if there is none."""
-    from .schedules import create_schedule
+    from dashboard.schedules import create_schedule
 
     target = None
     if not Schedule.objects.exists():

@@ -16,7 +16,7 @@ from datetime import timedelta
 from django.core.cache import cache
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Sum
 
-from .models import Run, Submission, TestResult
+from dashboard.models import Run, Submission, TestResult
 
 log = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ from django.conf import settings
 from django.db import models
 from django.utils.timezone import now
 
-from .catalog import Battery, Outcome, Proxier, Stage
-from .crypto import (
+from dashboard.catalog import Battery, Outcome, Proxier, Stage
+from dashboard.crypto import (
     EncryptedTextField,
     SealedSecrets,
     new_token,
@@ -18,7 +18,7 @@ from .crypto import (
     token_digest,
     token_hint,
 )
-from .evidence import EvidenceFlags
+from dashboard.evidence import EvidenceFlags
 
 
 class Vendor(models.Model):
@@ -91,7 +91,7 @@ class ApiToken(models.Model):
         if user is not None and not user.is_active:
             return False
         if self.role == self.Role.MAINTAINER:
-            from .roles import is_maintainer
+            from dashboard.roles import is_maintainer
 
             return user is not None and is_maintainer(user)
         if self.role == self.Role.VENDOR:
@@ -519,7 +519,7 @@ class AuditEvent(models.Model):
     ) -> AuditEvent:
         """Appends to the hash chain (dashboard/audit.py); safe against concurrent writers.
         URL credentials (https://user:password@…) never reach the log."""
-        from .audit import append
+        from dashboard.audit import append
 
         actor = str(actor).strip()
         if not actor or actor == "?":

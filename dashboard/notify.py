@@ -35,6 +35,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils.timezone import now
 
+from dashboard.models import NotificationChannel, NotificationLog
+from dashboard.tasks_port import send
 from workers.netguard import (
     IPNetwork,
     Pin,
@@ -45,9 +47,6 @@ from workers.netguard import (
     refusal,
     resolve,
 )
-
-from .models import NotificationChannel, NotificationLog
-from .tasks_port import send
 
 DELIVER_TASK = "workers.tasks.deliver_notification"
 
@@ -339,7 +338,7 @@ def redispatch(limit: int = 200) -> int:
 
 def check_schedules() -> int:
     """Beat, every minute: stores each schedule's state and announces the changes."""
-    from . import schedules
+    from dashboard import schedules
 
     with transaction.atomic():
         changes = schedules.record_states(schedules.statuses())

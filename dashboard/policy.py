@@ -30,7 +30,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Q
 
-from .catalog import BASIC_KEYS, CONNECTIVITY_KEYS, Outcome, Proxier, parse_minor_setting
+from dashboard.catalog import BASIC_KEYS, CONNECTIVITY_KEYS, Outcome, Proxier, parse_minor_setting
 
 WITHDRAWN = "withdrawn"
 TRUST = "trust"

@@ -19,10 +19,10 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils.timezone import now
 
-from .catalog import Battery, kubernetes_minor
-from .models import Cluster, Run, Schedule
-from .tasks_port import send
-from .trust import refuse_remote_run
+from dashboard.catalog import Battery, kubernetes_minor
+from dashboard.models import Cluster, Run, Schedule
+from dashboard.tasks_port import send
+from dashboard.trust import refuse_remote_run
 
 EXECUTE_RUN = "workers.tasks.execute_run"
 

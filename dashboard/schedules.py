@@ -32,8 +32,8 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet, Subquery
 from django.utils.timezone import now as tz_now
 
-from .catalog import Battery, Outcome
-from .models import AuditEvent, Cluster, Run, Schedule, ScheduleHealth, TestResult
+from dashboard.catalog import Battery, Outcome
+from dashboard.models import AuditEvent, Cluster, Run, Schedule, ScheduleHealth, TestResult
 
 log = logging.getLogger(__name__)
 

@@ -14,10 +14,10 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Sum
 from django.utils.timezone import now
 
-from .catalog import Proxier, kubernetes_minor
-from .evidence import summarize
-from .models import AuditEvent, Plugin, Submission, Vendor
-from .policy import plugin_facts
+from dashboard.catalog import Proxier, kubernetes_minor
+from dashboard.evidence import summarize
+from dashboard.models import AuditEvent, Plugin, Submission, Vendor
+from dashboard.policy import plugin_facts
 
 VERSION_RE = re.compile(r"^v?\d+\.\d+(\.\d+)?([-+.][0-9A-Za-z.-]+)?$")
 
@@ -115,7 +115,7 @@ def create_submission(
     """``own_export=True`` only for `make demo`'s seeding (dashboard/demo_seed.py), which
     uploads the lab's own emulated runs on purpose: nowhere else is this dashboard's export of
     a run accepted as a submission (409)."""
-    from .ingest import IngestError, Limits, ingest
+    from dashboard.ingest import IngestError, Limits, ingest
 
     slug = _field(plugin, "plugin", max_len=60)
     plugin_obj = Plugin.objects.filter(slug=slug).first()
@@ -151,7 +151,7 @@ def create_submission(
     first = Submission.objects.filter(sha256=sha256).order_by("pk").first()
     if first is not None:
         raise _duplicate(first, uploaded_by, slug, vendor, "the same file")
-    from .metrics import observe_ingest
+    from dashboard.metrics import observe_ingest
 
     received = now()
     started = time.monotonic()
@@ -317,9 +317,9 @@ def _export_of(report: Any) -> int | None:
     """The run whose JUnit export (dashboard.ingest.export) this file is, edited or not: its
     ``source``/``run_id`` properties, or, stripped of them, a finished run exported at the
     suite's timestamp with the same testcases (whatever their outcomes now say)."""
-    from .ingest import ingest
-    from .ingest.export import run_to_junit
-    from .models import Run
+    from dashboard.ingest import ingest
+    from dashboard.ingest.export import run_to_junit
+    from dashboard.models import Run
 
     props = report.properties
     if props.get("source") == "sctp-dashboard" or props.get("run_id"):

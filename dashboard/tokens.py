@@ -14,8 +14,8 @@ from typing import Any
 
 from django.db import transaction
 
-from .models import ApiToken, AuditEvent
-from .roles import MAINTAINERS_GROUP, is_maintainer
+from dashboard.models import ApiToken, AuditEvent
+from dashboard.roles import MAINTAINERS_GROUP, is_maintainer
 
 # Who is changing users right now (the admin sets it around its saves); signals that have no
 # request name the change "system" with what happened.

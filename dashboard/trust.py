@@ -14,9 +14,9 @@ from typing import Any
 from django.db import transaction
 from django.utils.timezone import now
 
-from .catalog import Battery
-from .models import AuditEvent, Cluster, Plugin, Run, Schedule
-from .readiness import invalidate
+from dashboard.catalog import Battery
+from dashboard.models import AuditEvent, Cluster, Plugin, Run, Schedule
+from dashboard.readiness import invalidate
 
 BASIC_ONLY_REFUSAL = (
     "cluster {name} is basic-only: connectivity runs load sctp.ko, which its periodic basic job "

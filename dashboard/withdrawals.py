@@ -11,7 +11,7 @@ from typing import Any
 from django.db import transaction
 from django.utils.timezone import now
 
-from .models import AuditEvent, Run, Submission
+from dashboard.models import AuditEvent, Run, Submission
 
 
 class CorrectionError(ValueError):

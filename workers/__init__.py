@@ -13,7 +13,7 @@ __all__ = ["app"]
 
 def __getattr__(name: str) -> Any:
     if name == "app":
-        from .celery import app
+        from workers.celery import app
 
         return app
     raise AttributeError(f"module 'workers' has no attribute {name!r}")

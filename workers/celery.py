@@ -7,7 +7,7 @@ from typing import Any
 
 from celery import Celery, signals
 
-from .broker import install as install_redis_transport
+from workers.broker import install as install_redis_transport
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 # A failed acknowledgement during a Redis hang must not silence the worker (workers/broker.py).

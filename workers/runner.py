@@ -19,8 +19,7 @@ from django.utils.timezone import now
 from dashboard.catalog import Outcome, keys_of, kubernetes_minor
 from dashboard.evidence import summarize
 from dashboard.models import Cluster, Run, TestResult
-
-from .lease import Lease
+from workers.lease import Lease
 
 log = logging.getLogger(__name__)
 

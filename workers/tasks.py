@@ -18,10 +18,9 @@ from django.utils.timezone import now
 
 from dashboard import notify
 from dashboard.models import Cluster, Run, Schedule
-
-from . import runner
-from .celery import app
-from .lease import Lease, LeaseUnavailable
+from workers import runner
+from workers.celery import app
+from workers.lease import Lease, LeaseUnavailable
 
 log = logging.getLogger(__name__)
 

@@ -12,11 +12,10 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers as s
 
+from dashboard.api import schema as _schema  # noqa: F401  (registers the token scheme with drf-spectacular)
 from dashboard.catalog import ALL_KEYS, Battery, Outcome, Proxier, keys_of
 from dashboard.models import CatalogTest, Cluster, Run, Submission
 from dashboard.policy import submission_qualifying
-
-from . import schema as _schema  # noqa: F401  (registers the token scheme with drf-spectacular)
 
 OUTCOMES = Outcome.values
 CRITERION_STATUSES = ["met", "unmet", "at_risk", "stale"]

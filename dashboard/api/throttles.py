@@ -19,9 +19,8 @@ from django.conf import settings
 from rest_framework.request import Request
 from rest_framework.throttling import SimpleRateThrottle
 
+from dashboard.api.auth import bearer
 from dashboard.ratelimit import Limit, client_ip
-
-from .auth import bearer
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from drf_spectacular.renderers import (
 )
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from . import views
+from dashboard.api import views
 
 
 class SchemaView(SpectacularAPIView):

@@ -29,6 +29,15 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from dashboard import readiness
+from dashboard.api import serializers as sz
+from dashboard.api.auth import (
+    ClusterOwnerOrMaintainer,
+    MaintainerToken,
+    VendorOrMaintainerToken,
+    VendorToken,
+    token_of,
+)
+from dashboard.api.errors import ApiError, TooManyRequests
 from dashboard.clusters import (
     KUBECONFIG_MAX_BYTES,
     ClusterError,
@@ -41,16 +50,6 @@ from dashboard.ratelimit import registration_wait
 from dashboard.runs import RunRequestError, request_run
 from dashboard.submissions import SubmissionError, create_submission, review
 from dashboard.trust import TrustError, approve_cluster, set_mode, verify_agent_run
-
-from . import serializers as sz
-from .auth import (
-    ClusterOwnerOrMaintainer,
-    MaintainerToken,
-    VendorOrMaintainerToken,
-    VendorToken,
-    token_of,
-)
-from .errors import ApiError, TooManyRequests
 
 ERROR_TEXT = {
     400: "unreadable or unsupported file or field, or a Content-Length that is not a number",

@@ -15,15 +15,21 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO
 
+from dashboard.ingest import archives, identity, provenance
+from dashboard.ingest.e2elog import minor_of
+from dashboard.ingest.errors import UNSUPPORTED, IngestError
+from dashboard.ingest.junit import JUnitResult
+from dashboard.ingest.limits import Deadline, Limits, Warnings
+from dashboard.ingest.report import (
+    CatalogResult,
+    aggregate,
+    count,
+    qualifying,
+    ran,
+    results_to_dict,
+)
+from dashboard.ingest.upstream_names import CATALOG_KEYS, guess_release
 from dashboard.policy import PluginFacts
-
-from . import archives, identity, provenance
-from .e2elog import minor_of
-from .errors import UNSUPPORTED, IngestError
-from .junit import JUnitResult
-from .limits import Deadline, Limits, Warnings
-from .report import CatalogResult, aggregate, count, qualifying, ran, results_to_dict
-from .upstream_names import CATALOG_KEYS, guess_release
 
 __all__ = ["UNSUPPORTED", "CatalogResult", "IngestError", "IngestReport", "Limits", "ingest"]
 
@@ -329,7 +335,7 @@ def _property(junit: JUnitResult, name: str) -> str | None:
 def _cni_slug(value: str) -> str | None:
     """The plugin slug a recorded CNI names (a slug, a DaemonSet or pod name); None when it
     names none we know, so an unfamiliar spelling never refuses a file by itself."""
-    from .cluster_facts import cni_for, known_slugs
+    from dashboard.ingest.cluster_facts import cni_for, known_slugs
 
     slugs = known_slugs()
     if value in slugs:

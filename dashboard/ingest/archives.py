@@ -26,12 +26,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any
 
-from . import cluster_facts
-from .e2elog import E2ELog, parse_e2e_log
-from .errors import UNSUPPORTED, IngestError
-from .identity import JUnitScan, Scanner, Tee
-from .junit import JUnitResult, parse_junit
-from .limits import Deadline, Limits, MiB, Readable
+from dashboard.ingest import cluster_facts
+from dashboard.ingest.e2elog import E2ELog, parse_e2e_log
+from dashboard.ingest.errors import UNSUPPORTED, IngestError
+from dashboard.ingest.identity import JUnitScan, Scanner, Tee
+from dashboard.ingest.junit import JUnitResult, parse_junit
+from dashboard.ingest.limits import Deadline, Limits, MiB, Readable
 
 _SONOBUOY_RESULTS = r"^(?:[^/]+/)?plugins/e2e/results/(global/)?"
 _SONOBUOY_JUNIT = re.compile(_SONOBUOY_RESULTS + r"junit[^/]*\.xml$")

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from .errors import IngestError
-from .limits import Deadline, Limits, Readable
+from dashboard.ingest.errors import IngestError
+from dashboard.ingest.limits import Deadline, Limits, Readable
 
 # Forms seen in e2e.test / ginkgo output over the years:
 #   "INFO: kube-apiserver version: v1.30.2"     (framework, v1.19 on)

@@ -21,7 +21,7 @@ from datetime import UTC
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-from .upstream_names import EXPORT_NAMES
+from dashboard.ingest.upstream_names import EXPORT_NAMES
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 _SUITE = "Kubernetes e2e suite"

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from .limits import Readable
+from dashboard.ingest.limits import Readable
 
 _TOKEN = re.compile(
     rb"<!--.*?-->|<!\[CDATA\[.*?\]\]>|<(/?)(testsuite|testcase|failure|error|skipped|property)\b([^>]*)>",

@@ -32,9 +32,9 @@ from datetime import UTC, datetime
 from typing import NoReturn
 from xml.parsers import expat
 
-from .errors import IngestError
-from .limits import Deadline, Limits, Readable
-from .upstream_names import catalog_key, normalise
+from dashboard.ingest.errors import IngestError
+from dashboard.ingest.limits import Deadline, Limits, Readable
+from dashboard.ingest.upstream_names import catalog_key, normalise
 
 # ginkgo v2 writes status=; anything that is not a pass or a skip is a failure for us.
 _FAILED_STATUSES = frozenset({"failed", "timedout", "aborted", "panicked", "interrupted"})

@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
-from .errors import IngestError
+from dashboard.ingest.errors import IngestError
 
 MiB = 1024 * 1024
 

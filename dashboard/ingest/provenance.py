@@ -12,12 +12,18 @@ import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 
-from .archives import Contents
-from .e2elog import minor_of
-from .errors import IngestError
-from .identity import JUnitScan, content_id, near_id, parse_timestamp, total_seconds
-from .junit import JUnitResult
-from .upstream_names import CONNECTIVITY_KEYS, RELEASE_NAMES, RELEASES, core, normalise
+from dashboard.ingest.archives import Contents
+from dashboard.ingest.e2elog import minor_of
+from dashboard.ingest.errors import IngestError
+from dashboard.ingest.identity import JUnitScan, content_id, near_id, parse_timestamp, total_seconds
+from dashboard.ingest.junit import JUnitResult
+from dashboard.ingest.upstream_names import (
+    CONNECTIVITY_KEYS,
+    RELEASE_NAMES,
+    RELEASES,
+    core,
+    normalise,
+)
 
 FUTURE_SLACK = timedelta(minutes=10)
 # A spec that really ran takes milliseconds at the very least (a connectivity test, seconds).
@@ -231,7 +237,7 @@ def plugin_of(contents: Contents, junit_cni: str | None, declared: str | None) -
         seen.setdefault(slug, "the archive's pod logs")
     log = contents.e2e_log
     if log is not None:
-        from .cluster_facts import cni_for
+        from dashboard.ingest.cluster_facts import cni_for
 
         for name in sorted(log.daemonsets):
             if found := cni_for(name, {}):

@@ -6,14 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
-from dashboard.policy import PluginFacts
-from dashboard.policy import qualifying as policy_qualifying
-
-from .junit import Case
-from .upstream_names import (
+from dashboard.ingest.junit import Case
+from dashboard.ingest.upstream_names import (
     CATALOG_KEYS,
     POD_TO_LB,
 )
+from dashboard.policy import PluginFacts
+from dashboard.policy import qualifying as policy_qualifying
 
 _NO_UPSTREAM: dict[str, str] = {
     POD_TO_LB: "no upstream e2e test exists; only this project's battery runs it"

@@ -16,10 +16,9 @@ from django.db.models import F
 from django.utils.timezone import now as tz_now
 
 from dashboard.catalog import TRANSITIONS, Stage
+from dashboard.readiness.base import Context, EvidenceRef, Verdict
+from dashboard.readiness.criteria import CRITERIA
 from dashboard.tasks_port import send
-
-from .base import Context, EvidenceRef, Verdict
-from .criteria import CRITERIA
 
 __all__ = [
     "Context",
@@ -47,7 +46,7 @@ def current_stage() -> str:
 
 
 def evaluate(ctx: Context | None = None) -> dict[str, Any]:
-    from .evidence_lookup import prefetch
+    from dashboard.readiness.evidence_lookup import prefetch
 
     ctx = ctx or Context(now=tz_now())
     prefetch(ctx)
@@ -329,8 +328,7 @@ def publish(evaluation: dict[str, Any] | None = None, version: int | None = None
 
 def _badges(ctx: Context) -> dict[str, Any]:
     from dashboard.badges import plugin_status
-
-    from .evidence_lookup import connectivity_sets, plugins_by_id
+    from dashboard.readiness.evidence_lookup import connectivity_sets, plugins_by_id
 
     sets = connectivity_sets(ctx)
     out = {}

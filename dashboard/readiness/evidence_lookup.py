@@ -374,7 +374,7 @@ def prefetch(ctx: Any) -> None:
     queries), instead of one load per criterion."""
     if ctx.plain:
         return
-    from .criteria import periodic_basic_passing, tests_written
+    from dashboard.readiness.criteria import periodic_basic_passing, tests_written
 
     more_runs, more_subs = connectivity_sets(ctx).candidate_ids()  # first: the plugins with it
     runs, subs = tests_written.candidate_ids(ctx, frozenset())

@@ -21,8 +21,7 @@ def statuses_of(evaluation: dict[str, Any]) -> dict[str, str]:
 def record_evaluation(reason: str = "") -> bool:
     """Evaluates readiness; stores a snapshot and tells the listeners when a status changed."""
     from dashboard.models import ReadinessSnapshot
-
-    from . import evaluate, remember
+    from dashboard.readiness import evaluate, remember
 
     evaluation = evaluate()
     remember(evaluation)

@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from dashboard.policy import AGE, EMULATED, RELEASE, TRUST, WHAT_IF_ANY, WHAT_IF_EMULATED
-
-from .base import Context, Verdict
+from dashboard.readiness.base import Context, Verdict
 
 WOULD_BE_MET_EMULATED = "would be met on emulated clusters only: not counted"
 _NAMES = {

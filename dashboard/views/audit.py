@@ -8,8 +8,7 @@ from django.shortcuts import render
 from django.utils.http import urlencode
 
 from dashboard.models import AuditEvent
-
-from .access import maintainer_required
+from dashboard.views.access import maintainer_required
 
 PAGE_SIZE = 50
 

@@ -17,9 +17,8 @@ from dashboard.catalog import Proxier
 from dashboard.clusters import FIELD_LABELS, ClusterError, apply_edit, check_edit, shown
 from dashboard.models import Cluster, Plugin
 from dashboard.roles import can_manage_cluster, is_maintainer, vendor_ids
-
-from .access import forbidden, login_required
-from .register import MAX_UPLOAD
+from dashboard.views.access import forbidden, login_required
+from dashboard.views.register import MAX_UPLOAD
 
 
 def _kubeconfig_of(request: HttpRequest) -> str:

@@ -18,11 +18,10 @@ from dashboard.catalog import ALL_KEYS, BASIC_KEYS, Battery
 from dashboard.models import Cluster, Run, TestResult
 from dashboard.roles import can_manage_cluster
 from dashboard.runs import RunRequestError, request_run
-
-from .access import forbidden, login_required, maintainer_required
-from .fingerprint import facts
-from .history import WINDOW, grid
-from .outcomes import SHORT, cell
+from dashboard.views.access import forbidden, login_required, maintainer_required
+from dashboard.views.fingerprint import facts
+from dashboard.views.history import WINDOW, grid
+from dashboard.views.outcomes import SHORT, cell
 
 # Never load the secret, even into memory, on pages.
 CLUSTER_FIELDS = (

@@ -19,9 +19,8 @@ from dashboard.catalog import Stage
 from dashboard.models import SignOff
 from dashboard.readiness.history import statuses_of
 from dashboard.signoffs import override_text, stage_override
-
-from .published import published_page
-from .readiness_words import group_evidence, next_action, short_detail
+from dashboard.views.published import published_page
+from dashboard.views.readiness_words import group_evidence, next_action, short_detail
 
 SYMBOLS = {"met": "✔", "unmet": "✘", "at_risk": "⚠", "stale": "⌛"}
 LABELS = {"met": "met", "unmet": "unmet", "at_risk": "at risk", "stale": "stale"}

@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dashboard.catalog import ALL_KEYS, keys_of
-
-from .outcomes import cell
+from dashboard.views.outcomes import cell
 
 WINDOW = 30  # runs shown and counted: the page costs the same after a year of history
 # A trend needs a few points: one or two runs draw a flat line that reads as a verdict.

@@ -11,8 +11,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 
 from dashboard.ratelimit import RateLimitedLoginView, admin_login
 from dashboard.roles import is_maintainer, role_of
-
-from .access import forbidden
+from dashboard.views.access import forbidden
 
 # What a page behind the log-in is for, by the start of its path.
 WHY = (

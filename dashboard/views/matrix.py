@@ -30,9 +30,8 @@ from dashboard.catalog import (
     keys_of,
 )
 from dashboard.models import Cluster, Plugin, Run, Submission, TestResult
-
-from .outcomes import SHORT, cell
-from .published import published_page
+from dashboard.views.outcomes import SHORT, cell
+from dashboard.views.published import published_page
 
 TRUST = {
     "run": "our run",

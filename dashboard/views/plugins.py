@@ -17,10 +17,9 @@ from dashboard.models import Cluster, Plugin, Run, Submission, TestResult
 from dashboard.policy import BADGE, Policy, evidence_entry
 from dashboard.readiness.criteria.two_out_of_tree_plugins import conclusive
 from dashboard.readiness.evidence_lookup import connectivity_candidates, plugins_by_id
-
-from . import charts
-from .access import maintainer_required
-from .clusters import CLUSTER_FIELDS
+from dashboard.views import charts
+from dashboard.views.access import maintainer_required
+from dashboard.views.clusters import CLUSTER_FIELDS
 
 SUBMISSIONS_SHOWN = 25
 BADGE_MAX_AGE = 300  # seconds: README renderers (camo) re-fetch often enough to stay current

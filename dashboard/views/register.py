@@ -15,8 +15,7 @@ from dashboard.clusters import ClusterError, register_cluster
 from dashboard.models import Plugin, Vendor
 from dashboard.ratelimit import registration_wait
 from dashboard.roles import is_maintainer, vendor_ids
-
-from .access import forbidden, login_required
+from dashboard.views.access import forbidden, login_required
 
 MAX_UPLOAD = 256 * 1024
 

@@ -19,11 +19,10 @@ from dashboard.catalog import TRANSITIONS
 from dashboard.models import AuditEvent, ReadinessSnapshot, SignOff, Submission
 from dashboard.readiness.history import statuses_of
 from dashboard.signoffs import override_reason, unmet_criteria
-
-from . import charts
-from .access import AuthenticatedRequest, maintainer_required
-from .md import to_html
-from .report import markdown_report
+from dashboard.views import charts
+from dashboard.views.access import AuthenticatedRequest, maintainer_required
+from dashboard.views.md import to_html
+from dashboard.views.report import markdown_report
 
 AUDIT_SHOWN = 10  # the newest; /audit/ has the whole trail
 RELEASE = re.compile(r"^1\.\d{1,3}$")

@@ -18,10 +18,9 @@ from dashboard import trust
 from dashboard.api import serializers
 from dashboard.models import Run
 from dashboard.submission_state import run_result, run_state
-
-from .access import maintainer_required
-from .fingerprint import facts
-from .outcomes import cell
+from dashboard.views.access import maintainer_required
+from dashboard.views.fingerprint import facts
+from dashboard.views.outcomes import cell
 
 ACTIVE = (Run.State.QUEUED, Run.State.RUNNING)
 

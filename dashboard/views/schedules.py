@@ -25,9 +25,8 @@ from dashboard import schedules as ops
 from dashboard.catalog import Battery
 from dashboard.models import AuditEvent, Cluster, NotificationChannel, NotificationLog, Schedule
 from dashboard.roles import is_maintainer
+from dashboard.views.access import forbidden
 from workers.netguard import ServerNotAllowed
-
-from .access import forbidden
 
 
 def maintainer_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:

@@ -20,9 +20,8 @@ from dashboard.readiness.history import statuses_of
 from dashboard.roles import is_maintainer, vendor_ids
 from dashboard.submission_state import readiness_change, short_reason, state_of
 from dashboard.submissions import SubmissionError, create_submission, review
-
-from .access import forbidden, login_required, maintainer_required, vendor_required
-from .outcomes import cell
+from dashboard.views.access import forbidden, login_required, maintainer_required, vendor_required
+from dashboard.views.outcomes import cell
 
 PAGE_SIZE = 50
 TITLES = {t["key"]: t["title"] for t in CATALOG}

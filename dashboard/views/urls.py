@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import audit, cluster_edit, clusters, matrix, plugins, review, runs, submissions
+from dashboard.views import (
+    audit,
+    cluster_edit,
+    clusters,
+    matrix,
+    plugins,
+    review,
+    runs,
+    submissions,
+)
 
 urlpatterns = [
     path("matrix/", matrix.matrix, name="matrix"),

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from . import iptables_and_ipvs, periodic_basic_passing, tests_written, two_out_of_tree_plugins
+from dashboard.readiness.criteria import (
+    iptables_and_ipvs,
+    periodic_basic_passing,
+    tests_written,
+    two_out_of_tree_plugins,
+)
 
 CRITERIA = {
     module.KEY: module

@@ -9,10 +9,9 @@ from typing import Any
 
 from dashboard.catalog import Proxier, criterion_title
 from dashboard.policy import PROXIERS, evidence_entry
-
-from ..base import Context, Verdict
-from ..evidence_lookup import connectivity
-from ..whatif import with_what_if
+from dashboard.readiness.base import Context, Verdict
+from dashboard.readiness.evidence_lookup import connectivity
+from dashboard.readiness.whatif import with_what_if
 
 KEY = PROXIERS
 TITLE = criterion_title(KEY)

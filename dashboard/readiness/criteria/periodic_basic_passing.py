@@ -11,10 +11,9 @@ from django.db.models import OuterRef, Subquery
 from dashboard.catalog import Battery, criterion_title
 from dashboard.models import Run, Schedule
 from dashboard.policy import PERIODIC, Item, evidence_entry
-
-from ..base import Context, Verdict, day, plural
-from ..evidence_lookup import load, plugins_by_id, store_of
-from ..whatif import with_what_if
+from dashboard.readiness.base import Context, Verdict, day, plural
+from dashboard.readiness.evidence_lookup import load, plugins_by_id, store_of
+from dashboard.readiness.whatif import with_what_if
 
 KEY = PERIODIC
 TITLE = criterion_title(KEY)

@@ -18,11 +18,10 @@ from dashboard.policy import (
     evidence_entry,
     verdict_keys,
 )
+from dashboard.readiness.base import Context, Verdict
+from dashboard.readiness.evidence_lookup import load, plugins_by_id, store_of
+from dashboard.readiness.whatif import with_what_if
 from workers.battery.implemented import implemented_keys as battery_implemented_keys
-
-from ..base import Context, Verdict
-from ..evidence_lookup import load, plugins_by_id, store_of
-from ..whatif import with_what_if
 
 KEY = TESTS_WRITTEN
 TITLE = criterion_title(KEY)

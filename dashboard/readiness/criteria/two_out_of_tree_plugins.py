@@ -18,10 +18,9 @@ from dashboard.policy import (
     evidence_entry,
     qualifying,
 )
-
-from ..base import Context, Verdict, plural
-from ..evidence_lookup import connectivity, plugins_by_id
-from ..whatif import with_what_if
+from dashboard.readiness.base import Context, Verdict, plural
+from dashboard.readiness.evidence_lookup import connectivity, plugins_by_id
+from dashboard.readiness.whatif import with_what_if
 
 KEY = TWO_PLUGINS
 TITLE = criterion_title(KEY)
