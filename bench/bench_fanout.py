@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     url = recreate_database(DB_NAME)
     queue = f"bench-fanout-{uuid.uuid4().hex[:8]}"
     # The lab serves its clusters on 127.0.0.1, where cluster servers are refused unless
-    # allowed (workers/netguard.py): the bench allows exactly the lab's network, as the suite
+    # allowed (kernel/netguard.py): the bench allows exactly the lab's network, as the suite
     # does, here and (through tests.worker) in the workers it starts.
     setup_django(url, CELERY_QUEUE=queue)
     migrate()
@@ -45,8 +45,8 @@ def main(argv: list[str] | None = None) -> int:
 
     settings.CLUSTER_ALLOWED_NETWORKS = LAB_NETWORKS
 
-    from dashboard.models import Run
-    from dashboard.runs import request_run
+    from dashboard.domain.models import Run
+    from dashboard.domain.runs import request_run
     from tests.labtools import lab_clusters, profile
     from tests.worker import celery_worker
 

@@ -2,7 +2,7 @@
 
 Generates 200 clusters x 365 daily periodic runs x 8 tests (584,000 results) and 2,000
 submissions with bulk inserts into its own PostgreSQL database (sctp_bench, dropped and
-created anew), with evidence flags set by dashboard.evidence as the worker sets them and one
+created anew), with evidence flags set by dashboard.domain.evidence as the worker sets them and one
 periodic schedule per cluster. Measures each page after one day of history, after a week and
 after the full year, in the same process, evaluating afresh on every request (a cold
 evaluation: no published copy, no cache): median time, the year / week ratio and query counts.
@@ -72,8 +72,8 @@ class Generator:
 
     def fleet(self) -> None:
         """Plugins, one vendor each, the clusters, and a daily periodic schedule on every cluster."""
-        from dashboard.models import Cluster, Plugin, Vendor
-        from dashboard.schedules import create_schedule
+        from dashboard.domain.models import Cluster, Plugin, Vendor
+        from dashboard.domain.schedules import create_schedule
 
         plugins = []
         for slug in PLUGINS:
@@ -114,7 +114,7 @@ class Generator:
             )
 
     def outcomes(self, cluster: Any, state: str) -> dict[str, str]:
-        from dashboard.catalog import ALL_KEYS
+        from dashboard.domain.catalog import ALL_KEYS
 
         result = {}
         for i, key in enumerate(ALL_KEYS):
@@ -132,10 +132,10 @@ class Generator:
         return result
 
     def runs(self, days: range) -> None:
-        """One periodic `all` run per cluster and day, its eight results, flags from dashboard.evidence."""
-        from dashboard.catalog import kubernetes_minor
-        from dashboard.evidence import summarize
-        from dashboard.models import Run, TestResult
+        """One periodic `all` run per cluster and day, its eight results, flags from dashboard.domain.evidence."""
+        from dashboard.domain.catalog import kubernetes_minor
+        from dashboard.domain.evidence import summarize
+        from dashboard.domain.models import Run, TestResult
 
         pending: list[tuple[Any, dict[str, str]]] = []
 
@@ -199,9 +199,9 @@ class Generator:
             flush()
 
     def submissions(self, count: int, max_age_days: int) -> None:
-        from dashboard.catalog import kubernetes_minor
-        from dashboard.evidence import summarize
-        from dashboard.models import Submission
+        from dashboard.domain.catalog import kubernetes_minor
+        from dashboard.domain.evidence import summarize
+        from dashboard.domain.models import Submission
 
         made = []
         for _ in range(count):

@@ -62,8 +62,8 @@ sys.path.insert(0, {root!r})
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 import django; django.setup()
 from tests.ingest import hostile_shapes as s, builders as b
-from dashboard.ingest import IngestError, ingest
-from dashboard.submissions import hash_bounded
+from dashboard.domain.ingest import IngestError, ingest
+from dashboard.domain.submissions import hash_bounded
 tmp = tempfile.mkdtemp()
 made = {expr}
 if isinstance(made, bytes):

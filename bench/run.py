@@ -1,6 +1,6 @@
 """`make bench`: every benchmark, one table each. Needs PostgreSQL and Redis (as CI has them).
 
-  ingest   bench_ingest.py   the real v1.30 JUnit through dashboard.ingest vs junitparser
+  ingest   bench_ingest.py   the real v1.30 JUnit through dashboard.domain.ingest vs junitparser
   hostile  bench_hostile.py  peak memory and time of ingest for each hostile upload shape
   history  bench_history.py  a year of history (into sctp_bench): pages 1 day vs 365 days
   load     bench_load.py     wrk, 50 connections for 15 s per path on gunicorn, against sctp_bench

@@ -39,7 +39,7 @@ def env_float(name: str, default: float) -> float:
 
 DEBUG = env_bool("DEBUG", True)
 # Development only: with DEBUG off the web, workers and beat refuse to start on this key, or
-# without a FIELD_ENCRYPTION_KEY of their own (dashboard/checks.py). `make demo` generates both
+# without a FIELD_ENCRYPTION_KEY of their own (dashboard/domain/checks.py). `make demo` generates both
 # into var/.
 DEV_SECRET_KEY = "dev-only-insecure-secret-key-change-me"
 SECRET_KEY = env("SECRET_KEY", DEV_SECRET_KEY)
@@ -61,21 +61,23 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
-    "dashboard",
+    "dashboard.domain",  # app label "dashboard": models, migrations, the domain's commands
+    "dashboard.web",  # template tags, static files, the admin
+    "workers",  # the commands that run a battery in this process
 ]
 
 MIDDLEWARE = [
-    "dashboard.ops.OpsMiddleware",  # /healthz, /readyz, /metrics: before host checks and redirects
+    "dashboard.web.health.OpsMiddleware",  # /healthz, /readyz, /metrics: before host checks and redirects
     "django.middleware.security.SecurityMiddleware",
-    # Content-Security-Policy (no inline script), Permissions-Policy: dashboard/headers.py.
-    "dashboard.headers.SecurityHeadersMiddleware",
+    # Content-Security-Policy (no inline script), Permissions-Policy: dashboard/web/headers.py.
+    "dashboard.web.headers.SecurityHeadersMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # Bodies judged by Content-Length and the sender before CSRF or a view reads them.
-    "dashboard.bodyguard.BodyGuardMiddleware",
+    "dashboard.web.body_limits.BodyGuardMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -93,7 +95,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "dashboard.context_processors.roles",
+                "dashboard.web.context_processors.roles",
             ],
         },
     },
@@ -131,7 +133,6 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATIC_ROOT = VAR_DIR / "static"
-STATICFILES_DIRS = [BASE_DIR / "dashboard" / "static"]
 MEDIA_ROOT = Path(env("MEDIA_ROOT", str(VAR_DIR / "media")))
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
@@ -182,8 +183,8 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = "UTC"
 CELERY_TASK_DEFAULT_QUEUE = env("CELERY_QUEUE", "celery")
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
-# The task layer's side of dashboard/tasks_port.py (the domain sends tasks by name through it).
-TASKS_SEND = "workers.celery.send"
+# The task layer's side of dashboard/domain/tasks_port.py (the domain sends tasks by name through it).
+TASKS_SEND = "dashboard.celery.send"
 # Every task ends: the soft limit raises inside it (a run then ends in error and frees its lease),
 # the hard one kills the pool process. Tasks that take longer set their own (execute_run,
 # sweep_cluster: workers/tasks.py); these are the defaults for all the others.
@@ -191,7 +192,7 @@ CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 120)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 180)
 # The longest a battery run may take on a worker (a real cluster's connectivity battery: minutes).
 RUN_TIME_LIMIT_SECONDS = env_int("RUN_TIME_LIMIT_SECONDS", 2 * 3600)
-# A cluster's API server is someone else's: every answer is bounded (workers/bounded.py).
+# A cluster's API server is someone else's: every answer is bounded (kernel/bounded.py).
 CLUSTER_RESPONSE_MAX_BYTES = env_int("CLUSTER_RESPONSE_MAX_BYTES", 50 * 1024 * 1024)
 CLUSTER_CALL_DEADLINE_SECONDS = env_float("CLUSTER_CALL_DEADLINE_SECONDS", 60.0)
 # Requested (manual or API) runs running at once, across all workers; keep it below the
@@ -200,7 +201,7 @@ RUNS_REQUESTED_MAX_RUNNING = env_int("RUNS_REQUESTED_MAX_RUNNING", 3)
 
 # --- The product -----------------------------------------------------------------------------
 FIELD_ENCRYPTION_KEY = env("FIELD_ENCRYPTION_KEY", "")
-# The audit chain's HMAC key (dashboard/audit.py): kept out of the database, so that a copy of
+# The audit chain's HMAC key (dashboard/domain/audit.py): kept out of the database, so that a copy of
 # the database cannot recompute the chain after an edit. Empty: derived from SECRET_KEY (set it
 # on its own so SECRET_KEY can be rotated without re-keying the chain).
 AUDIT_CHAIN_KEY = env("AUDIT_CHAIN_KEY", "")
@@ -211,9 +212,9 @@ AUDIT_CHECKPOINT_FILE = env("AUDIT_CHECKPOINT_FILE", str(VAR_DIR / "audit-checkp
 READINESS_FRESH_DAYS = env_int("READINESS_FRESH_DAYS", 90)
 READINESS_PERIODIC_RUNS = env_int("READINESS_PERIODIC_RUNS", 3)
 # Evidence of an older Kubernetes minor never counts; empty: three minors below the newest
-# release the catalog knows (dashboard.catalog.DEFAULT_MIN_MINOR).
+# release the catalog knows (dashboard.domain.catalog.DEFAULT_MIN_MINOR).
 READINESS_MIN_KUBERNETES = env("READINESS_MIN_KUBERNETES", "")
-# The public page, API and badges serve the stored evaluation (dashboard.models.PublishedReadiness)
+# The public page, API and badges serve the stored evaluation (dashboard.domain.models.PublishedReadiness)
 # until evidence changes or it is this old (0: evaluate every request); beat recomputes it every
 # minute.
 READINESS_MAX_AGE_SECONDS = env_int("READINESS_MAX_AGE_SECONDS", 120)
@@ -238,13 +239,13 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 RUN_HEARTBEAT_SECONDS = env_int("RUN_HEARTBEAT_SECONDS", 10)
 RUN_HEARTBEAT_TIMEOUT = env_int("RUN_HEARTBEAT_TIMEOUT", 60)
 RUN_LEASE_SECONDS = env_int("RUN_LEASE_SECONDS", 60)
-# Requested (not periodic) runs an owner may have waiting at once (dashboard/runs.py).
+# Requested (not periodic) runs an owner may have waiting at once (dashboard/domain/runs.py).
 RUNS_QUEUED_PER_OWNER = env_int("RUNS_QUEUED_PER_OWNER", 5)
 # Keys this deployment writes to Redis directly (run leases) start with it: Redis may be shared.
 REDIS_PREFIX = env("REDIS_PREFIX", "sctp-dashboard")
 AGNHOST_IMAGE = env("AGNHOST_IMAGE", "registry.k8s.io/e2e-test-images/agnhost:2.53")
 # Comma-separated CIDRs cluster servers may use although they are loopback, private, link-local…
-# (workers/netguard.py). Empty: only public addresses. `make demo` and the tests allow 127.0.0.0/8.
+# (kernel/netguard.py). Empty: only public addresses. `make demo` and the tests allow 127.0.0.0/8.
 CLUSTER_ALLOWED_NETWORKS = env("CLUSTER_ALLOWED_NETWORKS", "")
 try:
     import ipaddress as _ipaddress
@@ -296,7 +297,9 @@ if not DEBUG:
         "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
     }
 SESSION_COOKIE_HTTPONLY = True
-CSRF_FAILURE_VIEW = "dashboard.views.access.csrf_failure"  # the styled 403 page, like every refusal
+CSRF_FAILURE_VIEW = (
+    "dashboard.web.views.access.csrf_failure"  # the styled 403 page, like every refusal
+)
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
@@ -311,8 +314,8 @@ CELERY_BEAT_SCHEDULE = {
     "renew-cluster-tokens": {"task": "workers.tasks.renew_cluster_tokens", "schedule": 900.0},
 }
 
-# --- Operations: cache, rate limits, notifications, schedule checks (dashboard/ratelimit.py,
-# dashboard/notify.py, dashboard/schedules.py) -------------------------------------------------
+# --- Operations: cache, rate limits, notifications, schedule checks (dashboard/web/ratelimit.py,
+# dashboard/domain/notify.py, dashboard/domain/schedules.py) -------------------------------------------------
 # The rate limits count in the cache. Redis when the broker is Redis (short socket timeouts: a
 # Redis outage must not hang the web, and the limiter fails open); the database table created
 # by migration 0004 in the embedded mode; CACHE_URL may name another Redis (e.g. a separate db).
@@ -338,16 +341,16 @@ else:
     }
 
 # "N/S": at most N requests in S seconds. POSTs to /api/v1/ count per token and per client IP
-# (GETs are public, cheap reads and are not limited; DRF throttles in dashboard/api/throttles.py);
-# failed logins count per user name + IP (dashboard/ratelimit.py).
+# (GETs are public, cheap reads and are not limited; DRF throttles in dashboard/web/api/throttles.py);
+# failed logins count per user name + IP (dashboard/web/ratelimit.py).
 API_RATE_LIMIT_TOKEN = env("API_RATE_LIMIT_TOKEN", "120/60")
 API_RATE_LIMIT_IP = env("API_RATE_LIMIT_IP", "300/60")
 LOGIN_RATE_LIMIT = env("LOGIN_RATE_LIMIT", "10/900")
-# The same lockout (dashboard.ratelimit.LockoutModelBackend) also counts failures per user name
+# The same lockout (dashboard.web.ratelimit.LockoutModelBackend) also counts failures per user name
 # from any address and per address across user names; /login/ and /admin/login/ share it.
 LOGIN_RATE_LIMIT_USER = env("LOGIN_RATE_LIMIT_USER", "50/900")
 LOGIN_RATE_LIMIT_IP = env("LOGIN_RATE_LIMIT_IP", "30/900")
-AUTHENTICATION_BACKENDS = ["dashboard.ratelimit.LockoutModelBackend"]
+AUTHENTICATION_BACKENDS = ["dashboard.web.ratelimit.LockoutModelBackend"]
 # Cluster registrations (page and API), per account and per address: each one contacts a server.
 CLUSTER_REGISTER_RATE_LIMIT = env("CLUSTER_REGISTER_RATE_LIMIT", "10/3600")
 # A user name that logged in from an address is not stopped by that address's limit (only by
@@ -376,14 +379,14 @@ for _name in ("RATE_LIMIT_TRUSTED_PROXIES", "METRICS_ALLOWED_NETWORKS"):
 
         raise ImproperlyConfigured(f"{_name} must be comma-separated CIDRs: {_exc}") from None
 
-# --- The API (dashboard/api/): Django REST framework, its schema by drf-spectacular ------------
+# --- The API (dashboard/web/api/): Django REST framework, its schema by drf-spectacular ------------
 REST_FRAMEWORK = {
     # tokens only: the pages' session cookie never authorizes an API call
-    "DEFAULT_AUTHENTICATION_CLASSES": ["dashboard.api.auth.ApiTokenAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["dashboard.web.api.auth.ApiTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
     "DEFAULT_THROTTLE_CLASSES": [
-        "dashboard.api.throttles.TokenThrottle",
-        "dashboard.api.throttles.AddressThrottle",
+        "dashboard.web.api.throttles.TokenThrottle",
+        "dashboard.web.api.throttles.AddressThrottle",
     ],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
@@ -393,9 +396,9 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.MultiPartParser",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "dashboard.api.errors.api_exception_handler",
+    "EXCEPTION_HANDLER": "dashboard.web.api.errors.api_exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
-    "NUM_PROXIES": 0,  # not used (the throttles ask dashboard.ratelimit.client_ip); never trust XFF
+    "NUM_PROXIES": 0,  # not used (the throttles ask dashboard.web.ratelimit.client_ip); never trust XFF
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "SCTP readiness dashboard API",
@@ -408,17 +411,17 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
-        "OutcomeEnum": "dashboard.catalog.Outcome.choices",
-        "ClusterModeEnum": "dashboard.api.serializers.CLUSTER_MODES",
-        "BatteryEnum": "dashboard.catalog.Battery.choices",
-        "ProxierEnum": "dashboard.catalog.Proxier.choices",
-        "CatalogBatteryEnum": "dashboard.api.serializers.CATALOG_BATTERIES",
-        "StageEnum": "dashboard.api.serializers.STAGES",
-        "CriterionStatusEnum": "dashboard.api.serializers.CRITERION_STATUSES",
-        "EvidenceKindEnum": "dashboard.api.serializers.EVIDENCE_KINDS",
-        "RunStateEnum": "dashboard.api.serializers.RUN_STATES",
-        "RunTriggerEnum": "dashboard.api.serializers.RUN_TRIGGERS",
-        "SubmissionStatusEnum": "dashboard.api.serializers.SUBMISSION_STATUSES",
+        "OutcomeEnum": "dashboard.domain.catalog.Outcome.choices",
+        "ClusterModeEnum": "dashboard.web.api.serializers.CLUSTER_MODES",
+        "BatteryEnum": "dashboard.domain.catalog.Battery.choices",
+        "ProxierEnum": "dashboard.domain.catalog.Proxier.choices",
+        "CatalogBatteryEnum": "dashboard.web.api.serializers.CATALOG_BATTERIES",
+        "StageEnum": "dashboard.web.api.serializers.STAGES",
+        "CriterionStatusEnum": "dashboard.web.api.serializers.CRITERION_STATUSES",
+        "EvidenceKindEnum": "dashboard.web.api.serializers.EVIDENCE_KINDS",
+        "RunStateEnum": "dashboard.web.api.serializers.RUN_STATES",
+        "RunTriggerEnum": "dashboard.web.api.serializers.RUN_TRIGGERS",
+        "SubmissionStatusEnum": "dashboard.web.api.serializers.SUBMISSION_STATUSES",
     },
 }
 

@@ -2,11 +2,11 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from dashboard.ratelimit import LockoutAdminAuthenticationForm
-from dashboard.views import front
-from dashboard.views import register as register_views
-from dashboard.views import schedules as schedule_views
-from dashboard.views.login import LoginPage, admin_login_page
+from dashboard.web.ratelimit import LockoutAdminAuthenticationForm
+from dashboard.web.views import front
+from dashboard.web.views import register as register_views
+from dashboard.web.views import schedules as schedule_views
+from dashboard.web.views.login import LoginPage, admin_login_page
 
 admin.site.login_form = LockoutAdminAuthenticationForm
 
@@ -18,7 +18,7 @@ urlpatterns = [
     # It says why the visitor was sent there, and shows no form to a logged-in user.
     path("login/", LoginPage.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("api/v1/", include("dashboard.api.urls")),
+    path("api/v1/", include("dashboard.web.api.urls")),
     # Periodic schedules and notification channels (maintainers).
     path("schedules/", schedule_views.schedule_list, name="schedules"),
     path("schedules/new/", schedule_views.schedule_new, name="schedule-new"),
@@ -59,9 +59,9 @@ urlpatterns = [
     ),
     path("clusters/new/", register_views.register, name="cluster-register"),
     path(
-        "", include("dashboard.views.urls")
+        "", include("dashboard.web.views.urls")
     ),  # the pages: matrix, clusters, runs, submissions, review
-    # The admin's log-in under the same lockout as /login/ (dashboard.ratelimit).
+    # The admin's log-in under the same lockout as /login/ (dashboard.web.ratelimit).
     # Logged-in users who are not staff get the dashboard's styled refusal there.
     path("admin/login/", admin_login_page, name="admin-login"),
     path("admin/", admin.site.urls),

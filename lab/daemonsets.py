@@ -1,6 +1,6 @@
 """The DaemonSets an emulated cluster runs: its CNI's (profile `cni`) and kube-proxy's.
 
-Names, namespaces, labels and images come from the one CNI table (workers/cni.py), taken
+Names, namespaces, labels and images come from the one CNI table (kernel/cni.py), taken
 from each CNI's upstream manifests, so the battery's CNI detection meets here what it meets
 on a real cluster.
 """
@@ -11,7 +11,7 @@ import uuid
 import zlib
 from typing import TYPE_CHECKING, Any
 
-from workers.cni import BY_SLUG
+from kernel.cni import BY_SLUG
 
 if TYPE_CHECKING:
     from lab.cluster import Cluster
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 def cni_daemonset(cni: str) -> tuple[str, str, dict[str, str], str]:
     """(namespace, DaemonSet name, pod labels, image template) of a CNI, from the one table
-    (workers/cni.py) the battery and ingest detect with; an unknown CNI gets a plain one."""
+    (kernel/cni.py) the battery and ingest detect with; an unknown CNI gets a plain one."""
     plugin = BY_SLUG.get(cni)
     if plugin is None:
         return "kube-system", cni, {"k8s-app": cni}, f"example.com/{cni}:v{{v}}"

@@ -4,7 +4,7 @@ In a pod, the kubernetes client reads KUBERNETES_SERVICE_HOST/PORT and the Servi
 token and CA under /var/run/secrets/kubernetes.io/serviceaccount, and speaks HTTPS to
 `https://HOST:PORT/` (no `/clusters/NAME` prefix). `InClusterEndpoint` serves one cluster of a
 running LabServer that way, with a fresh self-signed certificate, and writes the token and CA
-files into a directory, so the agent (`workers.agent`) runs against the lab exactly as it
+files into a directory, so the agent (`kernel.agent`) runs against the lab exactly as it
 would in a vendor's cluster.
 """
 

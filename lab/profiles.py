@@ -9,7 +9,8 @@ from typing import Any
 
 import yaml
 
-PROXIERS = ("iptables", "ipvs", "nftables")
+from kernel.vocabulary import PROXIERS
+
 KUBE_PROXY_MODES = (*PROXIERS, "none")  # none: no kube-proxy (a replacement such as Cilium's)
 # deny-all (an extension of the contract): a plugin that over-blocks, every policy in a
 # namespace denies all ingress to all its pods, so only a positive control tells it apart.

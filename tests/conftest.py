@@ -15,12 +15,12 @@ from django.conf import settings as dj_settings
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from dashboard.models import ApiToken
-from dashboard.roles import maintainers_group
+from dashboard.domain.models import ApiToken
+from dashboard.domain.roles import maintainers_group
 from tests import factories
 
 # The lab listens on the loopback, where cluster servers are refused unless allowed
-# (workers/netguard.py): the suite allows exactly that, here and in the processes it starts.
+# (kernel/netguard.py): the suite allows exactly that, here and in the processes it starts.
 LAB_NETWORKS = "127.0.0.0/8"
 os.environ.setdefault("CLUSTER_ALLOWED_NETWORKS", LAB_NETWORKS)
 
@@ -128,8 +128,8 @@ def seeded_catalog_after_flush(request):
     )
     if transactional or "live_server" in request.fixturenames:
         request.getfixturevalue("transactional_db")
-        from dashboard.catalog import seed
-        from dashboard.models import CatalogTest, Plugin
+        from dashboard.domain.catalog import seed
+        from dashboard.domain.models import CatalogTest, Plugin
 
         seed(CatalogTest, Plugin)
 

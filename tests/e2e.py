@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from django.test import Client
 
-from dashboard.models import ApiToken
+from dashboard.domain.models import ApiToken
 
 T = TypeVar("T")
 
@@ -30,7 +30,7 @@ def wait_for(predicate: Callable[[], T], timeout: float, what: str, log: Path | 
 def maintainer_token(name: str = "e2e-maintainer") -> str:
     from django.contrib.auth import get_user_model
 
-    from dashboard.roles import maintainers_group
+    from dashboard.domain.roles import maintainers_group
 
     user = get_user_model().objects.create_user(name)
     user.groups.add(maintainers_group())  # a token is only as good as its holder's role

@@ -10,9 +10,15 @@ from typing import Any
 
 from django.utils.timezone import now
 
-from dashboard.catalog import ALL_KEYS, BASIC_KEYS, CONNECTIVITY_KEYS, Outcome, kubernetes_minor
-from dashboard.evidence import summarize
-from dashboard.models import Cluster, Plugin, Run, Schedule, Submission, TestResult, Vendor
+from dashboard.domain.catalog import (
+    ALL_KEYS,
+    BASIC_KEYS,
+    CONNECTIVITY_KEYS,
+    Outcome,
+    kubernetes_minor,
+)
+from dashboard.domain.evidence import summarize
+from dashboard.domain.models import Cluster, Plugin, Run, Schedule, Submission, TestResult, Vendor
 
 _seq = itertools.count(1)
 

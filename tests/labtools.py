@@ -6,8 +6,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from dashboard.labreg import register
-from dashboard.models import Cluster
+from dashboard.domain.lab_clusters import register
+from dashboard.domain.models import Cluster
 
 BASE_PROFILE: dict[str, Any] = {
     "name": "lab-calico",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 # The packages that are the project's source (tests and bench are tools: they may import every
 # layer, and no layer imports them).
-SOURCE_PACKAGES = ("dashboard", "workers", "lab")
+SOURCE_PACKAGES = ("kernel", "dashboard", "workers", "lab")
 TOOLS = ("tests", "bench")
 SKIPPED_DIRS = ("migrations", "rootfs", "__pycache__")
 

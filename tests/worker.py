@@ -44,7 +44,7 @@ def use_broker(url: str, transport_options: dict) -> None:
     """Points this process's Celery app at another broker (its connection pools start over)."""
     from kombu import pools
 
-    from workers import app
+    from dashboard.celery import app
 
     # Celery prefers the CELERY_BROKER_URL environment variable (CI sets it) to conf.broker_url.
     os.environ["CELERY_BROKER_URL"] = url
@@ -65,13 +65,13 @@ def celery_worker(
     embedded_dir: Path | None = None,
     name: str | None = None,
 ) -> Iterator[dict]:
-    """Starts `celery -A workers worker` on a private queue; yields {"queue", "proc", "log"}.
+    """Starts `celery -A dashboard worker` on a private queue; yields {"queue", "proc", "log"}.
 
     With `embedded_dir`, worker and test use the embedded broker (kombu's filesystem transport
     under that directory) instead of Redis, as `make demo` does on a machine without Redis.
     `name` tells apart several workers on one queue (the fan-out benchmark's).
     """
-    from workers import app
+    from dashboard.celery import app
 
     if embedded_dir is None:
         redis_or_skip()
@@ -106,7 +106,7 @@ def celery_worker(
             "-m",
             "celery",
             "-A",
-            "workers",
+            "dashboard",
             "worker",
             "-Q",
             queue,

@@ -59,7 +59,7 @@ class Lease:
 
     def release(self) -> None:
         if settings.EMBEDDED_BROKER:
-            from dashboard.models import ClusterLease
+            from dashboard.domain.models import ClusterLease
 
             ClusterLease.objects.filter(cluster_id=self.cluster_id, holder=self.holder).delete()
         else:
@@ -69,7 +69,7 @@ class Lease:
     @staticmethod
     def holder_of(cluster_id: int) -> str | None:
         if settings.EMBEDDED_BROKER:
-            from dashboard.models import ClusterLease
+            from dashboard.domain.models import ClusterLease
 
             return (
                 ClusterLease.objects.filter(cluster_id=cluster_id, expires__gt=now())
@@ -97,7 +97,7 @@ class Lease:
 
     # -- database -----------------------------------------------------------------------------
     def _db_acquire(self) -> bool:
-        from dashboard.models import ClusterLease
+        from dashboard.domain.models import ClusterLease
 
         expires = now() + timedelta(seconds=self.ttl)
         # Take over an expired lease, or create it; both are single statements, so two
@@ -117,7 +117,7 @@ class Lease:
             return False
 
     def _db_renew(self) -> bool:
-        from dashboard.models import ClusterLease
+        from dashboard.domain.models import ClusterLease
 
         return bool(
             ClusterLease.objects.filter(cluster_id=self.cluster_id, holder=self.holder).update(

@@ -16,9 +16,16 @@ from django.conf import settings
 from django.db import close_old_connections, connection
 from django.utils.timezone import now
 
-from dashboard.catalog import Outcome, keys_of, kubernetes_minor
-from dashboard.evidence import summarize
-from dashboard.models import Cluster, Run, TestResult
+from dashboard.domain.models import Cluster, Run
+from dashboard.domain.runs import (
+    CredentialsUnreadable,
+    after_run,
+    end_state,
+    finish,
+    hand_off,
+    kubeconfig_of,
+    record_result,
+)
 from workers.lease import Lease
 
 log = logging.getLogger(__name__)
@@ -31,7 +38,7 @@ def lease_holder(run_id: int) -> str:
 
 
 def cluster_spec(cluster: Cluster) -> Any:
-    from workers.battery import ClusterSpec
+    from kernel.battery import ClusterSpec
 
     kwargs: dict[str, Any] = {
         "name": cluster.name,
@@ -159,9 +166,7 @@ def execute(run_id: int, *, worker: str = "", task_id: str = "") -> str:
         else:
             # Tests the battery never reached (cluster unreachable, setup failed): the run did
             # not finish its job, and says why.
-            unreached = [r for r in report.results.values() if not getattr(r, "reached", True)]
-            if unreached:
-                state, error = Run.State.ERROR, unreached[0].reason.removeprefix("not run: ")
+            state, error = end_state(report)
     except CredentialsUnreadable as exc:
         log.error("run %s: cluster %s: %s", run_id, run.cluster.name, exc)
         state, error = Run.State.ERROR, str(exc)
@@ -190,28 +195,9 @@ def execute(run_id: int, *, worker: str = "", task_id: str = "") -> str:
     return DONE
 
 
-def hand_off(cluster_id: int) -> None:
-    """Sends the cluster's oldest waiting run now that the lease is free.
-
-    A run that found the cluster busy retries with a growing wait (up to two minutes); without
-    this the next run would sit idle that long after the cluster became free. Its earlier task
-    still fires later, finds the run no longer queued, and ends.
-    """
-    from dashboard.runs import dispatch
-
-    waiting = (
-        Run.objects.filter(cluster_id=cluster_id, state=Run.State.QUEUED)
-        .order_by("created", "id")
-        .values_list("id", flat=True)
-        .first()
-    )
-    if waiting is not None:
-        dispatch(waiting)
-
-
 def _run_battery(run: Run, beat: Heartbeat) -> Any:
-    from workers.battery import run_battery
-    from workers.kubeconfig import api_client_from_kubeconfig
+    from kernel.battery import run_battery
+    from kernel.kubeconfig import api_client_from_kubeconfig
 
     def on_result(key: str, result: Any) -> None:
         record_result(run.id, key, result)
@@ -233,106 +219,3 @@ def _run_battery(run: Run, beat: Heartbeat) -> Any:
         )
     finally:
         api_client.close()
-
-
-CREDENTIALS_UNREADABLE = (
-    "the stored kubeconfig cannot be decrypted: FIELD_ENCRYPTION_KEY does not hold its "
-    "key; register the cluster again"
-)
-
-
-class CredentialsUnreadable(Exception):
-    """The cluster's kubeconfig is stored under a key this process does not have."""
-
-
-def kubeconfig_of(cluster: Cluster) -> str:
-    """The cluster's kubeconfig; an undecryptable one is marked on the cluster (its page shows it)."""
-    from django.core.exceptions import ImproperlyConfigured
-
-    try:
-        text = cluster.kubeconfig
-    except ImproperlyConfigured:
-        Cluster.objects.filter(pk=cluster.pk).update(credentials_error=CREDENTIALS_UNREADABLE[:200])
-        raise CredentialsUnreadable(CREDENTIALS_UNREADABLE) from None
-    if cluster.credentials_error:
-        Cluster.objects.filter(pk=cluster.pk).update(credentials_error="")
-    return text
-
-
-def record_result(run_id: int, key: str, result: Any) -> None:
-    TestResult.objects.update_or_create(
-        run_id=run_id,
-        test_key=key,
-        defaults={
-            # A test the run never reached (cancelled, cluster gone) has no evidence: not_run.
-            "outcome": result.outcome if getattr(result, "reached", True) else Outcome.NOT_RUN,
-            "reason": result.reason or "",
-            "evidence": (result.evidence or "")[:100_000],
-            "duration": result.duration,
-            "started": getattr(result, "started", None),
-            "finished": getattr(result, "finished", None) or now(),
-        },
-    )
-
-
-def finish(run: Run, state: str, error: str, report: Any) -> None:
-    if report is not None:
-        for key, result in report.results.items():
-            record_result(run.id, key, result)
-    outcomes = dict(TestResult.objects.filter(run_id=run.id).values_list("test_key", "outcome"))
-    missing = [k for k in keys_of(run.battery) if k not in outcomes]
-    for key in missing:
-        why = error or "the run ended before this test"
-        TestResult.objects.create(run_id=run.id, test_key=key, outcome=Outcome.NOT_RUN, reason=why)
-        outcomes[key] = Outcome.NOT_RUN
-    run.apply_flags(summarize(outcomes, run.cluster.plugin.implements_network_policy))
-    fingerprint = dict(getattr(report, "fingerprint", None) or {})
-    detected = fingerprint.get("proxier_detected")
-    fields = {
-        "state": state,
-        "error": error[:5000],
-        "finished": now(),
-        "fingerprint": fingerprint,
-        "has_connectivity": run.has_connectivity,
-        "qualifying": run.qualifying,
-        "qualifying_reason": run.qualifying_reason,
-        "pod_to_service_passed": run.pod_to_service_passed,
-        "basic_ok": run.basic_ok,
-    }
-    # Evidence policy: the demonstrated proxier is the detected one, never the registered mode
-    # (run.proxier keeps what the cluster was registered with); the lab's /version mark and the
-    # release the server reported travel with the run.
-    fields["proxier_detected"] = detected if detected in ("iptables", "ipvs", "nftables") else ""
-    fields["emulated"] = bool(
-        run.emulated or run.cluster.emulated or run.cluster.lab or fingerprint.get("emulated")
-    )
-    seen_minor = kubernetes_minor(fingerprint.get("kubernetes_version"))
-    if seen_minor is not None:
-        fields["kubernetes_minor"] = seen_minor
-    # Only a run still ours is finished here: the reaper may have given up on it already.
-    Run.objects.filter(pk=run.id, state=Run.State.RUNNING).update(**fields)
-    if fingerprint.get("emulated") and not run.cluster.emulated:
-        # A cluster registered through the API that turns out to be an emulator is one from now on.
-        Cluster.objects.filter(pk=run.cluster_id).update(emulated=True)
-
-
-def finish_reaped(run_id: int) -> None:
-    """Marks the tests a dead worker never reported, so the run's page says why they are missing."""
-    run = Run.objects.select_related("cluster__plugin").get(pk=run_id)
-    outcomes = dict(TestResult.objects.filter(run_id=run_id).values_list("test_key", "outcome"))
-    for key in keys_of(run.battery):
-        if key not in outcomes:
-            TestResult.objects.create(
-                run_id=run_id, test_key=key, outcome=Outcome.NOT_RUN, reason=run.error
-            )
-    after_run(run_id)
-
-
-def after_run(run_id: int) -> None:
-    """Re-evaluates readiness and records what changed (notifications hang off that)."""
-    try:
-        from dashboard.readiness.history import record_evaluation
-
-        record_evaluation(reason=f"run {run_id} ended")
-    except Exception:
-        log.exception("re-evaluating readiness after run %s failed", run_id)

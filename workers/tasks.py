@@ -16,10 +16,15 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils.timezone import now
 
-from dashboard import notify
-from dashboard.models import Cluster, Run, Schedule
+from dashboard.celery import app
+from dashboard.domain import clusters, notify, runs
+from dashboard.domain.audit import checkpoint
+from dashboard.domain.history import record_evaluation
+from dashboard.domain.models import Cluster, Run, Schedule
+from dashboard.domain.runs import dispatch, request_run
+from kernel.battery import pods, sweep_namespaces
+from kernel.kubeconfig import api_client_from_kubeconfig
 from workers import runner
-from workers.celery import app
 from workers.lease import Lease, LeaseUnavailable
 
 log = logging.getLogger(__name__)
@@ -107,7 +112,7 @@ def reap_stale() -> list[int]:
         if done:
             reaped.append(run_id)
             release_dead_lease(cluster_id, run_id)
-            runner.finish_reaped(run_id)
+            runs.finish_reaped(run_id)
             transaction.on_commit(functools.partial(sweep_cluster.delay, cluster_id))
     return reaped
 
@@ -126,8 +131,6 @@ def dispatch_pending() -> int:
 
 def dispatch_lost() -> int:
     """Sends queued runs the broker never got (it was down) or lost (it restarted)."""
-    from dashboard.runs import dispatch
-
     fresh = now() - timedelta(seconds=5)
     lost = now() - timedelta(minutes=10)
     ids = list(
@@ -145,8 +148,6 @@ def run_schedule(schedule_id: int) -> int | None:
 
 def start_scheduled(schedule_id: int) -> int | None:
     """Beat's entry point for a periodic battery; safe when two beats fire at once."""
-    from dashboard.runs import request_run
-
     with transaction.atomic():
         schedule = (
             Schedule.objects.select_for_update()
@@ -184,24 +185,20 @@ def start_scheduled(schedule_id: int) -> int | None:
 
 @app.task(bind=True, acks_late=True, max_retries=None)
 def deliver_notification(self, log_id: int) -> str:
-    """One notification delivery, retried with backoff (dashboard.notify.deliver)."""
+    """One notification delivery, retried with backoff (dashboard.domain.notify.deliver)."""
     return notify.deliver(log_id, self.retry)
 
 
 @app.task
 def check_schedules() -> int:
-    """Beat, every minute: schedule states and their notifications (dashboard.notify)."""
+    """Beat, every minute: schedule states and their notifications (dashboard.domain.notify)."""
     return notify.check_schedules()
 
 
 @app.task
 def audit_checkpoint() -> str:
     """Beat, every AUDIT_CHECKPOINT_SECONDS: the audit chain's head to the log, the checkpoint
-    file and the webhooks (dashboard/audit.py), so a truncated or rewritten trail shows."""
-    from django.utils.timezone import now
-
-    from dashboard.audit import checkpoint
-
+    file and the webhooks (dashboard/domain/audit.py), so a truncated or rewritten trail shows."""
     current = checkpoint(now())
     return str(current) if current else ""
 
@@ -210,8 +207,6 @@ def audit_checkpoint() -> str:
 def refresh_readiness(reason: str = "every minute") -> bool:
     """Recomputes and stores the published readiness evaluation (and records a snapshot when a
     verdict changed): beat sends it every minute, commits that change evidence send it too."""
-    from dashboard.readiness.history import record_evaluation
-
     return record_evaluation(reason=reason)
 
 
@@ -222,9 +217,6 @@ def sweep_cluster(cluster_id: int) -> list[str]:
 
 def sweep(cluster_id: int) -> list[str]:
     """Deletes namespaces left behind by runs that are no longer alive."""
-    from workers.battery import pods, sweep_namespaces
-    from workers.kubeconfig import api_client_from_kubeconfig
-
     cluster = Cluster.objects.filter(pk=cluster_id).first()
     if cluster is None or not cluster.__dict__.get("kubeconfig"):
         return []
@@ -243,8 +235,8 @@ def sweep(cluster_id: int) -> list[str]:
         return label in {pods.dns_label(i) for i in ids}
 
     try:
-        text = runner.kubeconfig_of(cluster)
-    except runner.CredentialsUnreadable:
+        text = runs.kubeconfig_of(cluster)
+    except runs.CredentialsUnreadable:
         return []
     api_client = api_client_from_kubeconfig(text)
     try:
@@ -274,6 +266,4 @@ def ping(value: str) -> str:
 @app.task
 def renew_cluster_tokens() -> dict[str, str]:
     """Re-issues registered clusters' ServiceAccount tokens a third before they expire."""
-    from workers.serviceaccount import renew_registered
-
-    return renew_registered()
+    return clusters.renew_registered()

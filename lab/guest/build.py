@@ -50,8 +50,8 @@ def project_files() -> dict[str, Path]:
     Celery, which the guest does not have and the probe does not need.
     """
     files = {
-        "workers/probe.py": REPO / "workers" / "probe.py",
-        "workers/battery/nodeparse.py": REPO / "workers" / "battery" / "nodeparse.py",
+        "kernel/probe.py": REPO / "kernel" / "probe.py",
+        "kernel/battery/nodeparse.py": REPO / "kernel" / "battery" / "nodeparse.py",
     }
     for script in sorted((HERE / "checks").glob("*")):
         if script.is_file():
@@ -329,7 +329,7 @@ def _add_project(rootfs: Path) -> None:
         dst = base / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(src, dst)
-    for pkg in ("workers", "workers/battery"):
+    for pkg in ("kernel", "kernel/battery"):
         (base / pkg / "__init__.py").write_text(
             '"""Guest copy: only the probe and node parsers."""\n'
         )

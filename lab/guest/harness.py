@@ -1,7 +1,7 @@
 """Boot the cached kernel-SCTP guest in qemu, run one shell script in it, return its results.
 
     from lab.guest.harness import run_in_guest
-    result = run_in_guest("python3 -m workers.probe check --json > out/check.json")
+    result = run_in_guest("python3 -m kernel.probe check --json > out/check.json")
     result.exit_code, result.stdout, result.files["check.json"]
 
 Each call is one boot (about 14 s under TCG): batch many checks into one script. The script
@@ -160,7 +160,7 @@ class Guest:
                 # python3 -S skips site.py, which costs ~1.5 s per start under TCG (it stats
                 # every sys.path entry over 9p); PYTHONPATH brings back what it would add.
                 "export PYTHONPATH=/opt/sctp-dashboard:/usr/local/lib/python3.11/dist-packages\n"
-                "PROBE='python3 -S -m workers.probe'\n"
+                "PROBE='python3 -S -m kernel.probe'\n"
                 "cd /job\n" + script + "\n"
             )
             started = time.monotonic()

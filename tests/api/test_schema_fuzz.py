@@ -21,7 +21,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from dashboard.models import ApiToken, Submission
+from dashboard.domain.models import ApiToken, Submission
 from tests import apischema, factories
 
 schema = schemathesis.openapi.from_dict(apischema.openapi())

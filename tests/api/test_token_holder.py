@@ -8,8 +8,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.test import Client
 
-from dashboard.models import ApiToken, AuditEvent, Submission
-from dashboard.roles import MAINTAINERS_GROUP, maintainers_group
+from dashboard.domain.models import ApiToken, AuditEvent, Submission
+from dashboard.domain.roles import MAINTAINERS_GROUP, maintainers_group
 from tests import factories
 from tests.conftest import auth
 

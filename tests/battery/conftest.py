@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 import yaml
 
+from kernel.battery import BatteryReport, ClusterSpec, Timeouts, run_battery
+from kernel.kubeconfig import api_client_from_kubeconfig
 from lab.server import LabServer
 from tests import labtools
-from workers.battery import BatteryReport, ClusterSpec, Timeouts, run_battery
-from workers.kubeconfig import api_client_from_kubeconfig
 
 FAST = Timeouts.for_lab()
 

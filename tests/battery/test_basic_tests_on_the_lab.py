@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
+from kernel.battery import BASIC_KEYS, REGISTRY
 from tests.battery.conftest import FAST, spec_for
-from workers.battery import BASIC_KEYS, REGISTRY
 
 
 def outcomes(report):
@@ -74,7 +74,7 @@ def _api_exception(status, body):
 
 
 def test_only_a_422_whose_cause_is_the_protocol_field_means_the_gate_is_off():
-    from workers.battery.runner import sctp_refused
+    from kernel.battery.runner import sctp_refused
 
     gate = {
         "message": 'Service "s" is invalid: spec.ports[0].protocol: Unsupported value: '
@@ -298,7 +298,7 @@ def test_netpol_sctp_blocks_tcp_udp_is_skipped_for_plugins_without_network_polic
 def test_the_policy_test_never_judges_a_policy_when_tcp_did_not_work_without_one(
     start_lab, monkeypatch
 ):
-    from workers.battery import pods
+    from kernel.battery import pods
 
     serve = pods.netexec_tcp_udp_pod
     # The server listens one port off, so the baseline TCP connect is refused.

@@ -6,9 +6,9 @@ import dataclasses
 
 import pytest
 
+from kernel import sctp_host
+from kernel.battery import CONNECTIVITY_KEYS
 from tests.battery.conftest import FAST, spec_for
-from workers import sctp_host
-from workers.battery import CONNECTIVITY_KEYS
 
 
 def test_a_healthy_cluster_passes_every_connectivity_test(start_lab):

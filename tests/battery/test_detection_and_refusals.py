@@ -7,10 +7,10 @@ import json
 import pytest
 from kubernetes.client.exceptions import ApiException
 
+from kernel.battery.context import parse_connect_log, rbac_reason, refusal_kind
 from lab.cluster import Cluster
 from lab.errors import ApiError
 from tests.battery.conftest import spec_for
-from workers.battery.context import parse_connect_log, rbac_reason, refusal_kind
 
 
 def test_the_fingerprint_carries_the_agreed_keys(start_lab):
@@ -204,7 +204,7 @@ def test_agnhost_connect_failure_lines_are_read_with_their_detail(log, parsed):
 
 
 def test_a_refused_sctp_connect_says_refused_with_agnhosts_words(start_lab, monkeypatch):
-    from workers.battery import pods
+    from kernel.battery import pods
 
     serve = pods.porter_pod
     # The load balancer's backend listens one port off: SCTP gets an ABORT.

@@ -9,7 +9,7 @@ import urllib3
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from workers.kube import ApiCallFailed, ClusterUnreachable, Kube, api_error_message
+from kernel.kube import ApiCallFailed, ClusterUnreachable, Kube, api_error_message
 
 
 def api_exception(

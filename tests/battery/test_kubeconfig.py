@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import yaml
 
-from workers.kubeconfig import (
+from kernel.kubeconfig import (
     KubeconfigError,
     api_client_from_kubeconfig,
     parse_kubeconfig,

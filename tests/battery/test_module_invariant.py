@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workers.battery.invariant import apply_module_invariant
+from kernel.battery.invariant import apply_module_invariant
 
 NOT_LOADED = {"n1": False, "n2": False}
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workers.battery.nodeparse import (
+from kernel.battery.nodeparse import (
     IpvsService,
     iptables_sctp_rules,
     iptables_service_path,

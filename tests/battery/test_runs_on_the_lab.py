@@ -8,8 +8,8 @@ import time
 
 import pytest
 
+from kernel.battery import BASIC_KEYS, CONNECTIVITY_KEYS, REGISTRY, sweep_namespaces
 from tests.battery.conftest import FAST, spec_for
-from workers.battery import BASIC_KEYS, CONNECTIVITY_KEYS, REGISTRY, sweep_namespaces
 
 
 def test_the_registry_holds_the_eight_catalog_tests_in_catalog_order():
@@ -89,7 +89,7 @@ def test_unknown_batteries_are_refused(start_lab):
 
 
 def test_transient_api_errors_are_retried_and_do_not_change_verdicts(start_lab, caplog):
-    caplog.set_level(logging.INFO, logger="workers.kube")
+    caplog.set_level(logging.INFO, logger="kernel.kube")
     report = start_lab(faults={"api_error_rate": 0.1}, seed=3).run("basic")
     # hostport-kubenet runs on every cluster now: nothing of a healthy basic run is skipped.
     assert {r.outcome for r in report.results.values()} == {"passed"}

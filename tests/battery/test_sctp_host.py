@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from workers.sctp_host import check_worker_sctp, sctp_connect
+from kernel.sctp_host import check_worker_sctp, sctp_connect
 
 
 def kernel_has_sctp() -> bool:

@@ -18,12 +18,12 @@ import pytest
 import yaml
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from kernel.battery import run_battery
+from kernel.kubeconfig import KubeconfigError, api_client_from_kubeconfig, validate_kubeconfig
 from lab.server import LabServer
 from lab.tls import LabCA
 from tests.battery.conftest import FAST, profile, spec_for
 from tests.conftest import auth
-from workers.battery import run_battery
-from workers.kubeconfig import KubeconfigError, api_client_from_kubeconfig, validate_kubeconfig
 
 WRONG_CA = "not signed by the kubeconfig's certificate authority"
 EXPIRED = "the server's certificate has expired"
@@ -156,7 +156,7 @@ def test_a_client_certificate_of_another_ca_is_refused(labs: Any) -> None:
 def test_the_registration_api_and_form_refuse_bad_certificates_in_words(
     client: Any, vendor_token: str, vendor_user: Any, labs: Any
 ) -> None:
-    from dashboard.models import Cluster
+    from dashboard.domain.models import Cluster
 
     client.force_login(vendor_user)
     for case, (text, words) in _bad_kubeconfigs(labs).items():

@@ -1,5 +1,5 @@
 """Swagger UI of /api/v1/docs/ in a real Chromium, under the site's own Content-Security-Policy
-(dashboard/headers.py: scripts and styles from this site only): it renders the generated
+(dashboard/web/headers.py: scripts and styles from this site only): it renders the generated
 schema, asks nothing of another host, and the browser reports no policy violation."""
 
 from __future__ import annotations

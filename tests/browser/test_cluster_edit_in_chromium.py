@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.models import AuditEvent, Cluster
+from dashboard.domain.models import AuditEvent, Cluster
 from tests import factories
 
 from .conftest import accessibility_problems, log_in

@@ -17,9 +17,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils.timezone import now
 
-from dashboard.catalog import Outcome
-from dashboard.models import AuditEvent, NotificationChannel, Run, SignOff, Submission
-from dashboard.roles import maintainers_group
+from dashboard.domain.catalog import Outcome
+from dashboard.domain.models import AuditEvent, NotificationChannel, Run, SignOff, Submission
+from dashboard.domain.roles import maintainers_group
 from tests import factories
 
 from .conftest import accessibility_problems

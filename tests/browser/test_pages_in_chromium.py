@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from dashboard.catalog import Outcome
-from dashboard.models import Run, SignOff, Submission
-from dashboard.runs import request_run
+from dashboard.domain.catalog import Outcome
+from dashboard.domain.models import Run, SignOff, Submission
+from dashboard.domain.runs import request_run
 from tests import factories
 from tests.pages.junit import sctp_junit
 

@@ -8,8 +8,8 @@ from datetime import timedelta
 import pytest
 from django.utils.timezone import now
 
-from dashboard.catalog import Outcome
-from dashboard.models import ReadinessSnapshot
+from dashboard.domain.catalog import Outcome
+from dashboard.domain.models import ReadinessSnapshot
 from tests import factories
 
 from .conftest import accessibility_problems, log_in

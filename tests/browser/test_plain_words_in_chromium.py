@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.catalog import Outcome
-from dashboard.models import Run
+from dashboard.domain.catalog import Outcome
+from dashboard.domain.models import Run
 from tests import factories
 
 from .conftest import accessibility_problems, log_in

@@ -9,8 +9,8 @@ from datetime import timedelta
 import pytest
 from django.utils.timezone import now
 
-from dashboard.catalog import Outcome
-from dashboard.models import Run, TestResult
+from dashboard.domain.catalog import Outcome
+from dashboard.domain.models import Run, TestResult
 from tests import factories
 
 from .conftest import SIZES, accessibility_problems, log_in
@@ -59,7 +59,7 @@ def test_a_running_run_names_its_active_test_and_the_queued_notice_goes(
     sized, maintainer, monkeypatch
 ) -> None:
     page, size = sized
-    monkeypatch.setattr("dashboard.runs.dispatch", lambda run_id: True)
+    monkeypatch.setattr("dashboard.domain.runs.dispatch", lambda run_id: True)
     cluster = factories.cluster("calico-a")
     log_in(page, "maria", "maria-password")
     page.goto("/clusters/calico-a/")

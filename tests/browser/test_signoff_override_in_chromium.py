@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.models import AuditEvent, SignOff
+from dashboard.domain.models import AuditEvent, SignOff
 
 from .conftest import accessibility_problems, log_in
 

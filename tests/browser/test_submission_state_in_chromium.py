@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.models import Submission
+from dashboard.domain.models import Submission
 from tests import factories
 
 from .conftest import accessibility_problems, log_in

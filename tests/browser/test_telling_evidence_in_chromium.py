@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.catalog import Outcome
+from dashboard.domain.catalog import Outcome
 from tests import factories
 
 from .conftest import accessibility_problems

@@ -10,7 +10,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from dashboard.models import Submission
+from dashboard.domain.models import Submission
 from tests import factories
 
 from .conftest import accessibility_problems, log_in

@@ -95,8 +95,8 @@ def private_redis() -> Iterator[PrivateRedis]:
 @contextmanager
 def pointed_at(url: str, settings: Any) -> Iterator[None]:
     """This process's broker, lease and cache all use `url` (the pytest-django settings fixture)."""
+    from dashboard.celery import app
     from tests.worker import use_broker
-    from workers import app
     from workers.lease import _redis
 
     old_url, old_options = app.conf.broker_url, dict(app.conf.broker_transport_options or {})

@@ -7,8 +7,8 @@ import threading
 import pytest
 from django.db import connection
 
-from dashboard.models import Run
-from dashboard.schedules import create_schedule
+from dashboard.domain.models import Run
+from dashboard.domain.schedules import create_schedule
 from tests.e2e import wait_for
 from tests.labtools import lab_clusters, profile
 from tests.worker import celery_worker

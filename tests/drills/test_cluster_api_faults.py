@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from dashboard.models import Cluster, Run
-from dashboard.runs import request_run
+from dashboard.domain.models import Cluster, Run
+from dashboard.domain.runs import request_run
 from tests.labtools import lab_clusters, profile
 from workers import runner
 
@@ -47,7 +47,7 @@ def assert_ended_broken_with(run: Run, *causes: str) -> None:
 
 
 def test_an_api_failing_a_third_of_its_requests_is_retried_and_the_run_finishes(caplog):
-    caplog.set_level(logging.INFO, logger="workers.kube")
+    caplog.set_level(logging.INFO, logger="kernel.kube")
     with lab_clusters(profile(name="drill-flaky", faults={"api_error_rate": 0.3})) as (_, clusters):
         # ten tries a call: a call fails for good with probability 0.3**10, the run has a few hundred
         run, took = run_now(clusters["drill-flaky"], api_tries=10, api_backoff=0.01)

@@ -8,9 +8,9 @@ import pytest
 from django.db import connection
 from django.db.models import Count
 
-from dashboard.catalog import keys_of
-from dashboard.models import Run, TestResult
-from dashboard.runs import request_run
+from dashboard.domain.catalog import keys_of
+from dashboard.domain.models import Run, TestResult
+from dashboard.domain.runs import request_run
 from tests.e2e import wait_for
 from tests.labtools import lab_clusters, profile
 from tests.worker import celery_worker

@@ -15,8 +15,8 @@ import tracemalloc
 import pytest
 from django.test import Client
 
-from dashboard.models import Run
-from dashboard.runs import request_run
+from dashboard.domain.models import Run
+from dashboard.domain.runs import request_run
 from tests import factories
 from tests.labtools import lab_clusters, profile
 from workers import runner

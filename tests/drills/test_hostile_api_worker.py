@@ -15,8 +15,8 @@ import time
 import pytest
 from django.test import Client
 
-from dashboard.models import Run
-from dashboard.runs import request_run
+from dashboard.domain.models import Run
+from dashboard.domain.runs import request_run
 from tests import factories
 from tests.battery.conftest import FAST
 from tests.e2e import wait_for

@@ -12,8 +12,8 @@ import time
 import pytest
 from django.test import Client
 
-from dashboard.models import Run
-from dashboard.runs import request_run as create_run
+from dashboard.domain.models import Run
+from dashboard.domain.runs import request_run as create_run
 from tests.e2e import maintainer_token, request_run, wait_for
 from tests.labtools import lab_clusters, profile
 from tests.worker import celery_worker
@@ -141,7 +141,7 @@ def test_an_acknowledgement_lost_in_a_redis_hang_frees_its_prefetch_slot(transpo
     again. Here the hang covers the acknowledgement every time, with real kombu and Redis."""
     from kombu import Connection, Exchange, Queue
 
-    from workers import app  # noqa: F401  (loading the app installs workers.broker for redis:// URLs)
+    from dashboard.celery import app  # noqa: F401  (loading the app installs dashboard.broker for redis:// URLs)
 
     queue = Queue("ack-drill", Exchange("ack-drill"), "ack-drill")
     with private_redis() as redis_server:
@@ -152,7 +152,7 @@ def test_an_acknowledgement_lost_in_a_redis_hang_frees_its_prefetch_slot(transpo
                 producer.publish(
                     {"n": n}, exchange=queue.exchange, routing_key="ack-drill", declare=[queue]
                 )
-        # "redis" is workers.broker's transport once workers is imported; the other is kombu's own.
+        # "redis" is dashboard.broker's transport once workers is imported; the other is kombu's own.
         connection = Connection(redis_server.url, transport=transport, transport_options=options)
         with connection:
             channel = connection.channel()
@@ -173,7 +173,7 @@ def test_an_acknowledgement_lost_in_a_redis_hang_frees_its_prefetch_slot(transpo
                 freed = channel.qos.can_consume()
                 if transport != "redis":
                     # kombu alone: the slot stays taken and nothing more is consumed. (This case
-                    # documents why workers.broker exists; it fails once kombu fixes it.)
+                    # documents why dashboard.broker exists; it fails once kombu fixes it.)
                     assert not freed
                     return
                 assert freed, "the failed acknowledgement kept its prefetch slot"

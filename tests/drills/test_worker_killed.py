@@ -8,11 +8,11 @@ import signal
 import pytest
 from django.test import Client
 
-from dashboard.models import Run
+from dashboard.domain.models import Run
+from kernel.battery.base import NAMESPACE_PREFIX
 from tests.e2e import maintainer_token, request_run, wait_for
 from tests.labtools import lab_clusters, profile
 from tests.worker import celery_worker
-from workers.battery.base import NAMESPACE_PREFIX
 from workers.lease import Lease
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis, pytest.mark.django_db(transaction=True)]

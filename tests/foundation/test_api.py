@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.catalog import ALL_KEYS
-from dashboard.models import Run
+from dashboard.domain.catalog import ALL_KEYS
+from dashboard.domain.models import Run
 from tests import factories as f
 from tests.conftest import auth
 
@@ -23,7 +23,7 @@ def test_the_catalog_is_encoded_once_per_publication_and_a_change_shows_at_once(
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from dashboard.models import CatalogTest
+    from dashboard.domain.models import CatalogTest
 
     client.get("/api/v1/catalog/")
     with CaptureQueriesContext(connection) as ctx:

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from dashboard.models import AuditEvent
+from dashboard.domain.models import AuditEvent
 from tests.worker import celery_worker
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
@@ -26,7 +26,7 @@ def test_a_task_runs_in_a_real_worker_and_a_health_ping_writes_no_audit_entry():
 
 
 def test_the_celery_app_is_configured_for_late_acks_and_no_result_backend():
-    from workers import app
+    from dashboard.celery import app
 
     assert app.conf.task_acks_late is True
     assert app.conf.worker_prefetch_multiplier == 1

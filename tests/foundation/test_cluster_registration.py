@@ -6,7 +6,7 @@ import pytest
 import yaml
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from dashboard.models import AuditEvent, Cluster
+from dashboard.domain.models import AuditEvent, Cluster
 from tests.conftest import auth
 from tests.labtools import profile
 

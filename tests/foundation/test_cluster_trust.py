@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from dashboard.models import AuditEvent, Cluster, Plugin, Vendor
-from dashboard.readiness import evaluate
+from dashboard.domain.models import AuditEvent, Cluster, Plugin, Vendor
+from dashboard.domain.readiness import evaluate
 from tests import factories as f
 from tests.conftest import auth
 from tests.labtools import profile
@@ -181,7 +181,7 @@ def test_a_vendor_who_loses_the_plugin_cannot_run_its_cluster(client, vendor_tok
 
 
 def test_a_basic_only_cluster_refuses_connectivity_runs_with_the_reason(client, maintainer_token):
-    from dashboard.trust import set_basic_only
+    from dashboard.domain.trust import set_basic_only
 
     c = f.cluster("periodic-home")
     set_basic_only(c, True, "maria")
@@ -211,7 +211,7 @@ def test_a_basic_only_cluster_refuses_connectivity_runs_with_the_reason(client, 
 
 
 def test_the_schedule_warning_names_connectivity_runs_on_a_periodic_cluster():
-    from dashboard.trust import periodic_conflict, set_basic_only
+    from dashboard.domain.trust import periodic_conflict, set_basic_only
 
     c = f.cluster("periodic-home")
     f.schedule(c)

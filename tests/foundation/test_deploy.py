@@ -85,8 +85,8 @@ def test_compose_keeps_the_database_on_a_named_volume():
 
 def test_compose_commands_match_the_project_entry_points():
     services = compose()["services"]
-    assert "celery -A workers worker" in services["worker"]["command"]
-    assert "celery -A workers beat" in services["beat"]["command"]
+    assert "celery -A dashboard worker" in services["worker"]["command"]
+    assert "celery -A dashboard beat" in services["beat"]["command"]
     assert "dashboard.wsgi:application" in services["web"]["command"]
     assert "manage.py migrate" in services["web"]["command"]
     lab = services.get("lab")

@@ -10,8 +10,14 @@ from datetime import timedelta
 import pytest
 from django.utils.timezone import now
 
-from dashboard.catalog import ALL_KEYS, BASIC_KEYS, Outcome, kubernetes_minor, parse_minor_setting
-from dashboard.policy import (
+from dashboard.domain.catalog import (
+    ALL_KEYS,
+    BASIC_KEYS,
+    Outcome,
+    kubernetes_minor,
+    parse_minor_setting,
+)
+from dashboard.domain.policy import (
     BADGE,
     PERIODIC,
     PROXIERS,
@@ -330,8 +336,8 @@ def test_kubernetes_minor(text, minor):
 
 
 def test_the_release_floor_defaults_to_three_minors_below_the_newest_known_release():
-    from dashboard.catalog import NEWEST_KNOWN_MINOR
-    from dashboard.ingest.upstream_names import RELEASES
+    from dashboard.domain.catalog import NEWEST_KNOWN_MINOR
+    from dashboard.domain.ingest.upstream_names import RELEASES
 
     assert RELEASES[-1] == f"v1.{NEWEST_KNOWN_MINOR}"
     assert parse_minor_setting("") == NEWEST_KNOWN_MINOR - 3
@@ -345,7 +351,7 @@ def test_the_release_floor_defaults_to_three_minors_below_the_newest_known_relea
 
 @pytest.mark.django_db
 def test_the_sign_off_snapshot_and_the_report_say_emulated_and_not_counted(client, maintainer):
-    from dashboard.models import Cluster, Run, SignOff
+    from dashboard.domain.models import Cluster, Run, SignOff
     from tests import factories as f
 
     lab = f.cluster("calico-lab", lab=True, emulated=True)
@@ -389,7 +395,7 @@ def test_the_sign_off_snapshot_and_the_report_say_emulated_and_not_counted(clien
 def test_the_report_lists_verified_submissions_with_reviewer_and_reason_and_escapes_vendor_text(
     client, maintainer, settings
 ):
-    from dashboard.submissions import review
+    from dashboard.domain.submissions import review
     from tests import factories as f
 
     settings.SITE_URL = "https://sctp.example.org"
@@ -412,8 +418,8 @@ def test_the_report_lists_verified_submissions_with_reviewer_and_reason_and_esca
 
 @pytest.mark.django_db
 def test_one_legacy_cluster_does_not_flip_the_plugin_badge():
-    from dashboard.badges import plugin_status
-    from dashboard.models import Plugin
+    from dashboard.domain.badges import plugin_status
+    from dashboard.domain.models import Plugin
     from tests import factories as f
 
     f.run(f.cluster("calico-prod"), days_ago=2)

@@ -4,7 +4,7 @@ import pytest
 from cryptography.fernet import Fernet
 from django.db import connection
 
-from dashboard.models import Cluster
+from dashboard.domain.models import Cluster
 from tests import factories as f
 
 pytestmark = pytest.mark.django_db

@@ -13,8 +13,8 @@ import pytest
 from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 
-from dashboard import crypto
-from dashboard.management.commands.demo import demo_keys
+from dashboard.domain import crypto
+from dashboard.domain.management.commands.demo import demo_keys
 from tests.foundation.test_deploy import ROOT, manage
 
 REAL_SECRET = "k" * 20 + "-production-secret-key-with-enough-entropy-3f9a1c7e"
@@ -69,7 +69,7 @@ def test_the_web_starts_on_real_keys(tmp_path) -> None:
 
 def test_a_worker_refuses_to_start_on_the_built_in_key(tmp_path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "celery", "-A", "workers", "worker", "-c", "1"],
+        [sys.executable, "-m", "celery", "-A", "dashboard", "worker", "-c", "1"],
         cwd=ROOT,
         env=production_env(tmp_path, FIELD_ENCRYPTION_KEY="CHANGE-ME-a-fernet-key"),
         capture_output=True,

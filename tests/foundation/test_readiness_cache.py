@@ -8,8 +8,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from dashboard.models import Run, TestResult
-from dashboard.readiness.history import record_evaluation
+from dashboard.domain import publication
+from dashboard.domain.history import record_evaluation
+from dashboard.domain.models import Run, TestResult
 from tests import factories as f
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("memory_cache")]  # counts queries
@@ -56,7 +57,7 @@ def test_the_beat_task_recomputes_what_time_alone_changed(client, settings):
     import time_machine
     from django.utils.timezone import now
 
-    from dashboard.models import PublishedReadiness
+    from dashboard.domain.models import PublishedReadiness
     from workers.tasks import refresh_readiness
 
     settings.READINESS_MAX_AGE_SECONDS = 10 * 24 * 3600  # readers would serve it for days
@@ -80,8 +81,8 @@ def test_a_changed_policy_setting_is_never_served_from_an_older_evaluation(clien
 
 
 def test_a_change_during_an_evaluation_leaves_it_out_of_date_not_lost(client):
-    from dashboard.models import PublishedReadiness
-    from dashboard.readiness import publish
+    from dashboard.domain.models import PublishedReadiness
+    from dashboard.domain.publication import publish
 
     status(client, "tests-written")
     row = PublishedReadiness.objects.get()
@@ -104,12 +105,12 @@ def test_the_badge_is_served_from_the_published_evaluation(client):
 def test_a_busy_process_looks_at_the_stored_row_once_per_recheck_window(
     client, settings, monkeypatch
 ):
-    from dashboard import readiness
-    from dashboard.models import PublishedReadiness
+    from dashboard.domain import publication
+    from dashboard.domain.models import PublishedReadiness
 
     settings.READINESS_RECHECK_SECONDS = 1.0
     clock = [1000.0]
-    monkeypatch.setattr(readiness, "_clock", lambda: clock[0])
+    monkeypatch.setattr(publication, "_clock", lambda: clock[0])
     f.run(f.cluster(proxier="iptables"))
     f.run(f.cluster(proxier="ipvs"))
     assert status(client, "iptables-and-ipvs")[0] == "met"
@@ -140,10 +141,10 @@ def test_the_age_limit_holds_inside_the_recheck_window(client, settings, monkeyp
     import time_machine
     from django.utils.timezone import now
 
-    from dashboard import readiness
+    from dashboard.domain import publication
 
     settings.READINESS_RECHECK_SECONDS = 3600.0  # the version is never looked at again
-    monkeypatch.setattr(readiness, "_clock", lambda: 1000.0)
+    monkeypatch.setattr(publication, "_clock", lambda: 1000.0)
     f.run(f.cluster(proxier="iptables"), days_ago=89.99)
     f.run(f.cluster(proxier="ipvs"), days_ago=1)
     assert status(client, "iptables-and-ipvs")[0] == "met"
@@ -156,7 +157,7 @@ def test_requests_that_find_it_out_of_date_wait_for_one_evaluation(monkeypatch):
     import threading
     import time
 
-    from dashboard import readiness
+    from dashboard.domain import publication
 
     stored: dict = {}
     evaluations: list[int] = []
@@ -167,11 +168,11 @@ def test_requests_that_find_it_out_of_date_wait_for_one_evaluation(monkeypatch):
         stored.update(computed="t1", data={"stage": "alpha"})
         return stored["data"]
 
-    monkeypatch.setattr(readiness, "_state", lambda: (None, False, False))
-    monkeypatch.setattr(readiness, "_served", lambda *_: dict(stored) if stored else None)
-    monkeypatch.setattr(readiness, "publish", publish)
+    monkeypatch.setattr(publication, "_state", lambda: (None, False, False))
+    monkeypatch.setattr(publication, "_served", lambda *_: dict(stored) if stored else None)
+    monkeypatch.setattr(publication, "publish", publish)
     got: list[dict] = []
-    threads = [threading.Thread(target=lambda: got.append(readiness._entry())) for _ in range(6)]
+    threads = [threading.Thread(target=lambda: got.append(publication._entry())) for _ in range(6)]
     for t in threads:
         t.start()
     for t in threads:
@@ -187,8 +188,7 @@ def test_past_its_age_the_previous_publication_is_served_while_one_process_compu
     from django.core.cache import cache
     from django.utils.timezone import now
 
-    from dashboard import readiness
-    from dashboard.models import PublishedReadiness
+    from dashboard.domain.models import PublishedReadiness
 
     settings.READINESS_MAX_AGE_SECONDS = 120
     f.run(f.cluster(proxier="iptables"))
@@ -198,16 +198,16 @@ def test_past_its_age_the_previous_publication_is_served_while_one_process_compu
     with time_machine.travel(now() + timedelta(seconds=200)):  # past its age, within twice it
         # Another process holds the lease: this one serves the previous publication at once
         # (one query: the look at the stored row), although its ipvs evidence aged meanwhile.
-        assert cache.add(readiness.LEASE_KEY, 1, 30)
+        assert cache.add(publication.LEASE_KEY, 1, 30)
         assert status(client, "iptables-and-ipvs") == ("met", 1)
         assert PublishedReadiness.objects.get().computed == first
         # The lease is free: this request computes the next publication and serves it.
-        cache.delete(readiness.LEASE_KEY)
+        cache.delete(publication.LEASE_KEY)
         assert status(client, "iptables-and-ipvs")[0] == "stale"
         assert PublishedReadiness.objects.get().computed > first
     first = PublishedReadiness.objects.get().computed
     with time_machine.travel(first + timedelta(seconds=300)):  # past twice its age: never served
-        assert cache.add(readiness.LEASE_KEY, 1, 30)
+        assert cache.add(publication.LEASE_KEY, 1, 30)
         assert status(client, "iptables-and-ipvs")[0] == "stale"
         assert PublishedReadiness.objects.get().computed > first
 
@@ -215,10 +215,8 @@ def test_past_its_age_the_previous_publication_is_served_while_one_process_compu
 def test_changed_evidence_is_never_served_from_the_previous_publication(client, settings):
     from django.core.cache import cache
 
-    from dashboard import readiness
-
     f.run(f.cluster(proxier="iptables"))
     assert status(client, "iptables-and-ipvs")[0] == "unmet"
-    assert cache.add(readiness.LEASE_KEY, 1, 30)  # even while another process computes
+    assert cache.add(publication.LEASE_KEY, 1, 30)  # even while another process computes
     f.run(f.cluster(proxier="ipvs"))
     assert status(client, "iptables-and-ipvs")[0] == "met"

@@ -9,10 +9,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils.timezone import now
 
-from dashboard.catalog import ALL_KEYS, BASIC_KEYS, Outcome
-from dashboard.models import AuditEvent, Run, Submission
-from dashboard.readiness import Context, evaluate
-from dashboard.readiness.criteria import (
+from dashboard.domain.catalog import ALL_KEYS, BASIC_KEYS, Outcome
+from dashboard.domain.models import AuditEvent, Run, Submission
+from dashboard.domain.readiness import Context, evaluate
+from dashboard.domain.readiness.criteria import (
     iptables_and_ipvs,
     periodic_basic_passing,
     tests_written,
@@ -115,7 +115,7 @@ def test_a_plugin_without_network_policy_does_not_qualify_without_an_exemption()
 
 
 def test_a_plugin_without_network_policy_qualifies_with_a_maintainers_exemption():
-    from dashboard.trust import set_netpol_exemption
+    from dashboard.domain.trust import set_netpol_exemption
 
     flannel = f.plugin("flannel", netpol=False)
     f.run(f.cluster(plugin_slug="calico"))
@@ -456,7 +456,7 @@ def test_the_readiness_evaluation_says_ready_when_all_criteria_are_met():
 
 
 def test_tests_written_is_unmet_when_the_catalog_itself_is_incomplete():
-    from dashboard.models import CatalogTest
+    from dashboard.domain.models import CatalogTest
 
     f.run(f.cluster())
     CatalogTest.objects.filter(key="netpol-allow-deny").delete()

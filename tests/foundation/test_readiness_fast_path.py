@@ -21,10 +21,11 @@ from django.utils.timezone import now
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dashboard.badges import plugin_status
-from dashboard.catalog import ALL_KEYS, Outcome
-from dashboard.models import Plugin, Run, Submission
-from dashboard.readiness import Context, _badges, evaluate
+from dashboard.domain.badges import plugin_status
+from dashboard.domain.catalog import ALL_KEYS, Outcome
+from dashboard.domain.models import Plugin, Run, Submission
+from dashboard.domain.publication import _badges
+from dashboard.domain.readiness import Context, evaluate
 from tests import factories as f
 
 pytestmark = pytest.mark.django_db

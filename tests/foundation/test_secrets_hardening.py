@@ -9,8 +9,15 @@ from cryptography.fernet import Fernet
 from django.db import connection
 from django.test import Client
 
-from dashboard import crypto
-from dashboard.models import ApiToken, AuditEvent, Cluster, NotificationChannel, Run, Submission
+from dashboard.domain import crypto
+from dashboard.domain.models import (
+    ApiToken,
+    AuditEvent,
+    Cluster,
+    NotificationChannel,
+    Run,
+    Submission,
+)
 from tests import factories
 from tests.conftest import auth
 
@@ -136,7 +143,7 @@ def test_webhook_secrets_are_encrypted_at_rest_and_never_shown(maintainer):
 def test_a_channel_url_with_credentials_is_refused_and_never_shown_back(maintainer):
     """Credentials in a webhook URL are refused (the SSRF guard's rule): nothing is stored or
     audited, and the refusal does not quote the password."""
-    from dashboard.models import NotificationChannel
+    from dashboard.domain.models import NotificationChannel
 
     client = Client()
     client.force_login(maintainer)

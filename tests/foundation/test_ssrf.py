@@ -16,7 +16,7 @@ from contextlib import contextmanager
 import pytest
 import yaml
 
-from dashboard.models import AuditEvent, Cluster, Run
+from dashboard.domain.models import AuditEvent, Cluster, Run
 from tests.conftest import auth
 
 pytestmark = pytest.mark.django_db
@@ -269,7 +269,7 @@ def test_a_truncated_answer_is_a_clean_400(client, vendor_token):
 def test_the_check_has_an_overall_deadline_however_slowly_the_server_drips(
     client, vendor_token, monkeypatch
 ):
-    from workers import kubeconfig as kc
+    from kernel import kubeconfig as kc
 
     assert (
         kc.REACHABILITY_DEADLINE == 10.0
@@ -296,7 +296,7 @@ def test_a_host_name_is_resolved_once_and_the_connection_pinned_to_the_checked_a
     client, vendor_token, monkeypatch
 ):
     """DNS rebinding: the name answers an allowed address to the check, then the metadata address."""
-    from workers import netguard
+    from kernel import netguard
 
     answers = ["127.0.0.1", "169.254.169.254", "169.254.169.254"]
     asked: list[str] = []
@@ -316,7 +316,7 @@ def test_a_host_name_is_resolved_once_and_the_connection_pinned_to_the_checked_a
 
 
 def test_a_name_with_any_refused_address_is_refused(client, vendor_token, monkeypatch, settings):
-    from workers import netguard
+    from kernel import netguard
 
     settings.CLUSTER_ALLOWED_NETWORKS = ""
     monkeypatch.setattr(netguard, "_getaddrinfo", lambda host, port: ["93.184.215.14", "127.0.0.1"])
@@ -360,7 +360,7 @@ def test_a_redirect_is_not_followed(client, vendor_token):
 @pytest.mark.django_db(transaction=True)
 def test_at_run_time_the_server_is_checked_again_and_refused(vendor_token, settings):
     """The worker's client: a server allowed at registration but not any more is never contacted."""
-    from dashboard.runs import request_run
+    from dashboard.domain.runs import request_run
     from tests import factories
     from workers import runner
 
@@ -478,7 +478,7 @@ def tls_version_server(hostname: str) -> Iterator[tuple[int, str]]:
 
 
 def test_pinning_keeps_tls_sni_and_hostname_verification(client, vendor_token, monkeypatch):
-    from workers import netguard
+    from kernel import netguard
 
     monkeypatch.setattr(netguard, "_getaddrinfo", lambda host, port: ["127.0.0.1"])
     with tls_version_server("api.example.test") as (port, ca):

@@ -5,8 +5,8 @@ import io
 import pytest
 from django.core.management import call_command
 
-from dashboard.crypto import token_digest
-from dashboard.models import ApiToken, Plugin, Vendor
+from dashboard.domain.crypto import token_digest
+from dashboard.domain.models import ApiToken, Plugin, Vendor
 from tests.conftest import auth
 
 pytestmark = pytest.mark.django_db

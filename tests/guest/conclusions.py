@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from workers.battery import nodeparse
+from kernel.battery import nodeparse
 
 
 def iptables_conclusions(save_text: str) -> dict[str, Any]:

@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
+from kernel.battery import nodeparse
 from lab.guest.golden import comparable
 from lab.guest.harness import GuestResult, qemu_available
 from tests.guest.conclusions import iptables_conclusions, ipvs_conclusions, nft_conclusions
 from tests.need import unavailable
-from workers.battery import nodeparse
 
 pytestmark = pytest.mark.guest
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from kernel.battery import nodeparse
 from tests.guest.conclusions import iptables_conclusions, ipvs_conclusions, nft_conclusions
-from workers.battery import nodeparse
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "node"
 ENDPOINTS = [("10.0.2.2", 8082), ("10.0.3.2", 8082)]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from workers import probe
+from kernel import probe
 
 REPO = Path(__file__).resolve().parent.parent.parent
 
@@ -31,7 +31,7 @@ needs_no_sctp = pytest.mark.skipif(_host_has_sctp(), reason="this host has kerne
 @needs_no_sctp
 def test_check_says_sctp_is_unavailable_here_with_the_errno_and_exits_non_zero() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "workers.probe", "check", "--json"],
+        [sys.executable, "-m", "kernel.probe", "check", "--json"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -51,7 +51,7 @@ def test_check_says_sctp_is_unavailable_here_with_the_errno_and_exits_non_zero()
 @needs_no_sctp
 def test_check_prints_a_human_summary_naming_the_reason() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "workers.probe", "check"],
+        [sys.executable, "-m", "kernel.probe", "check"],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from dashboard.ingest import IngestError, ingest
-from dashboard.ingest.e2elog import parse_e2e_log
+from dashboard.domain.ingest import IngestError, ingest
+from dashboard.domain.ingest.e2elog import parse_e2e_log
 
 from .builders import e2e_log, gzip_bytes, junit_v2, real_v130, tar_gz, with_sctp_status, zip_bytes
 

@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from dashboard.ingest import IngestError, Limits, ingest
-from dashboard.ingest.upstream_names import catalog_key, normalise
+from dashboard.domain.ingest import IngestError, Limits, ingest
+from dashboard.domain.ingest.upstream_names import catalog_key, normalise
 
 from .builders import e2e_log, junit_v1, junit_v2, real_v130, tar_gz, with_sctp_status
 
@@ -372,7 +372,7 @@ def test_a_container_name_is_not_a_cni():
     report = ingest(
         sonobuoy({"resources/ns/kube-system/daemonsets.json": canal}), declared_plugin="flannel"
     )
-    # The shared CNI table (workers.cni) reads the canal DaemonSet as flannel for the network
+    # The shared CNI table (kernel.cni) reads the canal DaemonSet as flannel for the network
     # and Calico for policy: from the DaemonSet, not from its calico-node container.
     assert report.cni_detected == "calico,flannel"
     with pytest.raises(IngestError):

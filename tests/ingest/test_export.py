@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from dashboard.catalog import ALL_KEYS
-from dashboard.ingest import IngestError, ingest
-from dashboard.ingest.export import run_to_junit
-from dashboard.models import Run, Submission
+from dashboard.domain.catalog import ALL_KEYS
+from dashboard.domain.ingest import IngestError, ingest
+from dashboard.domain.ingest.export import run_to_junit
+from dashboard.domain.models import Run, Submission
 from tests import factories as f
 from tests.conftest import auth
 

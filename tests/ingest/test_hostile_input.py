@@ -11,8 +11,8 @@ import zipfile
 
 import pytest
 
-from dashboard.ingest import IngestError, Limits, ingest
-from dashboard.ingest.archives import BoundedGunzip
+from dashboard.domain.ingest import IngestError, Limits, ingest
+from dashboard.domain.ingest.archives import BoundedGunzip
 
 from .builders import junit_v2, tar_gz, tar_gz_with, zip_bytes
 

@@ -4,8 +4,8 @@ import io
 
 import pytest
 
-from dashboard.ingest import IngestError, ingest
-from dashboard.ingest.upstream_names import RELEASE_NAMES
+from dashboard.domain.ingest import IngestError, ingest
+from dashboard.domain.ingest.upstream_names import RELEASE_NAMES
 
 from .builders import junit_v1, junit_v2, real_v130, with_sctp_status
 

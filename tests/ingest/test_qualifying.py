@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.ingest.report import CatalogResult, qualifying
-from dashboard.ingest.upstream_names import CATALOG_KEYS
+from dashboard.domain.ingest.report import CatalogResult, qualifying
+from dashboard.domain.ingest.upstream_names import CATALOG_KEYS
 
 
 def results(**outcomes: str) -> dict[str, CatalogResult]:
@@ -29,7 +29,7 @@ def test_a_plugin_with_network_policy_needs_netpol_allow_deny_passed():
 
 
 def test_a_plugin_without_network_policy_needs_a_maintainers_exemption():
-    from dashboard.policy import PluginFacts
+    from dashboard.domain.policy import PluginFacts
 
     ok, why = qualifying(results(**{**GOOD, "netpol_allow_deny": "skipped"}), False)
     assert not ok and "does not implement NetworkPolicy and has no exemption" in why

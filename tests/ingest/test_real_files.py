@@ -13,9 +13,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from dashboard.ingest import IngestError, ingest
-from dashboard.ingest.identity import Scanner
-from dashboard.ingest.upstream_names import CHECKED, RELEASE_NAMES, RELEASES
+from dashboard.domain.ingest import IngestError, ingest
+from dashboard.domain.ingest.identity import Scanner
+from dashboard.domain.ingest.upstream_names import CHECKED, RELEASE_NAMES, RELEASES
 
 from . import real_files as rf
 from .builders import junit_v2, real_v130, tar_gz, with_sctp_status

@@ -4,7 +4,7 @@ from xml.sax.saxutils import escape
 
 import pytest
 
-from dashboard.ingest.upstream_names import (
+from dashboard.domain.ingest.upstream_names import (
     CATALOG_KEYS,
     RELEASE_NAMES,
     RELEASES,

@@ -9,9 +9,9 @@ import pytest
 import yaml
 from django.test import Client
 
-from dashboard import labreg
-from dashboard.models import Cluster, Run, Schedule
-from dashboard.runs import request_run
+from dashboard.domain import lab_clusters as labreg
+from dashboard.domain.models import Cluster, Run, Schedule
+from dashboard.domain.runs import request_run
 from lab.server import LabServer
 from workers import runner
 
@@ -24,7 +24,7 @@ DEMO = ("calico-iptables", "calico-ipvs", "antrea-iptables")
 @pytest.fixture
 def demo_lab(monkeypatch):
     # One seam: runs are executed in this process instead of being sent to a broker.
-    monkeypatch.setattr("dashboard.runs.dispatch", lambda run_id: True)
+    monkeypatch.setattr("dashboard.domain.runs.dispatch", lambda run_id: True)
     server = LabServer(
         [yaml.safe_load((PROFILES / f"{name}.yaml").read_text()) for name in DEMO]
     ).start()
@@ -84,7 +84,7 @@ def test_emulated_runs_alone_leave_every_criterion_unmet_with_the_what_if(demo_l
 
 
 def test_the_kickoff_refuses_connectivity_runs_on_the_periodic_cluster(demo_lab):
-    from dashboard.runs import RunRequestError
+    from dashboard.domain.runs import RunRequestError
 
     with pytest.raises(RunRequestError) as refused:
         request_run(demo_lab["calico-iptables"], "connectivity")
@@ -96,8 +96,8 @@ def test_the_kickoff_refuses_connectivity_runs_on_the_periodic_cluster(demo_lab)
 def test_the_demo_seeds_two_vendor_submissions_from_its_own_runs_and_they_never_count(
     demo_lab, maintainer
 ):
-    from dashboard.demo_seed import seed_submissions
-    from dashboard.models import Submission
+    from dashboard.domain.demo_seed import seed_submissions
+    from dashboard.domain.models import Submission
     from tests import factories as f
 
     maintainer.username = "maintainer"

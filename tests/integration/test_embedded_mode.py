@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from dashboard.models import ClusterLease, Run
+from dashboard.domain.models import ClusterLease, Run
 from tests.e2e import maintainer_token, request_run, wait_for
 from tests.labtools import lab_clusters, profile
 from tests.worker import celery_worker

@@ -8,7 +8,7 @@ import json
 import pytest
 from django.core.management import call_command
 
-from dashboard.models import Run
+from dashboard.domain.models import Run
 from tests.labtools import lab_clusters, profile
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -9,8 +9,8 @@ import time
 import pytest
 from django.test import Client
 
-from dashboard.models import Run
-from dashboard.readiness import evaluate
+from dashboard.domain.models import Run
+from dashboard.domain.readiness import evaluate
 from tests.e2e import maintainer_token, request_run, wait_for
 from tests.labtools import lab_clusters, profile
 from tests.worker import celery_worker

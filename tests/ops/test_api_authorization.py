@@ -14,7 +14,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
-from dashboard.models import ApiToken, Run, Submission
+from dashboard.domain.models import ApiToken, Run, Submission
 from tests import factories
 from tests.conftest import auth
 from tests.ingest import builders as b

@@ -133,7 +133,7 @@ def test_weak_passwords_are_refused_on_the_password_change_page(boss) -> None:
 
 
 def test_the_demo_accounts_are_created_by_code_and_still_log_in() -> None:
-    from dashboard.management.commands.demo import DEMO_USERS, Command
+    from dashboard.domain.management.commands.demo import DEMO_USERS, Command
 
     Command().ensure_users()
     username, password = DEMO_USERS[0][0], DEMO_USERS[0][1]

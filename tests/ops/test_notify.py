@@ -12,10 +12,16 @@ import pytest
 from django.core import mail
 from django.utils.timezone import now
 
-from dashboard import notify
-from dashboard import schedules as ops
-from dashboard.models import NotificationChannel, NotificationLog, Run, Schedule, ScheduleHealth
-from dashboard.readiness.history import LISTENERS
+from dashboard.domain import notify
+from dashboard.domain import schedules as ops
+from dashboard.domain.history import LISTENERS
+from dashboard.domain.models import (
+    NotificationChannel,
+    NotificationLog,
+    Run,
+    Schedule,
+    ScheduleHealth,
+)
 from tests import factories
 from workers.tasks import deliver_notification
 
@@ -150,7 +156,7 @@ def test_the_beat_check_announces_a_schedule_going_down_once(
     django_capture_on_commit_callbacks, settings
 ) -> None:
     settings.CELERY_TASK_ALWAYS_EAGER = True
-    from workers.celery import app
+    from dashboard.celery import app
 
     app.conf.task_always_eager = True
     try:
@@ -204,7 +210,7 @@ def test_deliveries_the_broker_never_got_are_sent_by_the_check_and_a_lost_send_i
         attempts=1,
         queued=now() - timedelta(hours=1),
     )
-    from workers.celery import app
+    from dashboard.celery import app
 
     app.conf.task_always_eager = True
     try:

@@ -10,7 +10,7 @@ import time_machine
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from dashboard.models import Run
+from dashboard.domain.models import Run
 from tests import factories
 from tests.conftest import auth
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from dashboard.models import Run
+from dashboard.domain.models import Run
 from tests import factories
 from tests.conftest import auth
 

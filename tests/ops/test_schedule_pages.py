@@ -6,8 +6,8 @@ import pytest
 from django.test import Client
 from django_celery_beat.models import PeriodicTask
 
-from dashboard import schedules as ops
-from dashboard.models import NotificationChannel, Schedule
+from dashboard.domain import schedules as ops
+from dashboard.domain.models import NotificationChannel, Schedule
 from tests import factories
 from tests.conftest import auth
 

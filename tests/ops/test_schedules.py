@@ -11,9 +11,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils.timezone import now
 from django_celery_beat.models import IntervalSchedule, PeriodicTask, PeriodicTasks
 
-from dashboard import schedules as ops
-from dashboard.catalog import Outcome
-from dashboard.models import AuditEvent, Run, Schedule, ScheduleHealth
+from dashboard.domain import schedules as ops
+from dashboard.domain.catalog import Outcome
+from dashboard.domain.models import AuditEvent, Run, Schedule, ScheduleHealth
 from tests import factories
 
 pytestmark = pytest.mark.django_db

@@ -7,7 +7,7 @@ import pytest
 import yaml
 from billiard.exceptions import SoftTimeLimitExceeded
 
-from dashboard.models import Run
+from dashboard.domain.models import Run
 from tests import factories
 
 KUBECONFIG = yaml.safe_dump(
@@ -23,7 +23,7 @@ KUBECONFIG = yaml.safe_dump(
 
 
 def test_every_task_has_a_soft_and_a_hard_time_limit():
-    from workers import app
+    from dashboard.celery import app
 
     app.loader.import_default_modules()
     ours = {
@@ -80,7 +80,9 @@ def test_a_run_on_a_busy_cluster_retries_later_each_time_and_is_not_re_dispatche
     monkeypatch.setattr(runner, "execute", lambda *a, **k: runner.BUSY)
     monkeypatch.setattr(execute_run, "retry", lambda countdown: Retried(countdown))
     sent: list[int] = []
-    monkeypatch.setattr("dashboard.runs.dispatch", lambda run_id: sent.append(run_id) or True)
+    monkeypatch.setattr(
+        "dashboard.domain.runs.dispatch", lambda run_id: sent.append(run_id) or True
+    )
     countdowns = []
     for retries in range(8):
         execute_run.push_request(retries=retries, id=f"t{retries}", hostname="w")
@@ -103,15 +105,15 @@ def test_a_run_on_a_busy_cluster_retries_later_each_time_and_is_not_re_dispatche
 
 @pytest.mark.django_db(transaction=True)
 def test_a_run_cut_by_the_soft_time_limit_ends_in_error_and_frees_its_lease(monkeypatch):
-    import workers.battery
-    from dashboard.runs import request_run
+    import kernel.battery
+    from dashboard.domain.runs import request_run
     from workers import runner
     from workers.lease import Lease
 
     def too_long(*args, **kwargs):
         raise SoftTimeLimitExceeded()
 
-    monkeypatch.setattr(workers.battery, "run_battery", too_long)
+    monkeypatch.setattr(kernel.battery, "run_battery", too_long)
     c = factories.cluster("slow-one", kubeconfig=KUBECONFIG)
     run = request_run(c, "basic", dispatch_on_commit=False)
     assert runner.execute(run.pk) == runner.DONE

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from django.test import Client
 
-from dashboard.ratelimit import client_ip
+from dashboard.web.ratelimit import client_ip
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parents[2]

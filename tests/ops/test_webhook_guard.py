@@ -19,9 +19,9 @@ import pytest
 import urllib3
 from django.test import Client
 
-from dashboard import notify
-from dashboard.models import NotificationChannel, NotificationLog
-from workers.netguard import ServerNotAllowed
+from dashboard.domain import notify
+from dashboard.domain.models import NotificationChannel, NotificationLog
+from kernel.netguard import ServerNotAllowed
 
 from .webhook_server import WebhookServer
 

@@ -9,8 +9,8 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from dashboard.catalog import Outcome
-from dashboard.models import Cluster, Submission
+from dashboard.domain.catalog import Outcome
+from dashboard.domain.models import Cluster, Submission
 from tests import factories
 
 

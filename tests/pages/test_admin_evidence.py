@@ -10,9 +10,9 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils.timezone import now
 
-from dashboard.models import ApiToken, AuditEvent, Run, Submission, TestResult
-from dashboard.readiness import Context
-from dashboard.readiness.criteria import tests_written, two_out_of_tree_plugins
+from dashboard.domain.models import ApiToken, AuditEvent, Run, Submission, TestResult
+from dashboard.domain.readiness import Context
+from dashboard.domain.readiness.criteria import tests_written, two_out_of_tree_plugins
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -184,8 +184,8 @@ def test_deactivating_a_user_in_the_admin_names_the_admin(admin_client, maintain
 
 
 def test_a_withdrawn_newer_run_does_not_hide_an_older_standing_one(admin_user) -> None:
-    from dashboard.readiness import evaluate
-    from dashboard.withdrawals import CorrectionError, withdraw
+    from dashboard.domain.readiness import evaluate
+    from dashboard.domain.withdrawals import CorrectionError, withdraw
 
     cluster = factories.cluster(plugin_slug="calico")
     older = factories.run(cluster, days_ago=3)

@@ -10,8 +10,8 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test import Client
 
-from dashboard.audit import entry_hash
-from dashboard.models import AuditEvent
+from dashboard.domain.audit import entry_hash
+from dashboard.domain.models import AuditEvent
 
 pytestmark = pytest.mark.django_db
 

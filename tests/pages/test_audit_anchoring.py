@@ -15,8 +15,8 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.utils.timezone import now
 
-from dashboard import audit
-from dashboard.models import AuditEvent, NotificationChannel, NotificationLog, SignOff
+from dashboard.domain import audit
+from dashboard.domain.models import AuditEvent, NotificationChannel, NotificationLog, SignOff
 
 pytestmark = pytest.mark.django_db
 
@@ -122,7 +122,7 @@ def test_the_periodic_checkpoint_goes_to_the_log_the_file_and_the_webhook(
         kind="webhook", target="https://hooks.example.org/audit"
     )
     entries(3)
-    with caplog.at_level(logging.INFO, logger="dashboard.audit"):
+    with caplog.at_level(logging.INFO, logger="dashboard.domain.audit"):
         quoted = audit_checkpoint.apply().get()
     head = audit.head()
     assert head is not None and quoted == str(head)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from dashboard.catalog import Outcome
-from dashboard.models import AuditEvent, Run
-from dashboard.views.history import rolling_pass_rate, stats
+from dashboard.domain.catalog import Outcome
+from dashboard.domain.models import AuditEvent, Run
+from dashboard.web.views.history import rolling_pass_rate, stats
 from tests import factories
 
 from .conftest import grow_history, queries
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(autouse=True)
 def no_broker(monkeypatch):
     # "Run now" creates the row; dispatching to Celery is the runs module's business, not the page's.
-    monkeypatch.setattr("dashboard.runs.dispatch", lambda run_id: True)
+    monkeypatch.setattr("dashboard.domain.runs.dispatch", lambda run_id: True)
 
 
 def test_flakiness_counts_flips_between_pass_and_fail_and_ignores_skips() -> None:

@@ -9,9 +9,9 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from dashboard.catalog import Outcome
-from dashboard.models import Submission
-from dashboard.views.matrix import build_matrix
+from dashboard.domain.catalog import Outcome
+from dashboard.domain.models import Submission
+from dashboard.web.views.matrix import build_matrix
 from tests import factories
 
 from .conftest import grow_history, grow_submissions, queries

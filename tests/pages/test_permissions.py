@@ -6,7 +6,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from dashboard.models import Run, SignOff, Submission
+from dashboard.domain.models import Run, SignOff, Submission
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -51,7 +51,7 @@ def users(vendor_user, other_vendor_user, maintainer):
 
 @pytest.fixture(autouse=True)
 def no_broker(monkeypatch):
-    monkeypatch.setattr("dashboard.runs.dispatch", lambda run_id: True)
+    monkeypatch.setattr("dashboard.domain.runs.dispatch", lambda run_id: True)
 
 
 @pytest.mark.parametrize(

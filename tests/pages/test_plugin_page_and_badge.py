@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from dashboard.catalog import Outcome
+from dashboard.domain.catalog import Outcome
 from tests import factories
 
 from .conftest import grow_history, grow_submissions, queries

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from dashboard import readiness
-from dashboard.models import SignOff
+from dashboard.domain import readiness
+from dashboard.domain.models import SignOff
 from tests import factories
 
 from .conftest import grow_history, grow_submissions, queries

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from dashboard.models import Submission
+from dashboard.domain.models import Submission
 from tests.conftest import auth
 
 pytestmark = pytest.mark.django_db

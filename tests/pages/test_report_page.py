@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from dashboard.views.md import to_html
-from dashboard.views.report import _cell
+from dashboard.domain.kep_report import _cell
+from dashboard.web.views.md import to_html
 
 pytestmark = pytest.mark.django_db
 

@@ -9,9 +9,9 @@ import pytest
 from django.test import Client
 from django.utils.timezone import now
 
-from dashboard import readiness
-from dashboard.models import Run, SignOff, TestResult
-from dashboard.views.matrix import build_matrix
+from dashboard.domain import publication, readiness
+from dashboard.domain.models import Run, SignOff, TestResult
+from dashboard.web.views.matrix import build_matrix
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -47,7 +47,7 @@ def test_after_ga_the_page_watches_the_ga_criteria(client: Client, maintainer) -
             kubernetes_release=release,
             snapshot=readiness.evaluate(),
         )
-    readiness.invalidate()
+    publication.invalidate()
     body = client.get("/").content.decode()
     assert "since Kubernetes 1.20" in body and 'data-watch="alarm"' in body
     assert "The GA criteria no longer all hold" in body and "Next decision" not in body

@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 from django.utils.timezone import now
 
-from dashboard.models import Run, TestResult
+from dashboard.domain.models import Run, TestResult
 from tests import factories
 
 from .conftest import queries
@@ -75,7 +75,7 @@ def test_an_unknown_run_is_a_404(client: Client) -> None:
 def test_the_tcp_and_udp_conformance_checks_are_listed_apart_from_the_catalog(
     client: Client,
 ) -> None:
-    from dashboard.models import TestResult
+    from dashboard.domain.models import TestResult
 
     run = factories.run(factories.cluster(), battery="basic")
     TestResult.objects.create(

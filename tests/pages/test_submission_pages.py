@@ -6,7 +6,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
-from dashboard.models import AuditEvent, Submission
+from dashboard.domain.models import AuditEvent, Submission
 from tests import factories
 
 from .conftest import grow_submissions, queries

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from dashboard.models import AuditEvent, Cluster, Plugin
+from dashboard.domain.models import AuditEvent, Cluster, Plugin
 from tests import factories
 
 pytestmark = pytest.mark.django_db

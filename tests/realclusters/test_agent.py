@@ -9,12 +9,12 @@ import json
 
 import pytest
 
-from dashboard.models import AuditEvent, Cluster, Run, TestResult
+from dashboard.domain.models import AuditEvent, Cluster, Run, TestResult
+from kernel import agent
 from lab.incluster import InClusterEndpoint
 from lab.server import LabServer
 from tests.battery.conftest import FAST, profile
 from tests.realclusters.conftest import ROLE_FILE
-from workers import agent
 
 LAB_TIMEOUTS = json.dumps(dataclasses.asdict(FAST))
 KEY = "k" * 16 + "agent-key-of-calico-prod"
@@ -88,7 +88,7 @@ def test_the_agent_posts_an_all_run_that_shows_as_pending_agent_evidence(
     assert run.qualifying  # the outcomes qualify; the policy does not count it (unapproved)
     from django.utils.timezone import now
 
-    from dashboard.policy import Policy, plugin_facts, run_item
+    from dashboard.domain.policy import Policy, plugin_facts, run_item
 
     rows = list(TestResult.objects.filter(run=run).values_list("test_key", "outcome", "reason"))
     item = run_item(
@@ -172,8 +172,8 @@ def test_the_payload_stays_within_what_the_dashboard_accepts():
     from datetime import UTC, datetime
     from types import SimpleNamespace
 
-    from dashboard.agent_runs import MAX_EVIDENCE, MAX_REASON
-    from workers.battery.base import TestOutcome
+    from dashboard.domain.agent_runs import MAX_EVIDENCE, MAX_REASON
+    from kernel.battery.base import TestOutcome
 
     report = SimpleNamespace(
         results={"declare-sctp-ports": TestOutcome("error", "r" * 5000, evidence="e" * 300_000)},
@@ -190,8 +190,8 @@ def test_the_payload_stays_within_what_the_dashboard_accepts():
 
 @pytest.mark.django_db
 def test_the_dashboard_refuses_to_run_a_cluster_it_only_knows_from_its_agent():
-    from dashboard.models import Cluster, Run
-    from dashboard.runs import RunRequestError, request_run
+    from dashboard.domain.models import Cluster, Run
+    from dashboard.domain.runs import RunRequestError, request_run
     from tests import factories
 
     cluster = factories.cluster("agent-only")  # no kubeconfig

@@ -10,8 +10,8 @@ from datetime import timedelta
 import pytest
 from django.utils.timezone import now
 
-from dashboard.catalog import ALL_KEYS, BASIC_KEYS
-from dashboard.models import Cluster, Run, TestResult
+from dashboard.domain.catalog import ALL_KEYS, BASIC_KEYS
+from dashboard.domain.models import Cluster, Run, TestResult
 from tests.conftest import auth
 
 URL = "/api/v1/agent-runs/"
@@ -215,7 +215,7 @@ def test_another_vendors_cluster_or_a_disabled_one_is_refused(
 
 
 def _assess(run, criterion):
-    from dashboard.policy import Policy, plugin_facts, run_item
+    from dashboard.domain.policy import Policy, plugin_facts, run_item
 
     rows = list(TestResult.objects.filter(run=run).values_list("test_key", "outcome", "reason"))
     item = run_item(
@@ -227,7 +227,7 @@ def _assess(run, criterion):
 def test_an_agent_run_counts_only_once_a_maintainer_approves_its_cluster_and_verifies_it(
     api, vendor_token, maintainer
 ):
-    from dashboard.trust import approve_cluster, verify_agent_run
+    from dashboard.domain.trust import approve_cluster, verify_agent_run
 
     results = {k: {"outcome": "passed", "reason": "ok"} for k in ALL_KEYS}
     results["pod-to-loadbalancer"] = {"outcome": "skipped", "reason": "no load balancer"}
@@ -245,7 +245,7 @@ def test_an_agent_run_counts_only_once_a_maintainer_approves_its_cluster_and_ver
 
 
 def test_an_emulated_agent_run_never_counts_even_approved(api, vendor_token, maintainer):
-    from dashboard.trust import approve_cluster
+    from dashboard.domain.trust import approve_cluster
 
     body = payload(fingerprint={"emulated": True, "facts": facts(0)})
     assert post(api, vendor_token, body).status_code == 201
@@ -257,7 +257,7 @@ def test_an_emulated_agent_run_never_counts_even_approved(api, vendor_token, mai
 
 
 def test_a_basic_only_cluster_refuses_a_connectivity_run(api, vendor_token, maintainer):
-    from dashboard.trust import set_basic_only
+    from dashboard.domain.trust import set_basic_only
 
     assert post(api, vendor_token, payload()).status_code == 201
     set_basic_only(Cluster.objects.get(), True, maintainer)
@@ -275,7 +275,7 @@ def test_the_openapi_schema_describes_the_endpoint(api):
 
 
 def test_the_extra_checks_accepted_are_the_batterys_own():
-    from dashboard.agent_runs import EXTRAS_OF
-    from workers.battery.registry import EXTRAS_OF as BATTERY_EXTRAS
+    from dashboard.domain.agent_runs import EXTRAS_OF
+    from kernel.battery.registry import EXTRAS_OF as BATTERY_EXTRAS
 
     assert EXTRAS_OF == BATTERY_EXTRAS

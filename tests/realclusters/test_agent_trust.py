@@ -17,10 +17,10 @@ import pytest
 from django.test import Client
 from django.utils.timezone import now
 
-from dashboard.catalog import ALL_KEYS
-from dashboard.models import ApiToken, AuditEvent, Cluster, Run, TestResult
-from dashboard.readiness import evaluate
-from dashboard.trust import approve_cluster
+from dashboard.domain.catalog import ALL_KEYS
+from dashboard.domain.models import ApiToken, AuditEvent, Cluster, Run, TestResult
+from dashboard.domain.readiness import evaluate
+from dashboard.domain.trust import approve_cluster
 from tests import factories
 from tests.conftest import auth
 
@@ -178,7 +178,7 @@ def test_the_mode_is_shown_and_only_a_maintainer_changes_it_audited(
     )
     assert answer.status_code == 409
     # nor by editing it with a kubeconfig
-    from dashboard.clusters import ClusterError, check_edit
+    from dashboard.domain.clusters import ClusterError, check_edit
 
     form = {"plugin": "calico", "proxier": "iptables", "plugin_version": "1.0.0"}
     with pytest.raises(ClusterError, match="only a maintainer"):

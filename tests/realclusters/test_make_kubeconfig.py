@@ -10,15 +10,15 @@ import pytest
 import yaml
 from django.core.management import CommandError, call_command
 
-from dashboard.clusters import register_cluster
-from dashboard.models import AuditEvent, Cluster
+from dashboard.domain.clusters import register_cluster, renew_registered
+from dashboard.domain.models import AuditEvent, Cluster
+from kernel import serviceaccount as sa
+from kernel.battery import run_battery
+from kernel.battery.context import RBAC_PREFIX as PREFIX
+from kernel.kubeconfig import api_client_from_kubeconfig, validate_kubeconfig
 from lab import rbac as lab_rbac
 from lab.server import LabServer
 from tests.battery.conftest import FAST, profile, spec_for
-from workers import serviceaccount as sa
-from workers.battery import run_battery
-from workers.battery.context import RBAC_PREFIX as PREFIX
-from workers.kubeconfig import api_client_from_kubeconfig, validate_kubeconfig
 
 
 @pytest.fixture
@@ -117,10 +117,10 @@ def test_the_beat_task_renews_a_registered_token_a_third_before_expiry(lab, call
         actor="maria",
     )
     info = sa.token_info(text)
-    assert sa.renew_registered(now=time.time()) == {}  # not due yet: nothing touched
+    assert renew_registered(now=time.time()) == {}  # not due yet: nothing touched
     assert Cluster.objects.get(pk=cluster.pk).kubeconfig == text
     due = info.expires - 3600 + 1  # less than a third of three hours left
-    results = sa.renew_registered(now=due)
+    results = renew_registered(now=due)
     assert results["calico-prod"].startswith("renewed until ")
     renewed = Cluster.objects.get(pk=cluster.pk).kubeconfig
     assert renewed != text and sa.token_info(renewed).expires >= info.expires
@@ -140,7 +140,7 @@ def test_a_failed_renewal_keeps_the_working_kubeconfig_and_names_the_refusal(lab
     )
     # the vendor removed the renewal binding
     lab_rbac.state_of(lab.cluster("lab")).objects["rolebindings"].clear()
-    results = sa.renew_registered(now=sa.token_info(text).expires - 60)
+    results = renew_registered(now=sa.token_info(text).expires - 60)
     assert 'cannot create resource "serviceaccounts/token"' in results["calico-prod"]
     assert Cluster.objects.get(name="calico-prod").kubeconfig == text
     assert validate_kubeconfig(text)  # still works until it expires
@@ -171,4 +171,4 @@ def test_clusters_without_a_serviceaccount_token_are_left_alone(lab):
 
     factories.cluster("exec-free", kubeconfig=yaml.safe_dump(lab.kubeconfig("lab")))  # static token
     factories.cluster("broken", kubeconfig="{not: yaml: at all")
-    assert sa.renew_registered(now=time.time() + 10 * 365 * 86400) == {}
+    assert renew_registered(now=time.time() + 10 * 365 * 86400) == {}

@@ -173,7 +173,7 @@ def test_the_agent_overlay_runs_the_agent_under_the_tested_role(rendered):
         pod["serviceAccountName"] == "sctp-battery"
         and cron["spec"]["concurrencyPolicy"] == "Forbid"
     )
-    assert _containers(cron)[0]["command"] == ["python", "-m", "workers.agent"]
+    assert _containers(cron)[0]["command"] == ["python", "-m", "kernel.agent"]
     shipped = yaml.safe_load((REPO / "deploy/rbac/battery-role.yaml").read_text())
     assert objects[("ClusterRole", "sctp-battery")]["rules"] == shipped["rules"]
     binding = objects[("ClusterRoleBinding", "sctp-battery")]

@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kernel.battery import run_battery, sweep_namespaces
+from kernel.battery.context import RBAC_PREFIX as PREFIX
+from kernel.battery.context import rbac_reason
+from kernel.kubeconfig import api_client_from_kubeconfig
 from lab.server import LabServer
 from tests.battery.conftest import FAST, profile, spec_for
 from tests.realclusters.conftest import ROLE_FILE, permissions, shipped_role, without
-from workers.battery import run_battery, sweep_namespaces
-from workers.battery.context import RBAC_PREFIX as PREFIX
-from workers.battery.context import rbac_reason
-from workers.kubeconfig import api_client_from_kubeconfig
 
 SA = "system:serviceaccount:sctp-battery:sctp-battery"
 # A cluster older than 1.21 (no EndpointSlices: the battery reads Endpoints) with the gate on.

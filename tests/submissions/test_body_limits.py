@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from dashboard.models import Cluster, Submission
+from dashboard.domain.models import Cluster, Submission
 from tests.conftest import auth
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.models import AuditEvent, Submission
+from dashboard.domain.models import AuditEvent, Submission
 from tests import factories as f
 from tests.ingest import hostile_shapes as shapes
 

@@ -14,11 +14,11 @@ from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils.timezone import now
 
-from dashboard.catalog import Outcome
-from dashboard.ingest.export import run_to_junit
-from dashboard.models import ApiToken, AuditEvent, Run, Submission
-from dashboard.readiness import Context
-from dashboard.readiness.criteria import two_out_of_tree_plugins
+from dashboard.domain.catalog import Outcome
+from dashboard.domain.ingest.export import run_to_junit
+from dashboard.domain.models import ApiToken, AuditEvent, Run, Submission
+from dashboard.domain.readiness import Context
+from dashboard.domain.readiness.criteria import two_out_of_tree_plugins
 from tests import factories as f
 from tests.conftest import auth
 from tests.ingest import builders as b
@@ -91,7 +91,7 @@ def test_a_near_duplicate_is_accepted_and_flagged_in_red_before_verifying(
     page = client.get(f"/submissions/{resp.json()['id']}/").content.decode()
     # In red: the warning card's class, whose colour the stylesheet sets (no inline styles).
     assert "Possibly the same run, edited" in page and "near-duplicates" in page
-    css = (settings.BASE_DIR / "dashboard/static/css").glob("*.css")
+    css = (settings.BASE_DIR / "dashboard/web/static/css").glob("*.css")
     assert any(".card.near-duplicates { border-color:#b00020" in f.read_text() for f in css)
     assert page.index("Possibly the same run") < page.index("Verify")
     assert f'href="/submissions/{first["id"]}/"' in page

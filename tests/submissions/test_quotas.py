@@ -12,7 +12,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils.timezone import now
 
-from dashboard.models import AuditEvent, Submission
+from dashboard.domain.models import AuditEvent, Submission
 from tests.submissions.test_submissions_api import connectivity_junit, post
 
 pytestmark = pytest.mark.django_db

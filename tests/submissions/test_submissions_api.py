@@ -9,7 +9,7 @@ import tarfile
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from dashboard.models import AuditEvent, Submission
+from dashboard.domain.models import AuditEvent, Submission
 from tests.conftest import auth
 from tests.ingest import builders as b
 from tests.ingest.test_hostile_input import BILLION_LAUGHS, EXTERNAL_ENTITY, _zeros_gzip

@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 from django.utils.timezone import now
 
-from dashboard.models import Submission
+from dashboard.domain.models import Submission
 from tests.conftest import auth
 from tests.ingest import builders as b
 from tests.submissions.test_submissions_api import SCTP, post
@@ -124,8 +124,8 @@ def test_the_declared_proxier_of_a_verified_submission_is_demonstrated(client, m
 
 
 def test_a_plugin_without_network_policy_needs_an_exemption(client, maintainer_token):
-    from dashboard.models import Plugin
-    from dashboard.trust import set_netpol_exemption
+    from dashboard.domain.models import Plugin
+    from dashboard.domain.trust import set_netpol_exemption
 
     Plugin.objects.filter(slug="flannel").update(implements_network_policy=False)
     submit_and_verify(client, maintainer_token, "calico", junit(salt="a"))

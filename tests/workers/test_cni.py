@@ -1,4 +1,4 @@
-"""The one CNI table (workers/cni.py): DaemonSets and ConfigMaps as the API gives them."""
+"""The one CNI table (kernel/cni.py): DaemonSets and ConfigMaps as the API gives them."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from workers import cni
+from kernel import cni
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sonobuoy"
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from workers import probe
+from kernel import probe
 
 
 def free_port() -> int:

@@ -8,9 +8,10 @@ import time
 
 import pytest
 
-from dashboard.models import PublishedReadiness, Run
+from dashboard.domain.models import PublishedReadiness, Run
+from kernel import sctp_host
 from tests import factories as f
-from workers import runner, sctp_host, tasks
+from workers import runner, tasks
 from workers.lease import Lease
 
 
@@ -63,7 +64,7 @@ def test_the_heartbeat_notices_a_lost_lease(beating) -> None:
     Lease(run.cluster_id).release()  # not the holder: nothing happens
     time.sleep(0.2)
     assert not beat.cancel.is_set()
-    from dashboard.models import ClusterLease
+    from dashboard.domain.models import ClusterLease
 
     ClusterLease.objects.filter(
         cluster_id=run.cluster_id

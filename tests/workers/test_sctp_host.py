@@ -9,7 +9,7 @@ import types
 
 import pytest
 
-from workers import sctp_host
+from kernel import sctp_host
 
 
 class FakeSocket:
@@ -105,7 +105,7 @@ def test_connect_says_when_the_worker_cannot_open_an_sctp_socket(monkeypatch):
 
 
 def test_the_battery_package_refuses_unknown_names():
-    import workers.battery
+    import kernel.battery
 
     with pytest.raises(AttributeError):
-        workers.battery.no_such_thing  # noqa: B018
+        kernel.battery.no_such_thing  # noqa: B018

@@ -16,9 +16,9 @@ import pytest
 from django.conf import settings as django_settings
 from django.utils.timezone import now
 
-from dashboard.catalog import BASIC_KEYS, Outcome
-from dashboard.models import AuditEvent, Run, Schedule, TestResult
-from dashboard.runs import request_run
+from dashboard.domain.catalog import BASIC_KEYS, Outcome
+from dashboard.domain.models import AuditEvent, Run, Schedule, TestResult
+from dashboard.domain.runs import request_run
 from tests import factories as f
 from tests.worker import use_broker
 from workers import runner, tasks
@@ -159,7 +159,7 @@ def test_a_dispatch_while_the_broker_is_down_leaves_the_run_queued_for_the_next_
     broker,
 ) -> None:
     # the real clock: kombu's connection timeout must elapse (a frozen one never would)
-    from workers import app
+    from dashboard.celery import app
 
     run = request_run(f.cluster(), "basic", dispatch_on_commit=False)
     Run.objects.filter(pk=run.pk).update(created=now() - timedelta(seconds=6))
@@ -323,8 +323,6 @@ def test_a_sweep_counts_the_live_runs_of_every_registration_of_the_cluster(
 ) -> None:
     """The same cluster registered twice: a run live on one registration keeps its
     namespaces when the other one is swept (issue 23: pods client-sctp-52 not found)."""
-    from workers.battery import runner as battery_runner
-
     mine, other = f.cluster(kubeconfig="apiVersion: v1\n"), f.cluster()
     live = f.run(other, state=Run.State.RUNNING)
     seen = {}
@@ -334,10 +332,11 @@ def test_a_sweep_counts_the_live_runs_of_every_registration_of_the_cluster(
         seen["still_live"] = still_live(str(live.id)), still_live("999999")
         return []
 
-    monkeypatch.setattr(battery_runner, "sweep_namespaces", sweep_namespaces)
+    monkeypatch.setattr(tasks, "sweep_namespaces", sweep_namespaces)
     # the one seam: no API server to build a client for
     monkeypatch.setattr(
-        "workers.kubeconfig.api_client_from_kubeconfig",
+        tasks,
+        "api_client_from_kubeconfig",
         lambda text: type("Client", (), {"close": lambda self: None})(),
     )
     assert tasks.sweep(mine.id) == []

@@ -9,7 +9,7 @@
 # Service: sctp-guest/sctp-svc port "sctp" -> targetPort 8082 on both servers; its ClusterIP is
 # 10.96.0.10:95 (iptables), 10.96.0.11:96 (ipvs), 10.96.0.12:97 (nftables), one mode at a time.
 
-PROBE="python3 -S -m workers.probe"
+PROBE="python3 -S -m kernel.probe"
 RULES="python3 -S /opt/sctp-dashboard/lab/guest/checks/kube_rules.py"
 SVC="sctp-guest/sctp-svc:sctp"
 EPS="10.0.2.2:8082 10.0.3.2:8082"

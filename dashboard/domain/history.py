@@ -1,0 +1,40 @@
+"""Criterion history: a snapshot whenever a verdict changes, and the hook for notifications."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from django.db import transaction
+
+from dashboard.domain.models import ReadinessSnapshot
+from dashboard.domain.publication import remember
+from dashboard.domain.readiness import evaluate
+
+log = logging.getLogger(__name__)
+
+# Called with (previous statuses or None, new statuses, evaluation) after a change is stored.
+LISTENERS: list[Callable[[dict[str, str] | None, dict[str, str], dict[str, Any]], None]] = []
+
+
+def statuses_of(evaluation: dict[str, Any]) -> dict[str, str]:
+    return {c["key"]: c["status"] for t in evaluation["transitions"] for c in t["criteria"]}
+
+
+def record_evaluation(reason: str = "") -> bool:
+    """Evaluates readiness; stores a snapshot and tells the listeners when a status changed."""
+    evaluation = evaluate()
+    remember(evaluation)
+    statuses = statuses_of(evaluation)
+    with transaction.atomic():
+        previous = ReadinessSnapshot.objects.select_for_update().order_by("-created").first()
+        if previous is not None and previous.statuses == statuses:
+            return False
+        ReadinessSnapshot.objects.create(statuses=statuses, data=evaluation, reason=reason[:200])
+    for listener in LISTENERS:
+        try:
+            listener(previous.statuses if previous else None, statuses, evaluation)
+        except Exception:
+            log.exception("readiness listener %r failed", listener)
+    return True

@@ -1,0 +1,292 @@
+"""The matrix's evidence: plugins × proxier modes × Kubernetes minor, and for each catalog test
+the sources a cell shows (our runs, vendor files, self-reported runs).
+
+Sources are our own finished runs and vendor submissions. The page answers in a fixed number
+of queries and time whatever the history: every lookup is an "ORDER BY … LIMIT" on an index,
+either exact (the newest run of each battery of a cluster, the newest connectivity run or
+submission of a plugin, the newest submission of each status per plugin and proxier). How a
+cell looks is the page's business (dashboard/web/views/matrix.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db.models import OuterRef, Subquery
+
+from dashboard.domain.catalog import ALL_KEYS, Battery, Outcome, Proxier, keys_of
+from dashboard.domain.models import Cluster, Plugin, Run, Submission, TestResult
+
+RUN_TRUSTS = ("run", "agent", "agent-pending")  # sources that are runs (the others: files)
+
+
+@dataclass
+class Source:
+    trust: str  # run | verified | pending | agent | agent-pending (self-reported runs)
+    id: int
+    when: datetime
+    plugin_id: int
+    proxier: str
+    kubernetes_version: str
+    outcomes: dict[str, str]
+    reasons: dict[str, str] = field(default_factory=dict)
+    keys: tuple[str, ...] = (
+        ALL_KEYS  # the tests this source could speak about (a run: its battery's)
+    )
+    name: str = ""  # what a cell names: the cluster of a run, "submission N" for a file
+    emulated: bool = False
+
+    @property
+    def url(self) -> str:
+        return f"/runs/{self.id}/" if self.trust in RUN_TRUSTS else f"/submissions/{self.id}/"
+
+    def outcome(self, key: str) -> str:
+        return self.outcomes.get(key) or Outcome.NOT_RUN
+
+    @property
+    def minor(self) -> str:
+        return minor_of(self.kubernetes_version)
+
+
+def minor_of(version: str) -> str:
+    """ "v1.31.2" -> "1.31"; rows group by it, so one row never mixes releases."""
+    parts = version.lstrip("v").split(".")
+    return (
+        ".".join(parts[:2])
+        if len(parts) >= 2 and all(p.isdigit() for p in parts[:2])
+        else (version or "?")
+    )
+
+
+def _cluster_runs() -> set[int]:
+    """Per cluster, the newest finished run covering the basic and the connectivity tests: one
+    "LIMIT 1" step each on the (cluster, state, battery, -created) index."""
+    finished = Run.objects.filter(cluster=OuterRef("pk"), state=Run.State.FINISHED).order_by(
+        "-created"
+    )
+    newest = Cluster.objects.annotate(
+        basic_run=Subquery(
+            finished.filter(battery__in=[Battery.BASIC, Battery.ALL]).values("id")[:1]
+        ),
+        conn_run=Subquery(
+            finished.filter(battery__in=[Battery.CONNECTIVITY, Battery.ALL]).values("id")[:1]
+        ),
+    )
+    ids: set[int] = set()
+    for basic_run, conn_run in newest.values_list("basic_run", "conn_run"):
+        ids.update(i for i in (basic_run, conn_run) if i)
+    return ids
+
+
+def _plugin_sources() -> tuple[set[int], set[int]]:
+    """Per plugin, whatever its age: the newest connectivity run, verified and pending submission.
+
+    `has_connectivity__in=[True]` rather than `=True`: SQLite compiles the latter to a bare
+    column test that its planner cannot match to the (plugin, state|status, has_connectivity,
+    -finished|-created) indexes, and would sort the plugin's whole history instead.
+    """
+
+    def newest(model, order: str, **filters):
+        qs = model.objects.filter(plugin=OuterRef("pk"), has_connectivity__in=[True], **filters)
+        return Subquery(qs.order_by(order).values("id")[:1])
+
+    annotations = {
+        "conn_run": newest(Run, "-finished", state=Run.State.FINISHED),
+        "conn_verified": newest(Submission, "-created", status=Submission.Status.VERIFIED),
+        "conn_pending": newest(Submission, "-created", status=Submission.Status.PENDING),
+    }
+    run_ids: set[int] = set()
+    sub_ids: set[int] = set()
+    for conn_run, verified, pending in Plugin.objects.annotate(**annotations).values_list(
+        *annotations
+    ):
+        run_ids.update(i for i in (conn_run,) if i)
+        sub_ids.update(i for i in (verified, pending) if i)
+    return run_ids, sub_ids
+
+
+def _newest_submissions() -> set[int]:
+    """The newest verified and the newest pending submission of every (plugin, proxier): one
+    "LIMIT 1" step each on the (plugin, proxier, status, -created) index."""
+    annotations = {
+        f"{proxier}_{status}": Subquery(
+            Submission.objects.filter(plugin=OuterRef("pk"), proxier=proxier, status=status)
+            .order_by("-created")
+            .values("id")[:1]
+        )
+        for proxier in Proxier.values
+        for status in (Submission.Status.VERIFIED, Submission.Status.PENDING)
+    }
+    ids: set[int] = set()
+    for row in Plugin.objects.annotate(**annotations).values_list(*annotations):
+        ids.update(i for i in row if i)
+    return ids
+
+
+def load_sources() -> list[Source]:
+    plugin_runs, plugin_subs = _plugin_sources()
+    run_ids = sorted(_cluster_runs() | plugin_runs)
+    sub_ids = sorted(plugin_subs | _newest_submissions())
+    sources: list[Source] = []
+    if run_ids:
+        results: dict[int, dict[str, tuple[str, str]]] = {}
+        for run_id, key, outcome, reason in TestResult.objects.filter(
+            run_id__in=run_ids
+        ).values_list("run_id", "test_key", "outcome", "reason"):
+            results.setdefault(run_id, {})[key] = (outcome, reason)
+        for r in (
+            Run.objects.filter(id__in=run_ids)
+            .select_related("cluster")
+            .only(
+                "id",
+                "plugin_id",
+                "proxier",
+                "kubernetes_version",
+                "battery",
+                "finished",
+                "created",
+                "emulated",
+                "trigger",
+                "agent_verified_at",
+                "cluster__name",
+            )
+        ):
+            got = results.get(r.id, {})
+            keys = keys_of(r.battery)
+            kind = "run"
+            if r.trigger == Run.Trigger.AGENT:
+                kind = "agent" if r.agent_verified_at else "agent-pending"
+            sources.append(
+                Source(
+                    kind,
+                    r.id,
+                    r.finished or r.created,
+                    r.plugin_id,
+                    r.proxier,
+                    r.kubernetes_version,
+                    {k: got[k][0] for k in keys if k in got},
+                    {k: got[k][1] for k in keys if k in got},
+                    keys,
+                    name=r.cluster.name,
+                    emulated=r.emulated,
+                )
+            )
+    if sub_ids:
+        for s in (
+            Submission.objects.without_content()
+            .filter(id__in=sub_ids)
+            .only(
+                "id",
+                "plugin_id",
+                "proxier",
+                "kubernetes_version",
+                "status",
+                "results",
+                "created",
+                "emulated",
+            )
+        ):
+            trust = "verified" if s.status == Submission.Status.VERIFIED else "pending"
+            outcomes = {k: v.get("outcome", Outcome.NOT_RUN) for k, v in (s.results or {}).items()}
+            reasons = {k: "; ".join(v.get("reasons", [])[:2]) for k, v in (s.results or {}).items()}
+            sources.append(
+                Source(
+                    trust,
+                    s.id,
+                    s.created,
+                    s.plugin_id,
+                    s.proxier,
+                    s.kubernetes_version,
+                    outcomes,
+                    reasons,
+                    name=f"submission {s.id}",
+                    emulated=s.emulated,
+                )
+            )
+    return sources
+
+
+def _pick(candidates: list[Source], key: str) -> Source | None:
+    """The newest source with an outcome for key; else the newest source at all (shown as not run)."""
+    decided = [s for s in candidates if s.outcome(key) != Outcome.NOT_RUN]
+    pool = decided or candidates
+    return max(pool, key=lambda s: s.when) if pool else None
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What one cell shows for a test: the main source (our newest run, else the newest
+    verified file), the verified file beside our run, and a newer pending file or unverified
+    self-reported run. A file never stands for a test it did not contain."""
+
+    main: Source | None
+    beside: Source | None
+    pending: Source | None
+
+
+def shown(sources: list[Source], key: str) -> Shown:
+    ours = _pick([s for s in sources if s.trust in RUN_TRUSTS and s.trust != "agent-pending"], key)
+    files = [s for s in sources if s.trust not in RUN_TRUSTS and s.outcome(key) != Outcome.NOT_RUN]
+    vendor = _pick([s for s in files if s.trust == "verified"], key)
+    pending = _pick(
+        [s for s in files if s.trust == "pending"]
+        + [s for s in sources if s.trust == "agent-pending" and s.outcome(key) != Outcome.NOT_RUN],
+        key,
+    )
+    if pending is not None and any(
+        m is not None and m.outcome(key) != Outcome.NOT_RUN and pending.when <= m.when
+        for m in (ours, vendor)
+    ):
+        pending = None  # an older pending file adds nothing to what the cell says
+    return Shown(main=ours or vendor, beside=vendor if ours is not None else None, pending=pending)
+
+
+@dataclass(frozen=True)
+class Row:
+    plugin: Any  # a dict: id, slug, name, in_tree, implements_network_policy
+    proxier: str | None
+    minor: str | None
+    cells: dict[str, Shown]  # by catalog key, in catalog order
+    kubernetes_versions: list[str]
+    first: bool  # the plugin's first row
+
+
+def rows() -> list[Row]:
+    """Rows: plugin × proxier × Kubernetes minor, so a row never mixes releases; each cell still
+    names the cluster or submission it comes from."""
+    plugins = list(
+        Plugin.objects.order_by("name").values(
+            "id", "slug", "name", "in_tree", "implements_network_policy"
+        )
+    )
+    groups: dict[tuple[int, str, str], list[Source]] = {}
+    for s in load_sources():
+        groups.setdefault((s.plugin_id, s.proxier, s.minor), []).append(s)
+    out = []
+    for p in plugins:
+        keys = sorted(
+            ((m, minor) for (pid, m, minor) in groups if pid == p["id"]),
+            key=lambda k: (
+                Proxier.values.index(k[0]),
+                [-int(x) if x.isdigit() else 0 for x in k[1].split(".")],
+            ),
+        )
+        for i, key in enumerate(keys or [None]):
+            group = groups.get((p["id"], *key), []) if key else []
+            out.append(
+                Row(
+                    plugin=p,
+                    proxier=key[0] if key else None,
+                    minor=key[1] if key else None,
+                    cells={
+                        test: shown([s for s in group if test in s.keys], test) for test in ALL_KEYS
+                    },
+                    kubernetes_versions=sorted(
+                        {s.kubernetes_version for s in group if s.kubernetes_version}
+                    ),
+                    first=i == 0,
+                )
+            )
+    return out

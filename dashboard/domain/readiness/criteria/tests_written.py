@@ -1,0 +1,162 @@
+"""tests-written: every catalog test is implemented by the battery and has a `passed` or
+`failed` outcome in counted evidence (runs or verified submissions); pod-to-loadbalancer may
+instead have a counted `skipped` for want of an SCTP load balancer, which the KEP allows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Case, Exists, OuterRef, Subquery, When
+
+from dashboard.domain.catalog import ALL_KEYS, Outcome, criterion_title
+from dashboard.domain.models import CatalogTest, Run, Submission, TestResult
+from dashboard.domain.policy import (
+    LB_KEY,
+    TESTS_WRITTEN,
+    countable_runs_q,
+    countable_submissions_q,
+    evidence_entry,
+    verdict_keys,
+)
+from dashboard.domain.readiness.base import Context, Verdict
+from dashboard.domain.readiness.evidence_lookup import load, plugins_by_id, store_of
+from dashboard.domain.readiness.whatif import with_what_if
+from kernel.battery.implemented import implemented_keys as battery_implemented_keys
+
+KEY = TESTS_WRITTEN
+TITLE = criterion_title(KEY)
+RECENT_SUBMISSIONS = 200
+
+
+def implemented_keys() -> set[str]:
+    # Read without importing the battery (and the kubernetes client) into the web process.
+    return set(battery_implemented_keys())
+
+
+def evaluate(ctx: Context) -> Verdict:
+    return with_what_if(_evaluate, ctx)
+
+
+def candidates(ctx: Context, relax: frozenset[str]) -> tuple[list[dict[str, Any]], list[int]]:
+    """Per catalog test the newest counted runs with each verdict and its newest run at all,
+    and the newest counted submissions: two queries, once per evaluation and relaxation."""
+    found: tuple[list[dict[str, Any]], list[int]] = ctx.memo(
+        f"tests-written-candidates-{','.join(sorted(relax))}", lambda: _candidates(ctx, relax)
+    )
+    return found
+
+
+def _candidates(ctx: Context, relax: frozenset[str]) -> tuple[list[dict[str, Any]], list[int]]:
+    pol = ctx.policy
+    runs = Run.objects.filter(countable_runs_q(pol, relax=relax))
+
+    def newest(outcome: str) -> Subquery:
+        # The newest counted run with this outcome for the key: runs are walked newest first on
+        # the finished index, each checked on the (run, test_key) constraint, so the cost is
+        # bounded by the runs inside the freshness window, not by the whole history.
+        has = TestResult.objects.filter(
+            run=OuterRef("pk"), test_key=OuterRef(OuterRef("key")), outcome=outcome
+        )
+        return Subquery(runs.filter(Exists(has)).order_by("-finished", "-id").values("id")[:1])
+
+    latest_any = Subquery(
+        TestResult.objects.filter(test_key=OuterRef("key")).order_by("-id").values("run_id")[:1]
+    )
+    tests: list[dict[str, Any]] = [
+        dict(row)
+        for row in CatalogTest.objects.annotate(
+            passed_run=newest(Outcome.PASSED),
+            failed_run=newest(Outcome.FAILED),
+            # only pod-to-loadbalancer may count a skip (for want of a load balancer)
+            skip_run=Case(When(key=LB_KEY, then=newest(Outcome.SKIPPED))),
+            latest_run=latest_any,
+        ).values("key", "passed_run", "failed_run", "skip_run", "latest_run")
+    ]
+    sub_ids = list(
+        Submission.objects.filter(countable_submissions_q(pol, relax=relax))
+        .order_by("-created", "-id")
+        .values_list("id", flat=True)[:RECENT_SUBMISSIONS]
+    )
+    return tests, sub_ids
+
+
+def candidate_ids(ctx: Context, relax: frozenset[str]) -> tuple[set[int], set[int]]:
+    tests, sub_ids = candidates(ctx, relax)
+    runs = {t[k] for t in tests for k in ("passed_run", "failed_run", "skip_run", "latest_run")}
+    return runs - {None}, set(sub_ids)
+
+
+def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
+    pol = ctx.policy
+    tests, sub_ids = candidates(ctx, relax)
+    absent = [k for k in ALL_KEYS if k not in {t["key"] for t in tests}]
+    if absent:  # the catalog itself is incomplete (its seed migration did not run)
+        return Verdict(
+            KEY, TITLE, "unmet", "catalog is missing: " + ", ".join(absent), [], []
+        ), set()
+
+    plugins = ctx.memo("plugins", plugins_by_id)
+    run_ids = [t[k] for t in tests for k in ("passed_run", "failed_run", "skip_run", "latest_run")]
+    items = load(run_ids, sub_ids, plugins, store_of(ctx))
+    submissions = [items[("submission", i)] for i in sub_ids if ("submission", i) in items]
+
+    implemented = implemented_keys()
+    used: set[str] = set()
+    rows, evidence, missing_impl, unrecorded = [], [], [], []
+    for t in tests:
+        key = t["key"]
+        found = None
+        for rid in (t["passed_run"], t["failed_run"], t["skip_run"]):
+            item = items.get(("run", rid)) if rid else None
+            if item is not None:
+                a = pol.assess(item, KEY, relax)
+                if a.counts and key in verdict_keys(item):
+                    found = (item, a)
+                    break
+        if found is None:
+            for item in submissions:
+                a = pol.assess(item, KEY, relax)
+                if a.counts and key in verdict_keys(item):
+                    found = (item, a)
+                    break
+        row = {
+            "key": key,
+            "implemented": key in implemented,
+            "recorded": found is not None,
+            "run": found[0].id if found and found[0].kind == "run" else None,
+            "evidence": evidence_entry(*found) if found else None,
+            "why": "",
+        }
+        if found is not None:
+            used |= found[1].relied
+            evidence.append(evidence_entry(*found))
+        elif key in implemented:
+            latest = items.get(("run", t["latest_run"])) if t["latest_run"] else None
+            if latest is not None:
+                a = pol.assess(latest, KEY, relax)
+                outcome = latest.outcome(key).replace("_", " ")
+                why = (
+                    f"run {latest.id}: {key} {outcome}"
+                    + ("" if key in verdict_keys(latest) else " (no verdict)")
+                    + ("" if a.counts else f"; {a.why}")
+                )
+                evidence.append(evidence_entry(latest, a))
+            else:
+                why = "never run"
+            row["why"] = why
+            unrecorded.append(f"{key} ({why})")
+        if key not in implemented:
+            missing_impl.append(key)
+        rows.append(row)
+
+    if not missing_impl and not unrecorded:
+        detail = (
+            f"all {len(tests)} catalog tests are implemented and have verdicts in counted evidence"
+        )
+        return Verdict(KEY, TITLE, "met", detail, evidence, rows), used
+    parts = []
+    if missing_impl:
+        parts.append("not implemented: " + ", ".join(missing_impl))
+    if unrecorded:
+        parts.append("no verdict in counted evidence: " + "; ".join(unrecorded))
+    return Verdict(KEY, TITLE, "unmet", "; ".join(parts), evidence, rows), used

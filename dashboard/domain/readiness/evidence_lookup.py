@@ -1,0 +1,370 @@
+"""Finding candidate evidence in a bounded number of queries, as policy Items.
+
+The lookups are "LIMIT 1" subqueries on indexes (the newest run of each kind per cluster, the
+newest verified submission of each kind per plugin and proxier) plus the newest submissions,
+so an evaluation costs the same number of queries however long the history is. They only find
+candidates: whether one counts is dashboard.domain.policy's answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from types import SimpleNamespace
+from typing import Any
+
+from django.db.models import Case, F, OuterRef, Q, Subquery, Value, When, Window
+from django.db.models.functions import RowNumber
+
+from dashboard.domain import policy
+from dashboard.domain.catalog import Proxier
+from dashboard.domain.models import Cluster, Plugin, Run, Submission, TestResult
+from dashboard.domain.policy import Item
+from kernel.vocabulary import PROXIERS
+
+RECENT_SUBMISSIONS = 200  # the newest connectivity submissions shown beside the indexed lookups
+
+_RUN_FIELDS = (
+    "id",
+    "state",
+    "finished",
+    "created",
+    "plugin_id",
+    "plugin_version",
+    "kubernetes_version",
+    "kubernetes_minor",
+    "proxier",
+    "proxier_detected",
+    "battery",
+    "trigger",
+    "agent_verified_at",
+    "emulated",
+    "fingerprint",
+    "cluster__name",
+    "cluster__enabled",
+    "cluster__approved",
+    "cluster__emulated",
+    "cluster__lab",
+    "withdrawn_at",
+    "withdrawn_by",
+    "withdrawn_reason",
+)
+_SUB_FIELDS = (
+    "id",
+    "status",
+    "plugin_id",
+    "plugin_version",
+    "kubernetes_version",
+    "kubernetes_minor",
+    "proxier",
+    "results",
+    "run_at",
+    "run_at_source",
+    "created",
+    "emulated",
+    "withdrawn_at",
+    "withdrawn_by",
+    "withdrawn_reason",
+)
+
+
+def plugins_by_id() -> dict[int, Any]:
+    return {p.id: p for p in Plugin.objects.all()}
+
+
+def _Row(**fields: Any) -> Any:
+    """A run, its cluster or a submission as dashboard.domain.policy reads it, from a values() row."""
+    return SimpleNamespace(**fields)
+
+
+_CLUSTER_FIELDS = ("name", "enabled", "approved", "emulated", "lab")
+
+
+def load(
+    run_ids: Iterable[int | None],
+    submission_ids: Iterable[int | None],
+    plugins: dict[int, Any] | None = None,
+    store: dict[tuple[str, int], Item] | None = None,
+) -> dict[tuple[str, int], Item]:
+    """Items for these runs and submissions: at most three queries (runs, their results,
+    submissions). With `store` (one evaluation's items so far), what it holds is not read
+    again and what is read is added to it."""
+    plugins = plugins if plugins is not None else plugins_by_id()
+    store = store if store is not None else {}
+    facts = {pid: policy.plugin_facts(p) for pid, p in plugins.items()}
+    rids = {i for i in run_ids if i}
+    sids = {i for i in submission_ids if i}
+    missing_runs = {i for i in rids if ("run", i) not in store}
+    missing_subs = {i for i in sids if ("submission", i) not in store}
+    if missing_runs:
+        outcomes: dict[int, dict[str, str]] = {}
+        reasons: dict[int, dict[str, str]] = {}
+        for run_id, key, outcome, reason in TestResult.objects.filter(
+            run_id__in=missing_runs
+        ).values_list("run_id", "test_key", "outcome", "reason"):
+            outcomes.setdefault(run_id, {})[key] = outcome
+            reasons.setdefault(run_id, {})[key] = reason[:300]
+        own = [f for f in _RUN_FIELDS if not f.startswith("cluster__")]
+        for row in Run.objects.filter(id__in=missing_runs).values(*_RUN_FIELDS):
+            run = _Row(**{f: row[f] for f in own})
+            run.cluster = _Row(**{f: row[f"cluster__{f}"] for f in _CLUSTER_FIELDS})
+            store[("run", run.id)] = policy.run_item(
+                run, outcomes.get(run.id, {}), reasons.get(run.id, {}), facts[run.plugin_id]
+            )
+    if missing_subs:
+        for s in Submission.objects.filter(id__in=missing_subs).values(*_SUB_FIELDS):
+            sub = _Row(**s)
+            store[("submission", sub.id)] = policy.submission_item(sub, facts[sub.plugin_id])
+    out = {("run", i): store[("run", i)] for i in rids if ("run", i) in store}
+    out.update(
+        {("submission", i): store[("submission", i)] for i in sids if ("submission", i) in store}
+    )
+    return out
+
+
+def newest_first(items: Iterable[Item]) -> list[Item]:
+    """Items newest first; the same time ordered by kind and id, so that the order never
+    depends on the order rows came back in."""
+    return sorted(items, key=lambda i: (i.when is not None, i.when, i.kind, i.id), reverse=True)
+
+
+def _newest(qs: Any, outer: str, order: str, **match: Any) -> Subquery:
+    return Subquery(
+        qs.filter(**{outer: OuterRef("pk")}, **match).order_by(order, "-id").values("id")[:1]
+    )
+
+
+def connectivity_candidates(plugins: dict[int, Any], plugin_id: int | None = None) -> list[Item]:
+    """Connectivity evidence worth assessing: per cluster, its newest connectivity run, newest
+    qualifying run and newest run with pod-to-service passed; per plugin and per proxier, the
+    newest verified submissions of those kinds; and the newest connectivity submissions
+    (pending ones included: they are shown, never counted). With `plugin_id`, that plugin's:
+    what its badge assesses.
+
+    The plain lookups, one plugin or the fleet at a time (a plugin's page, the plain evaluation
+    the property test compares with); an evaluation uses ConnectivitySets, the same answer for
+    the fleet and every plugin at once."""
+    runs = Run.objects.filter(state=Run.State.FINISHED)
+    # The newest qualifying (or pod-to-service) run among those that may count: an unverified
+    # self-reported run must not hide an older verified one. The newest connectivity run of
+    # each cluster is found whatever its trust, to be shown.
+    trusted = runs.exclude(trigger=Run.Trigger.AGENT, agent_verified_at__isnull=True).filter(
+        withdrawn_at__isnull=True
+    )
+    clusters = Cluster.objects.all()
+    if plugin_id is not None:
+        clusters = clusters.filter(plugin_id=plugin_id)
+    ids = list(
+        clusters.annotate(
+            c_run=_newest(runs.filter(has_connectivity__in=[True]), "cluster", "-finished"),
+            q_run=_newest(trusted.filter(qualifying__in=[True]), "cluster", "-finished"),
+            p_run=_newest(trusted.filter(pod_to_service_passed__in=[True]), "cluster", "-finished"),
+        ).values_list("c_run", "q_run", "p_run")
+    )
+    run_ids = {i for row in ids for i in row if i}
+
+    subs = Submission.objects.filter(status=Submission.Status.VERIFIED, withdrawn_at__isnull=True)
+    plugin_rows = Plugin.objects.all() if plugin_id is None else Plugin.objects.filter(pk=plugin_id)
+    sub_ids: set[int] = set()
+    for row in plugin_rows.annotate(
+        q_sub=_newest(subs.filter(qualifying__in=[True]), "plugin", "-created"),
+        c_sub=_newest(subs.filter(has_connectivity__in=[True]), "plugin", "-created"),
+    ).values_list("q_sub", "c_sub"):
+        sub_ids.update(i for i in row if i)
+    recent = Submission.objects.filter(
+        has_connectivity__in=[True],
+        status__in=[Submission.Status.VERIFIED, Submission.Status.PENDING],
+    )
+    if plugin_id is not None:
+        recent = recent.filter(plugin_id=plugin_id)
+    else:
+        for proxier in PROXIERS:
+            newest = (
+                subs.filter(proxier=proxier, pod_to_service_passed__in=[True])
+                .order_by("-created", "-id")
+                .values_list("id", flat=True)
+                .first()
+            )
+            if newest:
+                sub_ids.add(newest)
+    sub_ids.update(
+        recent.order_by("-created", "-id").values_list("id", flat=True)[:RECENT_SUBMISSIONS]
+    )
+    return newest_first(load(run_ids, sub_ids, plugins).values())
+
+
+class ConnectivitySets:
+    """The candidates of connectivity_candidates() for the whole fleet and for every plugin at
+    once, in a fixed number of queries (five lookups and one load), sharing `store`."""
+
+    def __init__(
+        self,
+        plugins: dict[int, Any] | None,
+        store: dict[tuple[str, int], Item] | None = None,
+    ) -> None:
+        """`plugins`: by id, or None to read them with the lookups (one query fewer)."""
+        self.plugins = plugins
+        self.store = store if store is not None else {}
+        self._found: tuple[Any, ...] | None = None
+
+    def _lookups(self) -> tuple[Any, ...]:
+        if self._found is not None:
+            return self._found
+        runs = Run.objects.filter(state=Run.State.FINISHED)
+        # The newest qualifying (or pod-to-service) run among those that may count: an unverified
+        # self-reported run must not hide an older verified one. The newest connectivity run of
+        # each cluster is found whatever its trust, to be shown.
+        trusted = runs.exclude(trigger=Run.Trigger.AGENT, agent_verified_at__isnull=True).filter(
+            withdrawn_at__isnull=True
+        )
+        clusters, plugins = Cluster.objects.all(), Plugin.objects.all()
+        submissions = Submission.objects.all()
+        cluster_rows = list(
+            clusters.annotate(
+                c_run=_newest(runs.filter(has_connectivity__in=[True]), "cluster", "-finished"),
+                q_run=_newest(trusted.filter(qualifying__in=[True]), "cluster", "-finished"),
+                p_run=_newest(
+                    trusted.filter(pod_to_service_passed__in=[True]), "cluster", "-finished"
+                ),
+            ).values_list("plugin_id", "c_run", "q_run", "p_run")
+        )
+        subs = Submission.objects.filter(
+            status=Submission.Status.VERIFIED, withdrawn_at__isnull=True
+        )
+        annotated = plugins.annotate(
+            q_sub=_newest(subs.filter(qualifying__in=[True]), "plugin", "-created"),
+            c_sub=_newest(subs.filter(has_connectivity__in=[True]), "plugin", "-created"),
+        )
+        if self.plugins is None:  # the plugins themselves come with their lookups
+            found = list(annotated)
+            self.plugins = {p.id: p for p in found}
+            plugin_rows = [(p.id, p.q_sub, p.c_sub) for p in found]
+        else:
+            plugin_rows = list(annotated.values_list("id", "q_sub", "c_sub"))
+        # Per plugin its newest connectivity submissions (verified or pending), per proxier the
+        # newest verified one with pod-to-service passed: one query, two rankings, each over
+        # the rows of its kind (the kind is part of the partition).
+        shown = Q(
+            has_connectivity__in=[True],
+            status__in=[Submission.Status.VERIFIED, Submission.Status.PENDING],
+        )
+        per_proxier = Q(
+            status=Submission.Status.VERIFIED,
+            proxier__in=Proxier.values,
+            pod_to_service_passed__in=[True],
+        )
+
+        def kind(q: Q) -> Case:
+            return Case(When(q, then=Value(1)), default=Value(0))
+
+        ranked = list(
+            submissions.filter(shown | per_proxier)
+            .annotate(
+                shown_rank=Window(
+                    RowNumber(), partition_by=[F("plugin_id"), kind(shown)], order_by=_NEWEST_SUB
+                ),
+                proxier_rank=Window(
+                    RowNumber(),
+                    partition_by=[F("proxier"), kind(per_proxier)],
+                    order_by=_NEWEST_SUB,
+                ),
+                is_shown=kind(shown),
+                is_per_proxier=kind(per_proxier),
+            )
+            .filter(
+                Q(is_shown=1, shown_rank__lte=RECENT_SUBMISSIONS)
+                | Q(is_per_proxier=1, proxier_rank=1)
+            )
+            .values_list(
+                "id",
+                "plugin_id",
+                "created",
+                "is_shown",
+                "shown_rank",
+                "is_per_proxier",
+                "proxier_rank",
+            )
+        )
+        proxier_subs = [r[0] for r in ranked if r[5] == 1 and r[6] == 1]
+        recent = [(r[0], r[1], r[2]) for r in ranked if r[3] == 1 and r[4] <= RECENT_SUBMISSIONS]
+        self._found = (cluster_rows, plugin_rows, proxier_subs, recent)
+        return self._found
+
+    def all_plugins(self) -> dict[int, Any]:
+        self._lookups()
+        assert self.plugins is not None
+        return self.plugins
+
+    def _items(self, run_ids: set[int], sub_ids: set[int]) -> list[Item]:
+        return newest_first(load(run_ids, sub_ids, self.all_plugins(), self.store).values())
+
+    def candidate_ids(self) -> tuple[set[int], set[int]]:
+        """Every run and submission the fleet's and the plugins' candidates are made of."""
+        return self._all_ids()
+
+    def _all_ids(self) -> tuple[set[int], set[int]]:
+        cluster_rows, plugin_rows, proxier_subs, recent = self._lookups()
+        run_ids = {i for row in cluster_rows for i in row[1:] if i}
+        sub_ids = {i for row in plugin_rows for i in row[1:] if i}
+        sub_ids.update(proxier_subs)
+        sub_ids.update(i for i, _p, _c in recent)
+        return run_ids, sub_ids
+
+    def overall(self) -> list[Item]:
+        cluster_rows, plugin_rows, proxier_subs, recent = self._lookups()
+        # Loaded once with every plugin's: the badges then read no more.
+        self._items(*self._all_ids())
+        run_ids = {i for row in cluster_rows for i in row[1:] if i}
+        sub_ids = {i for row in plugin_rows for i in row[1:] if i}
+        sub_ids.update(proxier_subs)
+        # The fleet's newest: within the union of every plugin's newest.
+        newest = sorted(recent, key=lambda r: (r[2], r[0]), reverse=True)[:RECENT_SUBMISSIONS]
+        sub_ids.update(i for i, _p, _c in newest)
+        return self._items(run_ids, sub_ids)
+
+    def of_plugin(self, plugin_id: int) -> list[Item]:
+        cluster_rows, plugin_rows, _proxier_subs, recent = self._lookups()
+        if not self.store:
+            self._items(*self._all_ids())
+        run_ids = {i for row in cluster_rows if row[0] == plugin_id for i in row[1:] if i}
+        sub_ids = {i for row in plugin_rows if row[0] == plugin_id for i in row[1:] if i}
+        sub_ids.update(i for i, p, _c in recent if p == plugin_id)
+        return self._items(run_ids, sub_ids)
+
+
+_NEWEST_SUB = [F("created").desc(), F("id").desc()]
+
+
+def store_of(ctx: Any) -> dict[tuple[str, int], Item] | None:
+    """One evaluation's items, each read once whichever criterion asks first (None for the
+    plain evaluation: every criterion reads its own)."""
+    if ctx.plain:
+        return None
+    store: dict[tuple[str, int], Item] = ctx.memo("items", dict)
+    return store
+
+
+def connectivity(ctx: Any) -> list[Item]:
+    """The fleet's connectivity candidates, once per evaluation (the plain lookups for the
+    plain evaluation)."""
+    if ctx.plain:
+        found: list[Item] = ctx.memo(
+            "connectivity", lambda: connectivity_candidates(ctx.memo("plugins", plugins_by_id))
+        )
+        return found
+    found = ctx.memo("connectivity", lambda: connectivity_sets(ctx).overall())
+    return found
+
+
+def connectivity_sets(ctx: Any) -> ConnectivitySets:
+    """One evaluation's connectivity candidates (the criteria's and every plugin's badge). The
+    evaluation's plugins (ctx.memo("plugins")) come with their lookups when not read yet."""
+
+    def make() -> ConnectivitySets:
+        known = ctx._cache.get("plugins")
+        sets = ConnectivitySets(known, ctx.memo("items", dict))
+        if known is None:
+            ctx.memo("plugins", sets.all_plugins)
+        return sets
+
+    sets: ConnectivitySets = ctx.memo("connectivity-sets", make)
+    return sets

@@ -1,0 +1,1 @@
+"""The catalog tests, one module each; `kernel.battery.REGISTRY` maps keys to them."""

@@ -1,0 +1,73 @@
+"""hostport-kubenet: a pod with an SCTP hostPort runs without loading sctp.ko.
+
+Upstream's "should allow creating a Pod with an SCTP HostPort" (test/e2e/network/service.go)
+runs on every cluster: the module invariant around it, the pod running on its node with the
+hostPort, and (where kubenet's hostport manager programs it) the iptables rule. The battery
+checks the iptables rule only on kubenet clusters: elsewhere the CNI's portmap writes
+whatever its dataplane uses. It does not connect to the hostPort over SCTP: a client would
+load sctp.ko itself, and this is a basic test.
+"""
+
+from __future__ import annotations
+
+from kernel.battery import nodeparse, pods
+from kernel.battery.base import BatteryTest, TestFailed
+from kernel.battery.checks._common import SCTP_PORT, poll_node_rules
+from kernel.battery.context import TestContext
+from kernel.vocabulary import Battery, Key
+
+
+class HostportKubenet(BatteryTest):
+    key = Key.HOSTPORT_KUBENET
+    title = "Pods can declare SCTP HostPorts when using kubenet"
+    battery = Battery.BASIC
+    needs_node_access = True
+
+    def run(self, ctx: TestContext) -> str:
+        node = ctx.node(0)
+        assert node is not None
+        body = pods.pause_pod(
+            "hostport",
+            ctx.image,
+            [pods.port(SCTP_PORT, "SCTP", host_port=SCTP_PORT)],
+            {"app": "sctp-hostport"},
+            node,
+        )
+        pod = ctx.start_server(body)  # an admission refusal ends it `skipped` (the runner)
+        declared = [(p.host_port, p.protocol) for c in pod.spec.containers for p in c.ports or []]
+        if (SCTP_PORT, "SCTP") not in declared:
+            raise TestFailed(
+                f"the pod did not keep hostPort {SCTP_PORT}/SCTP (read back {declared})"
+            )
+        if pod.spec.node_name != node or not pod.status.host_ip:
+            raise TestFailed(
+                f"the hostPort pod runs on {pod.spec.node_name} (hostIP {pod.status.host_ip}), "
+                f"not on the node it was bound to ({node})"
+            )
+        ctx.note(f"pod hostport running on {node}, hostPort {pod.status.host_ip}:{SCTP_PORT}/SCTP")
+        if not ctx.spec.kubenet:
+            return (
+                f"a pod with SCTP hostPort {SCTP_PORT} runs on {node} "
+                f"(hostIP {pod.status.host_ip}); iptables hostPort rule not checked: "
+                f"kubenet is not in use ({ctx.spec.plugin_slug})"
+            )
+        # Upstream: a line of `iptables-save` holding `-p sctp` and `--dport 5060`; here the
+        # hostport manager's own KUBE-HOSTPORTS chain of the nat table.
+        rules = poll_node_rules(
+            ctx,
+            node,
+            "iptables-save",
+            lambda text: nodeparse.iptables_sctp_rules(
+                nodeparse.iptables_table(text, "nat"),
+                dport=SCTP_PORT,
+                chain_prefix="KUBE-HOSTPORTS",
+            ),
+        )
+        if not rules:
+            raise TestFailed(
+                f"no iptables rule for SCTP hostPort {SCTP_PORT} on node {node} within "
+                f"{ctx.spec.timeouts.rules_poll:g}s"
+            )
+        ctx.note(f"iptables-save on {node}:")
+        ctx.evidence.extend(f"  {line}" for line in rules)
+        return f"iptables on node {node} has {len(rules)} SCTP rule(s) for hostPort {SCTP_PORT}"
