@@ -15,10 +15,33 @@ import re
 import shlex
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from lab.cluster import Cluster, Node
+    from lab.nodes import Node
+    from lab.runtime import PodRuntime
+
+Key = tuple[str, str]
+
+
+class NodeView(Protocol):
+    """What the node tools read of a cluster (its runtime provides it), and nothing more."""
+
+    @property
+    def profile(self) -> dict[str, Any]: ...
+    @property
+    def objects(self) -> dict[str, dict[Key, dict[str, Any]]]: ...
+    @property
+    def nodes(self) -> list[Node]: ...
+    @property
+    def pod_rt(self) -> dict[Key, PodRuntime]: ...
+
+    def clock(self) -> float: ...
+    def pod_is_ready(self, key: Key) -> bool: ...
+    def lb_ip(self, key: Key) -> str | None: ...
+    def service_backends(self, key: Key) -> list[tuple[Key, bool]]: ...
+    def resolve_target_port(self, svc_port: dict[str, Any], pod_key: Key) -> int | None: ...
+
 
 POD_CIDR = "10.244.0.0/16"
 
@@ -50,7 +73,7 @@ class ServicePort:
         return self.protocol.lower()
 
 
-def service_ports(cluster: Cluster) -> list[ServicePort]:
+def service_ports(cluster: NodeView) -> list[ServicePort]:
     out: list[ServicePort] = []
     for key in sorted(cluster.objects["services"]):
         svc = cluster.objects["services"][key]
@@ -84,11 +107,11 @@ def service_ports(cluster: Cluster) -> list[ServicePort]:
     return out
 
 
-def _kube_router_ipvs(cluster: Cluster) -> bool:
+def _kube_router_ipvs(cluster: NodeView) -> bool:
     return cluster.profile.get("service_dataplane") == "kube-router-ipvs"
 
 
-def kube_proxy_mode(cluster: Cluster) -> str:
+def kube_proxy_mode(cluster: NodeView) -> str:
     """The mode kube-proxy really runs (profile `kube_proxy`), not the one registered."""
     return str(cluster.profile.get("kube_proxy") or cluster.profile["proxier"])
 
@@ -96,7 +119,7 @@ def kube_proxy_mode(cluster: Cluster) -> str:
 # ---------------------------------------------------------------- command dispatch
 
 
-def run(cluster: Cluster, node: Node, command: str) -> tuple[int, str]:
+def run(cluster: NodeView, node: Node, command: str) -> tuple[int, str]:
     """(exit code, output) of `sh -c COMMAND` on a node; supports `| grep PATTERN` filters."""
     stages = [s.strip() for s in command.split("|")]
     code, out = _run_one(cluster, node, stages[0])
@@ -118,7 +141,7 @@ def run(cluster: Cluster, node: Node, command: str) -> tuple[int, str]:
     return code, out
 
 
-def _run_one(cluster: Cluster, node: Node, command: str) -> tuple[int, str]:
+def _run_one(cluster: NodeView, node: Node, command: str) -> tuple[int, str]:
     argv = shlex.split(command)
     if not argv:
         return 0, ""
@@ -179,7 +202,7 @@ def _lsmod_line(name: str, size: int, used: int, holders: str) -> str:
     return line + (f" {holders}" if holders else "") + "\n"
 
 
-def lsmod(cluster: Cluster, node: Node) -> str:
+def lsmod(cluster: NodeView, node: Node) -> str:
     modules = list(_BASE_MODULES)
     proxier = kube_proxy_mode(cluster)
     if proxier == "ipvs" or _kube_router_ipvs(cluster):
@@ -271,7 +294,7 @@ def _masq_chains(nat: _Table) -> None:
     )
 
 
-def _iptables_proxier(cluster: Cluster, nat: _Table, filt: _Table) -> None:
+def _iptables_proxier(cluster: NodeView, nat: _Table, filt: _Table) -> None:
     _masq_chains(nat)
     nat.chain("KUBE-PROXY-CANARY")
     filt.chain("KUBE-PROXY-CANARY")
@@ -408,7 +431,7 @@ def _probability(remaining: int) -> str:
     return f"{round(written * 0x80000000) / 0x80000000:.11f}"
 
 
-def _ipvs_proxier(cluster: Cluster, nat: _Table, filt: _Table) -> None:
+def _ipvs_proxier(cluster: NodeView, nat: _Table, filt: _Table) -> None:
     _masq_chains(nat)
     for chain in ("PREROUTING", "OUTPUT"):
         nat.add(chain, '-m comment --comment "kubernetes service portals" -j KUBE-SERVICES')
@@ -452,7 +475,7 @@ def _ipvs_proxier(cluster: Cluster, nat: _Table, filt: _Table) -> None:
     filt.chain("KUBE-NODE-PORT")
 
 
-def _hostports(cluster: Cluster, node: Node, nat: _Table) -> None:
+def _hostports(cluster: NodeView, node: Node, nat: _Table) -> None:
     nat.chain("KUBE-HOSTPORTS")
     for chain in ("PREROUTING", "OUTPUT"):
         nat.add(
@@ -487,7 +510,7 @@ def _hostports(cluster: Cluster, node: Node, nat: _Table) -> None:
                 )
 
 
-def iptables_save(cluster: Cluster, node: Node, table: str | None = None) -> str:
+def iptables_save(cluster: NodeView, node: Node, table: str | None = None) -> str:
     nat = _Table("nat", ["PREROUTING", "INPUT", "OUTPUT", "POSTROUTING"])
     filt = _Table("filter", ["INPUT", "FORWARD", "OUTPUT"])
     mangle = _Table("mangle", ["PREROUTING", "INPUT", "FORWARD", "OUTPUT", "POSTROUTING"])
@@ -513,7 +536,7 @@ def iptables_save(cluster: Cluster, node: Node, table: str | None = None) -> str
 # ---------------------------------------------------------------- ipvsadm
 
 
-def ipvsadm(cluster: Cluster) -> str:
+def ipvsadm(cluster: NodeView) -> str:
     head = (
         "IP Virtual Server version 1.2.1 (size=4096)\n"
         "Prot LocalAddress:Port Scheduler Flags\n"
@@ -558,7 +581,7 @@ def _addr_cmp(a: str, b: str) -> int:
     return diff - (1 << 32) if diff & 0x80000000 else diff
 
 
-def ipvsadm_commands(cluster: Cluster) -> list[str]:
+def ipvsadm_commands(cluster: NodeView) -> list[str]:
     """`ipvsadm -A/-a` commands that build the virtual servers `ipvsadm -Ln` lists (golden capture)."""
     flag = {"TCP": "-t", "UDP": "-u", "SCTP": "--sctp-service"}
     out: list[str] = []
@@ -592,7 +615,7 @@ def _elements(items: list[str], per_line: int = 1) -> str:
     return "elements = { " + out + " }"
 
 
-def nft_ruleset(cluster: Cluster) -> str:
+def nft_ruleset(cluster: NodeView) -> str:
     if kube_proxy_mode(cluster) != "nftables":
         return ""
     ports = service_ports(cluster)
