@@ -15,6 +15,7 @@ from kernel.cni import BY_SLUG
 
 if TYPE_CHECKING:
     from lab.cluster import Cluster
+    from lab.families import Profiled
 
 
 def cni_daemonset(cni: str) -> tuple[str, str, dict[str, str], str]:
@@ -212,7 +213,7 @@ def configmaps(cluster: Cluster, namespace: str | None = None) -> list[dict[str,
     return [c for c in out if namespace is None or c["metadata"]["namespace"] == namespace]
 
 
-def node_annotations(cluster: Cluster, node_ip: str) -> dict[str, str]:
+def node_annotations(cluster: Profiled, node_ip: str) -> dict[str, str]:
     """What a platform writes on its nodes: k3s its arguments and its built-in flannel's."""
     if cluster.profile["flavor"] != "k3s":
         return {}

@@ -1,19 +1,24 @@
-"""The emulated dataplane: API-side SCTP checks and the connect verdict of a client pod."""
+"""The emulated dataplane: the connect verdict of a client pod, curl and netexec's /dial.
+
+It sees the cluster only through `DataplaneView`: the stored objects it reads, the pods'
+and Services' runtime answers, and the one node-side effect it has (loading sctp.ko).
+API-side checks (SCTP in specs, PodSecurity admission) are in `lab.admission`.
+"""
 
 from __future__ import annotations
 
 import ipaddress
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from lab import families
-from lab.errors import ApiError
 from lab.labels import selector_matches, service_selector_matches
 
 if TYPE_CHECKING:
-    from lab.cluster import Cluster
+    from lab.nodes import Node
+    from lab.runtime import PodRuntime
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
@@ -21,114 +26,34 @@ TIMEOUT, REFUSED, DNS = "TIMEOUT", "REFUSED", "DNS"
 PodKey = tuple[str, str]
 
 
-# ---------------------------------------------------------------- API-side checks
+class DataplaneView(Protocol):
+    """What the dataplane reads of a cluster (the facade provides it), and nothing more."""
+
+    @property
+    def profile(self) -> dict[str, Any]: ...
+    @property
+    def faults(self) -> dict[str, Any]: ...
+    @property
+    def dataplane(self) -> dict[str, Any]: ...
+    @property
+    def objects(self) -> dict[str, dict[PodKey, dict[str, Any]]]: ...
+    @property
+    def namespaces(self) -> dict[str, dict[str, Any]]: ...
+    @property
+    def nodes(self) -> list[Node]: ...
+    @property
+    def pod_rt(self) -> dict[PodKey, PodRuntime]: ...
+    @property
+    def ghost_pods(self) -> set[PodKey]: ...
+
+    def pod_is_ready(self, key: PodKey) -> bool: ...
+    def lb_ip(self, key: PodKey) -> str | None: ...
+    def service_backends(self, key: PodKey) -> list[tuple[PodKey, bool]]: ...
+    def resolve_target_port(self, svc_port: dict[str, Any], pod_key: PodKey) -> int | None: ...
+    def module_load(self, node: Node, cause: str) -> None: ...
 
 
-def protocol_causes(
-    profile: dict[str, Any], protocol: str, field: str
-) -> list[tuple[str, str, str]]:
-    """The 422 cause a real apiserver gives for a protocol (SCTP only with the feature gate)."""
-    allowed = ["TCP", "UDP"] + (["SCTP"] if profile["sctp_feature_gate"] else [])
-    if protocol in allowed:
-        return []
-    supported = ", ".join(f'"{p}"' for p in allowed)
-    return [
-        (
-            field,
-            "FieldValueNotSupported",
-            f'Unsupported value: "{protocol}": supported values: {supported}',
-        )
-    ]
-
-
-def has_sctp_port(kind: str, spec: dict[str, Any]) -> bool:
-    if kind == "pods":
-        ports = [p for c in spec.get("containers") or [] for p in c.get("ports") or []]
-    elif kind == "services":
-        ports = spec.get("ports") or []
-    else:
-        ports = [
-            p
-            for d in ("ingress", "egress")
-            for r in spec.get(d) or []
-            for p in r.get("ports") or []
-        ]
-    return any(p.get("protocol") == "SCTP" for p in ports)
-
-
-def pod_security_violations(spec: dict[str, Any]) -> list[str]:
-    """What the PodSecurity `baseline` level rejects, worded like the admission plugin.
-
-    In its checks' order (by check ID: hostNamespaces, hostPathVolumes, hostPorts,
-    privileged), as `violates PodSecurity "baseline:latest": host namespaces (…), …` lists them.
-    """
-    out: list[str] = []
-    host = [f"{k}=true" for k in ("hostNetwork", "hostPID", "hostIPC") if spec.get(k)]
-    if host:
-        out.append(f"host namespaces ({', '.join(host)})")
-    volumes = [v["name"] for v in spec.get("volumes") or [] if "hostPath" in v]
-    if volumes:
-        quoted = ", ".join(f'"{n}"' for n in volumes)
-        word = "volume" if len(volumes) == 1 else "volumes"
-        out.append(f"hostPath volumes ({word} {quoted})")
-    host_ports = [
-        (c["name"], p["hostPort"])
-        for c in spec.get("containers") or []
-        for p in c.get("ports") or []
-        if p.get("hostPort")
-    ]
-    if host_ports:
-        names = sorted({f'"{n}"' for n, _p in host_ports})
-        ports = ", ".join(str(p) for _n, p in host_ports)
-        if len(host_ports) == 1:
-            out.append(f"hostPort (container {names[0]} uses hostPort {ports})")
-        else:
-            word = "container" if len(names) == 1 else "containers"
-            verb = "uses" if len(names) == 1 else "use"
-            out.append(f"hostPort ({word} {', '.join(names)} {verb} hostPorts {ports})")
-    privileged = [
-        c["name"]
-        for c in spec.get("containers") or []
-        if (c.get("securityContext") or {}).get("privileged")
-    ]
-    if privileged:
-        quoted = ", ".join(f'"{n}"' for n in privileged)
-        word = "container" if len(privileged) == 1 else "containers"
-        out.append(f"privileged ({word} {quoted} must not set securityContext.privileged=true)")
-    return out
-
-
-WEBHOOK = "pod-policy.example.com"
-
-
-def admission_refusal(profile: dict[str, Any], name: str, spec: dict[str, Any]) -> ApiError | None:
-    """How admission refuses a privileged pod (`admission.privileged_pods`), or None.
-
-    forbid: Pod Security admission (403 Forbidden, its own words); webhook-deny: a validating
-    webhook (400 BadRequest, the apiserver's `admission webhook ... denied the request`).
-    """
-    mode = profile["admission"]["privileged_pods"]
-    if mode == "allow":
-        return None
-    violations = pod_security_violations(spec)
-    if not violations:
-        return None
-    if mode == "webhook-deny":
-        return ApiError(
-            400,
-            f'admission webhook "{WEBHOOK}" denied the request: privileged '
-            "pods, host namespaces and hostPath volumes are not allowed",
-            reason="BadRequest",
-        )
-    return ApiError(
-        403,
-        f'pods "{name}" is forbidden: violates PodSecurity '
-        f'"baseline:latest": {", ".join(violations)}',
-        details={"name": name, "kind": "pods"},
-    )
-
-
-def pod_started(cluster: Cluster, key: PodKey) -> None:
+def pod_started(cluster: DataplaneView, key: PodKey) -> None:
     """Side effects of a pod starting on its node that no workload asked for (faults)."""
     if not cluster.faults.get("hostport_loads_module"):
         return
@@ -147,7 +72,7 @@ def pod_started(cluster: Cluster, key: PodKey) -> None:
 # ---------------------------------------------------------------- connect verdict
 
 
-def connect_verdict(cluster: Cluster, client: PodKey, connect: Any) -> str | None:
+def connect_verdict(cluster: DataplaneView, client: PodKey, connect: Any) -> str | None:
     """None when the connection works, else the log agnhost `connect` writes.
 
     agnhost words it per protocol (test/images/agnhost/connect): TCP `TIMEOUT`, `REFUSED`;
@@ -174,7 +99,7 @@ def agnhost_words(word: str, host: str, port: int, protocol: str) -> str:
 
 
 def connect_word(
-    cluster: Cluster, client: PodKey, host: str, port: int, protocol: str, pick: int = 0
+    cluster: DataplaneView, client: PodKey, host: str, port: int, protocol: str, pick: int = 0
 ) -> str | None:
     """None when the connection works, else TIMEOUT / REFUSED / DNS (protocol-neutral)."""
     target = resolve(cluster, client[0], host, port, protocol, pick)
@@ -207,7 +132,7 @@ def connect_word(
 CURL_REFUSED, CURL_TIMEOUT = 7, 28  # curl's exit codes (couldn't connect, timed out)
 
 
-def curl(cluster: Cluster, client: PodKey, url: str) -> tuple[int, str]:
+def curl(cluster: DataplaneView, client: PodKey, url: str) -> tuple[int, str]:
     """(exit code, output) of `curl -s URL` in a pod: kube-proxy's /proxyMode or netexec /dial."""
     parts = urlsplit(url)
     host, port = parts.hostname or "", parts.port or 80
@@ -231,7 +156,9 @@ def curl(cluster: Cluster, client: PodKey, url: str) -> tuple[int, str]:
     return 0, json.dumps(_dial(cluster, dialer, parse_qs(parts.query))) + "\n"
 
 
-def _dial(cluster: Cluster, dialer: PodKey, query: dict[str, list[str]]) -> dict[str, list[str]]:
+def _dial(
+    cluster: DataplaneView, dialer: PodKey, query: dict[str, list[str]]
+) -> dict[str, list[str]]:
     """netexec's /dial: send `request` `tries` times from the dialer pod, collect the answers."""
 
     def arg(name: str, default: str = "") -> str:
@@ -280,7 +207,7 @@ def _dial(cluster: Cluster, dialer: PodKey, query: dict[str, list[str]]) -> dict
     return out
 
 
-def _ready_pod_by_ip(cluster: Cluster, ip: str) -> PodKey | None:
+def _ready_pod_by_ip(cluster: DataplaneView, ip: str) -> PodKey | None:
     # hostNetwork pods share their node's IP; those are nodes, not pod endpoints.
     for key, rt in cluster.pod_rt.items():
         if (
@@ -293,7 +220,7 @@ def _ready_pod_by_ip(cluster: Cluster, ip: str) -> PodKey | None:
 
 
 def resolve(
-    cluster: Cluster, client_ns: str, host: str, port: int, protocol: str, pick: int = 0
+    cluster: DataplaneView, client_ns: str, host: str, port: int, protocol: str, pick: int = 0
 ) -> tuple[str, PodKey, int] | str:
     """(dataplane path, server pod, port on the pod) or a failure word."""
     try:
@@ -355,7 +282,7 @@ def resolve(
     return _through_service(cluster, named, port, protocol, "via_service", pick=pick)
 
 
-def _service_by_name(cluster: Cluster, client_ns: str, host: str) -> PodKey | None:
+def _service_by_name(cluster: DataplaneView, client_ns: str, host: str) -> PodKey | None:
     name = host.rstrip(".").lower()
     for suffix in (".svc.cluster.local", ".svc"):
         if name.endswith(suffix):
@@ -372,7 +299,7 @@ def _service_by_name(cluster: Cluster, client_ns: str, host: str) -> PodKey | No
 
 
 def _through_service(
-    cluster: Cluster,
+    cluster: DataplaneView,
     key: PodKey,
     port: int,
     protocol: str,
@@ -416,7 +343,7 @@ def _through_service(
     return path, pod, target
 
 
-def _cilium_service_lb(cluster: Cluster) -> bool:
+def _cilium_service_lb(cluster: DataplaneView) -> bool:
     """Cilium's eBPF (its kube-proxy replacement, or GKE Dataplane V2's) carries Services."""
     return cluster.profile.get("service_dataplane") == "cilium-ebpf"
 
@@ -429,7 +356,7 @@ def policy_types(spec: dict[str, Any]) -> list[str]:
 
 
 def ingress_allowed(
-    cluster: Cluster, client: PodKey, server: PodKey, protocol: str, port: int
+    cluster: DataplaneView, client: PodKey, server: PodKey, protocol: str, port: int
 ) -> bool:
     mode = cluster.dataplane["network_policy"]
     if mode == "none":
@@ -462,7 +389,7 @@ def ingress_allowed(
 
 
 def _peers_match(
-    cluster: Cluster,
+    cluster: DataplaneView,
     peers: list[dict[str, Any]] | None,
     policy_ns: str,
     client: PodKey,
@@ -510,7 +437,7 @@ def _peers_match(
 
 
 def _ports_match(
-    cluster: Cluster,
+    cluster: DataplaneView,
     ports: list[dict[str, Any]] | None,
     server: PodKey,
     protocol: str,
@@ -550,14 +477,10 @@ def _ports_match(
 
 
 __all__ = [
-    "admission_refusal",
     "connect_verdict",
     "curl",
-    "has_sctp_port",
     "ingress_allowed",
-    "pod_security_violations",
     "pod_started",
-    "protocol_causes",
     "resolve",
     "service_selector_matches",
 ]

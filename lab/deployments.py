@@ -117,7 +117,7 @@ def create(
 
         raise already_exists("deployments", name, "apps")
     defaults(spec)
-    obj = {"metadata": cluster._metadata(body, namespace, name), "spec": spec}
+    obj = {"metadata": cluster.new_metadata(body, namespace, name), "spec": spec}
     obj["metadata"]["generation"] = 1
     obj["metadata"].setdefault("annotations", {})["deployment.kubernetes.io/revision"] = "1"
     cluster.objects["deployments"][(namespace, name)] = obj
@@ -144,10 +144,7 @@ def defaults(spec: dict[str, Any]) -> None:
 
 def _failures(cluster: Cluster) -> dict[tuple[str, str], str]:
     """Why the last pod of each Deployment could not be made (its ReplicaFailure condition)."""
-    found: dict[tuple[str, str], str] | None = getattr(cluster, "_deployment_failures", None)
-    if found is None:
-        found = {}
-        cluster._deployment_failures = found  # type: ignore[attr-defined]
+    found: dict[tuple[str, str], str] = cluster.addons.setdefault("deployment_failures", {})
     return found
 
 

@@ -9,16 +9,21 @@ cluster each also has an IPv6 address, derived one-to-one inside fd00:10::/96 (s
 from __future__ import annotations
 
 import ipaddress
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from lab.cluster import Cluster
+
+class Profiled(Protocol):
+    """Anything that carries the cluster's profile (the cluster, its runtime, its nodes)."""
+
+    @property
+    def profile(self) -> dict[str, Any]: ...
+
 
 V6_BASE = int(ipaddress.IPv6Address("fd00:10::"))
 V6_NET = ipaddress.ip_network("fd00:10::/96")
 
 
-def families(cluster: Cluster) -> list[str]:
+def families(cluster: Profiled) -> list[str]:
     return list(cluster.profile.get("ip_families") or ["IPv4"])
 
 
@@ -26,17 +31,17 @@ def to_v6(v4: str) -> str:
     return str(ipaddress.IPv6Address(V6_BASE + int(ipaddress.IPv4Address(v4))))
 
 
-def present(cluster: Cluster, v4: str, family: str) -> str:
+def present(cluster: Profiled, v4: str, family: str) -> str:
     """The address of this family for an internal IPv4 address."""
     return to_v6(v4) if family == "IPv6" else v4
 
 
-def addresses(cluster: Cluster, v4: str) -> list[str]:
+def addresses(cluster: Profiled, v4: str) -> list[str]:
     """Every family's address, primary first (pod status podIPs, node InternalIPs)."""
     return [present(cluster, v4, f) for f in families(cluster)]
 
 
-def unmap(cluster: Cluster, host: str) -> tuple[str, str | None]:
+def unmap(cluster: Profiled, host: str) -> tuple[str, str | None]:
     """(internal IPv4 address, family) of an address a client dialled; family None when the
     address is not one of the cluster's (or not an address)."""
     try:
@@ -50,12 +55,12 @@ def unmap(cluster: Cluster, host: str) -> tuple[str, str | None]:
     return host, None
 
 
-def is_secondary(cluster: Cluster, family: str | None) -> bool:
+def is_secondary(cluster: Profiled, family: str | None) -> bool:
     fams = families(cluster)
     return family is not None and len(fams) > 1 and family == fams[1]
 
 
-def service_families(cluster: Cluster, spec: dict[str, Any]) -> list[str]:
+def service_families(cluster: Profiled, spec: dict[str, Any]) -> list[str]:
     """ipFamilies the apiserver gives a Service: its policy over the cluster's families."""
     fams = families(cluster)
     policy = spec.get("ipFamilyPolicy") or "SingleStack"

@@ -129,14 +129,14 @@ def load_role_file(path: str | Path) -> tuple[Identity, tuple[dict[str, Any], ..
 
 
 def state_of(cluster: Any) -> RbacState:
-    state = getattr(cluster, "_rbac_state", None)
+    state = cluster.addons.get("rbac")
     if state is None:
         state = RbacState()
         path = cluster.profile.get("rbac")
         if path:
             user, rules = load_role_file(path)
             state.profile_identity = Identity(user.name, user.groups, rules=rules)
-        cluster._rbac_state = state
+        cluster.addons["rbac"] = state
     return state
 
 
@@ -376,7 +376,7 @@ def _crud(
     group = _group_of(resource)
     api_version = f"{group}/v1" if group else "v1"
     if ns:
-        cluster._require_namespace(ns)
+        cluster.require_namespace(ns)
     if name is None:
         if method == "GET":
             items = [

@@ -93,7 +93,7 @@ class Answer:
 
 
 def _request_header(name: str) -> str | None:
-    headers = getattr(_ROUTER._local, "headers", None)
+    headers = getattr(_ROUTER.local, "headers", None)
     return headers.get(name) if headers is not None else None
 
 
@@ -182,11 +182,11 @@ class _Router:
     def __init__(self) -> None:
         self.routes: list[tuple[re.Pattern[str], dict[str, Handler]]] = []
         # Set per request by the handler thread: the serving lab's stop event (ends watches).
-        self._local = threading.local()
+        self.local = threading.local()
 
     @property
     def stopping(self) -> threading.Event:
-        return self._local.stopping
+        return self.local.stopping
 
     def add(self, pattern: str, **methods: Handler) -> None:
         self.routes.append((re.compile(f"^{pattern}/?$"), methods))
@@ -520,25 +520,16 @@ class _DryRunDone(Exception):
 
 def _dry(make: Callable[[], Any]) -> Any:
     """Run a change on a copy of the cluster's state: validated, answered, not kept."""
-    import copy as _copy
-
-    cluster = _ROUTER._local.cluster
-    saved = {
-        name: _copy.deepcopy(getattr(cluster, name))
-        for name in ("namespaces", "objects", "pod_rt", "svc_rt", "ghost_pods", "resource_version")
-    }
-    events = len(cluster.events)
+    cluster = _ROUTER.local.cluster
+    saved = cluster.snapshot()
     try:
         return make()
     finally:
-        for name, value in saved.items():
-            setattr(cluster, name, value)
-        while len(cluster.events) > events:
-            cluster.events.pop()
+        cluster.restore(saved)
 
 
 def _self_subject_access_review(cluster: Cluster, body: dict[str, Any]) -> dict[str, Any]:
-    who = _ROUTER._local.who
+    who = _ROUTER.local.who
     spec = body.get("spec") or {}
     allowed, reason = rbac.review(cluster, who, spec)
     return {
@@ -640,8 +631,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
     def _handle(self, method: str) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        _ROUTER._local.stopping = self.server.lab.stopping
-        _ROUTER._local.headers = self.headers
+        _ROUTER.local.stopping = self.server.lab.stopping
+        _ROUTER.local.headers = self.headers
         try:
             code, payload = self._dispatch(method, raw)
         except ApiError as err:
@@ -718,8 +709,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 and not cluster.serves_endpointslices()
             ):
                 raise ApiError(404, "the server could not find the requested resource")
-            _ROUTER._local.who = who
-            _ROUTER._local.cluster = cluster
+            _ROUTER.local.who = who
+            _ROUTER.local.cluster = cluster
             body: Any = None
             content_type = (self.headers.get("Content-Type") or "").split(";")[0].strip()
             if method == "PATCH":

@@ -134,9 +134,9 @@ def replace(
     saved_rt = cluster.svc_rt.pop(key, None)
     try:
         if kind == "services":
-            obj = cluster._create_service(namespace, name, body, spec)
+            obj = cluster.build_service(namespace, name, body, spec)
         elif kind == "networkpolicies":
-            obj = cluster._create_network_policy(namespace, name, body, spec)
+            obj = cluster.build_network_policy(namespace, name, body, spec)
         else:
             from lab import deployments
 
@@ -166,7 +166,7 @@ def replace(
             revision + 1 if template_changed else revision
         )
     rendered = cluster.render(kind, key)
-    cluster._emit(kind, "MODIFIED", copy.deepcopy(rendered))
+    cluster.emit(kind, "MODIFIED", copy.deepcopy(rendered))
     if kind == "deployments":
         from lab import deployments
 
@@ -206,7 +206,7 @@ def _replace_pod(
             old["metadata"].pop(field, None)
     old["metadata"]["resourceVersion"] = cluster.next_rv()
     rendered = cluster.render("pods", key)
-    cluster._emit("pods", "MODIFIED", copy.deepcopy(rendered))
+    cluster.emit("pods", "MODIFIED", copy.deepcopy(rendered))
     return rendered
 
 
@@ -224,5 +224,5 @@ def replace_namespace(cluster: Cluster, name: str, new: dict[str, Any]) -> dict[
     old["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = name
     old["metadata"]["resourceVersion"] = cluster.next_rv()
     rendered = cluster.render_namespace(old)
-    cluster._emit("namespaces", "MODIFIED", copy.deepcopy(rendered))
+    cluster.emit("namespaces", "MODIFIED", copy.deepcopy(rendered))
     return rendered

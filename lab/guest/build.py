@@ -30,7 +30,7 @@ import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -103,7 +103,11 @@ def kernel_package() -> KernelPackage:
     return found
 
 
-def _hash_files(h: hashlib._Hash, files: dict[str, Path]) -> None:
+class _Hasher(Protocol):
+    def update(self, data: bytes, /) -> None: ...
+
+
+def _hash_files(h: _Hasher, files: dict[str, Path]) -> None:
     for name in sorted(files):
         h.update(name.encode() + b"\0")
         path = files[name]
@@ -306,7 +310,7 @@ def _pack(rootfs: Path, target: Path) -> None:
     tmp.rename(target)
 
 
-def _unpack(archive: Path, target: Path) -> None:
+def unpack(archive: Path, target: Path) -> None:
     target.mkdir(parents=True, exist_ok=True)
     zstd = subprocess.Popen(["zstd", "-d", "-q", "-c", str(archive)], stdout=subprocess.PIPE)
     root = os.geteuid() == 0
@@ -416,7 +420,7 @@ def build(force: bool = False, log: bool = True) -> Path:
         if base.exists() and not force:
             if log:
                 print(f"build: reusing base root filesystem {base.name}", flush=True)
-            _unpack(base, rootfs)
+            unpack(base, rootfs)
         else:
             wheel = _download_pysctp(downloads)
             _build_base_rootfs(kernel_tree, kver, wheel, rootfs)

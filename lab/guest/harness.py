@@ -95,7 +95,7 @@ def _unpacked_rootfs(image_dir: Path) -> Path:
             partial = image_dir / "rootfs.partial"
             if partial.exists():
                 shutil.rmtree(partial)
-            image._unpack(image_dir / "rootfs.tar.zst", partial)
+            image.unpack(image_dir / "rootfs.tar.zst", partial)
             partial.rename(rootfs)
             marker.write_text("ok\n")
     return rootfs
