@@ -23,8 +23,9 @@ NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 VERSION_RE = re.compile(r"^v?\d+\.\d+(\.\d+)?([-+][0-9A-Za-z.-]+)?$")
 KUBECONFIG_MAX_BYTES = 256 * 1024
 
-# What an edit may change, in the order the form and the audit entry show them.
-EDITABLE = (
+# What describes a cluster (its plugin, release, proxier and what the battery may use), in the
+# order forms, the API and the admin list them.
+DESCRIPTION = (
     "plugin",
     "plugin_version",
     "kubernetes_version",
@@ -32,8 +33,9 @@ EDITABLE = (
     "node_access",
     "load_balancer",
     "kubenet",
-    "agnhost_image",
 )
+# What an edit may change, in the order the form and the audit entry show them.
+EDITABLE = (*DESCRIPTION, "agnhost_image")
 FIELD_LABELS = {
     "plugin": "network plugin",
     "plugin_version": "plugin version",

@@ -11,7 +11,7 @@ from django.contrib.auth.admin import UserAdmin
 from django.template.response import TemplateResponse
 
 from dashboard.domain import models
-from dashboard.domain.clusters import ClusterError, validated_kubeconfig
+from dashboard.domain.clusters import DESCRIPTION, ClusterError, validated_kubeconfig
 
 
 class EvidenceAdmin(admin.ModelAdmin):
@@ -92,13 +92,7 @@ class ClusterForm(forms.ModelForm):
         fields = [
             "name",
             "owner",
-            "plugin",
-            "plugin_version",
-            "kubernetes_version",
-            "proxier",
-            "node_access",
-            "load_balancer",
-            "kubenet",
+            *DESCRIPTION,
             "kubeconfig",
             "agnhost_image",
             "timeouts",

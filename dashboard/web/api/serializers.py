@@ -13,6 +13,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers as s
 
 from dashboard.domain.catalog import ALL_KEYS, Battery, Outcome, Proxier
+from dashboard.domain.clusters import DESCRIPTION
 from dashboard.domain.models import CatalogTest, Cluster, Run, Submission
 from dashboard.domain.policy import submission_qualifying
 from dashboard.domain.runs import missing_reason, results_of
@@ -130,13 +131,7 @@ class ClusterSerializer(s.ModelSerializer):
             "name",
             "url",
             "owner",
-            "plugin",
-            "plugin_version",
-            "kubernetes_version",
-            "proxier",
-            "node_access",
-            "load_balancer",
-            "kubenet",
+            *DESCRIPTION,
             "lab",
             "enabled",
             "emulated",

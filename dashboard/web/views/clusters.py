@@ -15,6 +15,7 @@ from django.views.decorators.http import require_POST
 
 from dashboard.domain import trust
 from dashboard.domain.catalog import ALL_KEYS, BASIC_KEYS, Battery
+from dashboard.domain.clusters import DESCRIPTION
 from dashboard.domain.models import Cluster, Run, TestResult
 from dashboard.domain.roles import can_manage_cluster
 from dashboard.domain.runs import RunRequestError, request_run
@@ -28,13 +29,7 @@ CLUSTER_FIELDS = (
     "id",
     "name",
     "owner",
-    "plugin",
-    "plugin_version",
-    "kubernetes_version",
-    "proxier",
-    "node_access",
-    "load_balancer",
-    "kubenet",
+    *DESCRIPTION,
     "lab",
     "enabled",
     "credentials_error",
