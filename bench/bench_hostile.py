@@ -61,7 +61,7 @@ import gc, json, os, sys, tempfile, time, tracemalloc
 sys.path.insert(0, {root!r})
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 import django; django.setup()
-from tests.ingest import hostile_shapes as s, builders as b
+from tests.domain.ingest import hostile_shapes as s, builders as b
 from dashboard.domain.ingest import IngestError, ingest
 from dashboard.domain.submissions import hash_bounded
 tmp = tempfile.mkdtemp()

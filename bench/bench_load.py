@@ -155,7 +155,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
     import psycopg
-    from common import PG_ADMIN, free_port
+    from common import PG_ADMIN
+
+    sys.path.insert(0, str(ROOT))
+    from tests.ports import free_port
 
     with psycopg.connect(PG_ADMIN.replace("postgres://", "postgresql://")) as admin:
         found = admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", [args.database])

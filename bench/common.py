@@ -68,14 +68,6 @@ def table(title: str, header: list[str], rows: list[list[Any]]) -> str:
     return "\n".join(out)
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def timings_advisory() -> bool:
     """`make bench-smoke` (CI) judges what a broken benchmark or a regression in kind breaks
     (a crash, errors, runs that do not finish, memory, query counts that grow with history)

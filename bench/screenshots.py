@@ -20,8 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "screenshots"
 sys.path.insert(0, str(ROOT))
-# The browser tests' Chromium and its flags (one place: tests/browser/conftest.py).
-from tests.browser.conftest import ARGS, CHROMIUM  # noqa: E402
+# The browser tests' Chromium and its flags (one place: tests/chromium.py).
+from tests.chromium import ARGS, CHROMIUM  # noqa: E402
 
 WAIT_SECONDS = int(os.environ.get("SCREENSHOT_WAIT_SECONDS", "600"))
 

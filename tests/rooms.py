@@ -1,4 +1,4 @@
-"""The checkers behind tests/foundation/test_rooms.py: which layer a module belongs to, what it
+"""The checkers behind tests/project/test_rooms.py: which layer a module belongs to, what it
 imports, and where a vocabulary key is spelled. Plain `ast`, so a planted violation in a fixture
 tree (tests/fixtures/rooms/) is caught exactly as one in the project would be."""
 

@@ -11,7 +11,7 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
 from lab.server import LabServer
-from tests.lab.conftest import FakeClock, Kube, namespace, pod, profile, sctp_server, service
+from tests.lab.kube import FakeClock, Kube, namespace, pod, profile, sctp_server, service
 
 
 def status_of(err: ApiException) -> dict[str, Any]:
@@ -387,7 +387,7 @@ def test_tcp_still_works_when_the_feature_gate_is_off(make_kube: Any) -> None:
 
 def test_privileged_pods_are_forbidden_without_node_access(make_kube: Any) -> None:
     kube = make_kube(node_access=False)
-    from tests.lab.conftest import hostexec
+    from tests.lab.kube import hostexec
 
     with pytest.raises(ApiException) as err:
         hostexec(kube, "c1-worker", "lsmod", name="hostexec-x")

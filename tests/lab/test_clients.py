@@ -11,7 +11,7 @@ from kubernetes import config
 from kubernetes.dynamic import DynamicClient
 
 from lab.server import LabServer
-from tests.lab.conftest import profile
+from tests.lab.kube import profile
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.lab.conftest import FakeClock, Kube, namespace, pod, run_client, sctp_server, service
+from tests.lab.kube import FakeClock, Kube, namespace, pod, run_client, sctp_server, service
 
 OK = ("Succeeded", "")
 TIMEOUT = ("Failed", "TIMEOUT\n")

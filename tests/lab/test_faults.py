@@ -9,7 +9,7 @@ import pytest
 import urllib3
 from kubernetes.client.rest import ApiException
 
-from tests.lab.conftest import FakeClock, Kube, hostexec, namespace, pod, sctp_server, service
+from tests.lab.kube import FakeClock, Kube, hostexec, namespace, pod, sctp_server, service
 
 
 def outcomes(kube: Kube, count: int) -> list[int]:

@@ -19,7 +19,7 @@ import pytest
 
 from lab import watch
 from lab.server import LabServer
-from tests.lab.conftest import profile
+from tests.lab.kube import profile
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"

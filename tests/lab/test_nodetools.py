@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tests.lab.conftest import (
+from tests.lab.kube import (
     FakeClock,
     Kube,
     hostexec,

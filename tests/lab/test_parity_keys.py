@@ -9,7 +9,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from tests.lab.conftest import Kube, hostexec, namespace, pod, run_client, sctp_server, service
+from tests.lab.kube import Kube, hostexec, namespace, pod, run_client, sctp_server, service
 
 
 def privileged_pod(kube: Kube, ns: str, name: str = "priv") -> Any:

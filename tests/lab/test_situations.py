@@ -16,7 +16,7 @@ from kernel.battery import run_battery
 from kernel.kubeconfig import api_client_from_kubeconfig
 from lab.profiles import load_profiles
 from lab.server import LabServer
-from tests.battery.conftest import FAST, spec_for
+from tests.battery_specs import FAST, spec_for
 
 SITUATIONS = Path(__file__).resolve().parents[2] / "lab" / "profiles" / "situations"
 PROFILES = {p["name"]: p for p in load_profiles(SITUATIONS)}

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from kubernetes.client.rest import ApiException
 
-from tests.lab.conftest import Kube, namespace
+from tests.lab.kube import Kube, namespace
 
 IMAGE = "registry.k8s.io/e2e-test-images/agnhost:2.53"
 RFC1123_LABEL = (

@@ -11,7 +11,7 @@ import pytest
 from kubernetes import watch
 from kubernetes.client.rest import ApiException
 
-from tests.lab.conftest import Kube, namespace, sctp_server, service
+from tests.lab.kube import Kube, namespace, sctp_server, service
 
 IMAGE = "registry.k8s.io/e2e-test-images/agnhost:2.53"
 

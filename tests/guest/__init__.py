@@ -1,1 +1,0 @@
-"""Kernel SCTP guest tests and node-parser checks against its golden outputs."""

@@ -1,0 +1,12 @@
+"""A free TCP port on the loopback, for the servers the tests and benchmarks start (nothing
+listens on it once returned)."""
+
+from __future__ import annotations
+
+import socket
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
