@@ -6,7 +6,6 @@ import copy
 import os
 import secrets
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,19 +32,16 @@ dj_settings.SECRET_KEY = os.environ["SECRET_KEY"]
 dj_settings.FIELD_ENCRYPTION_KEY = os.environ["FIELD_ENCRYPTION_KEY"]
 dj_settings.AUDIT_CHAIN_KEY = os.environ["AUDIT_CHAIN_KEY"]
 
-# The slow suites with real parts: the kernel guest, the failure drills (marked by their folder)
-# and Chromium. Under xdist (`make test`: --dist loadgroup) each runs on one worker, in its own
-# group, while the other workers share the rest of the suite.
+# The slow suites with real parts: the kernel guest, the failure drills and Chromium (markers each
+# of their modules sets, wherever it lives in the tree). Under xdist (`make test`: --dist
+# loadgroup) each runs on one worker, in its own group, while the other workers share the rest.
 SLOW_SUITES = ("guest", "drills", "browser")
-DRILLS = Path(__file__).resolve().parent / "drills"
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     grouping = config.pluginmanager.hasplugin("xdist")
     for item in items:
-        if DRILLS in item.path.parents:
-            item.add_marker(pytest.mark.drills)
         suite = next((s for s in SLOW_SUITES if item.get_closest_marker(s)), None)
         if grouping and suite is not None:
             item.add_marker(pytest.mark.xdist_group(suite))
@@ -78,7 +74,7 @@ def fresh_cache_namespace(settings):
     # No refresh tasks sent to a shared broker nobody consumes in tests; readers recompute.
     settings.READINESS_REFRESH_ON_COMMIT = False
     # Tests change evidence from other processes too (workers) and read at once: look every
-    # request (the one-second window of production is tested in test_readiness_cache.py).
+    # request (the one-second window of production is tested in tests/domain/test_publication.py).
     settings.READINESS_RECHECK_SECONDS = 0
     redis_cache = (
         caches["default"]["BACKEND"].endswith("RedisCache") and caches["default"]["LOCATION"]

@@ -17,7 +17,7 @@ from dashboard.domain.runs import request_run
 from tests.labtools import lab_clusters, profile
 from workers import runner
 
-pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.drills, pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
 def run_now(cluster: Cluster, battery: str = "basic", **timeouts: float) -> tuple[Run, float]:

@@ -22,7 +22,7 @@ from tests.hostile_api import BANNER, hostile
 from tests.labtools import lab_clusters, profile
 from workers import runner
 
-pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.drills, pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture

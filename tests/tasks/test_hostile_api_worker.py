@@ -26,6 +26,7 @@ from tests.worker import celery_worker
 from workers.tasks import run_schedule
 
 pytestmark = [
+    pytest.mark.drills,
     pytest.mark.e2e,
     pytest.mark.redis,
     pytest.mark.django_db(transaction=True),

@@ -20,6 +20,7 @@ from tests.labtools import lab_clusters, profile
 from tests.worker import celery_worker
 
 pytestmark = [
+    pytest.mark.drills,
     pytest.mark.e2e,
     pytest.mark.redis,
     pytest.mark.django_db(transaction=True),

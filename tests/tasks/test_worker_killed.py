@@ -16,6 +16,7 @@ from tests.worker import celery_worker
 from workers.lease import Lease
 
 pytestmark = [
+    pytest.mark.drills,
     pytest.mark.e2e,
     pytest.mark.redis,
     pytest.mark.django_db(transaction=True),
