@@ -68,7 +68,7 @@ test-embedded: $(TEST_STAMP)
 
 # The database-facing tests again on the embedded SQLite, whatever DATABASE_URL says.
 test-sqlite: $(TEST_STAMP)
-	DATABASE_URL= $(TEST_ENV) $(PY) -m pytest -q $(XDIST) -m "not browser and not guest" tests/foundation tests/battery tests/ops tests/submissions $(PYTEST_ARGS)
+	DATABASE_URL= $(TEST_ENV) $(PY) -m pytest -q $(XDIST) -m "not browser and not guest and not drills" tests/domain tests/web tests/tasks $(PYTEST_ARGS)
 
 # The gate CI runs before the tests: lint, formatting, types (settings in pyproject.toml).
 lint: $(TEST_STAMP)

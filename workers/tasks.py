@@ -2,7 +2,7 @@
 
 Each task's body is a plain function next to it (`execute_or_wait`, `reap_stale`,
 `dispatch_lost`, `start_scheduled`, `sweep`), called in-process by the tests with time-machine
-(tests/workers/test_task_bodies.py); the task adds only what Celery owns (retries, names).
+(tests/tasks/test_task_bodies.py); the task adds only what Celery owns (retries, names).
 """
 
 from __future__ import annotations
