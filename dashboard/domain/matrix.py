@@ -115,7 +115,9 @@ def _plugins() -> tuple[list[dict[str, Any]], set[int], set[int]]:
             for status in (Submission.Status.VERIFIED, Submission.Status.PENDING)
         },
     }
-    plugins, run_ids, sub_ids = [], set(), set()
+    plugins: list[dict[str, Any]] = []
+    run_ids: set[int] = set()
+    sub_ids: set[int] = set()
     for row in (
         Plugin.objects.order_by("name")
         .annotate(**runs, **submissions)
