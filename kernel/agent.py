@@ -36,6 +36,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from kubernetes import client as k8s
+from kubernetes.config.config_exception import ConfigException
+from kubernetes.config.incluster_config import InClusterConfigLoader
+
+from kernel.battery import ClusterSpec, Timeouts, run_battery, sweep_namespaces
+from kernel.battery.base import DEFAULT_AGNHOST_IMAGE
 from kernel.vocabulary import PROXIERS
 
 log = logging.getLogger("kernel.agent")
@@ -154,9 +160,6 @@ def agent_key(args: argparse.Namespace, environ: Mapping[str, str]) -> str:
 
 def in_cluster_client(sa_dir: str, environ: Mapping[str, str]) -> Any:
     """An ApiClient from KUBERNETES_SERVICE_HOST/PORT and the ServiceAccount's token and CA."""
-    from kubernetes import client as k8s
-    from kubernetes.config.config_exception import ConfigException
-    from kubernetes.config.incluster_config import InClusterConfigLoader
 
     directory = Path(sa_dir)
     configuration = type.__call__(k8s.Configuration)  # never the process-wide default
@@ -176,8 +179,6 @@ def in_cluster_client(sa_dir: str, environ: Mapping[str, str]) -> Any:
 
 
 def cluster_spec(args: argparse.Namespace) -> Any:
-    from kernel.battery import ClusterSpec, Timeouts
-    from kernel.battery.base import DEFAULT_AGNHOST_IMAGE
 
     for option in ("cluster", "plugin"):
         if not getattr(args, option):
@@ -212,7 +213,6 @@ def cluster_spec(args: argparse.Namespace) -> Any:
 
 def _version_says_emulated(api: Any) -> bool:
     """GET /version carries `"emulated": true` on the lab; unreadable counts as emulated."""
-    from kubernetes import client as k8s
 
     try:
         answer: Any = k8s.VersionApi(api).get_code(
@@ -312,8 +312,6 @@ def main(argv: list[str] | None = None, environ: Mapping[str, str] | None = None
         token = vendor_token(args, environ)
         key = agent_key(args, environ)
         api = in_cluster_client(args.service_account_dir, environ)
-        from kernel.battery import run_battery, sweep_namespaces
-
         try:
             try:  # namespaces a killed earlier agent left behind (the CronJob never overlaps)
                 swept = sweep_namespaces(api, set(), request_timeout=spec.timeouts.request)

@@ -20,6 +20,7 @@ import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
+from kernel.bounded import bound_api_client
 from kernel.kube import tls_failure
 from kernel.netguard import Pin, ServerNotAllowed, check_server, parse_server, pin_api_client
 
@@ -293,7 +294,6 @@ def api_client_from_kubeconfig(
     address only: a DNS name that pointed at a public address at registration and at the
     loopback today is refused today.
     """
-    from kernel.bounded import bound_api_client
 
     data = parse_kubeconfig(text)
     summary = _check_structure(data)

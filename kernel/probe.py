@@ -37,6 +37,7 @@ import sys
 import threading
 import time
 from dataclasses import asdict, dataclass, field
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,7 @@ PROXY_MODE_URL = "http://localhost:10249/proxyMode"
 
 
 def _nodeparse() -> Any:
+    # deferred: the probe also runs where only it and the node parsers are copied (the guest)
     from kernel.battery import nodeparse
 
     return nodeparse
@@ -206,7 +208,7 @@ def _try_socket(kind: int) -> str:
 def socket_facts(module: ModuleFacts, force: bool) -> SocketFacts:
     facts = SocketFacts()
     try:
-        import sctp
+        import sctp  # deferred: pysctp is optional
 
         facts.pysctp_version = _pysctp_version()
     except ImportError as exc:
@@ -237,8 +239,6 @@ def socket_facts(module: ModuleFacts, force: bool) -> SocketFacts:
 
 def _pysctp_version() -> str | None:
     try:
-        from importlib.metadata import version
-
         return version("pysctp")
     except Exception:  # metadata is optional: the guest unzips the wheel
         return None
@@ -465,7 +465,7 @@ def to_json(report: Report) -> dict[str, Any]:
 def _sctp_stream_socket() -> Any:
     """A one-to-one SCTP socket, through pysctp when it is installed."""
     try:
-        import sctp
+        import sctp  # deferred: pysctp is optional
     except ImportError:
         return socket.socket(socket.AF_INET, socket.SOCK_STREAM, IPPROTO_SCTP)
     return sctp.sctpsocket_tcp(socket.AF_INET)

@@ -54,7 +54,7 @@ def sctp_connect(host: str, port: int, timeout: float) -> tuple[bool, str]:
     and out-of-cluster evidence read alike.
     """
     try:
-        import sctp
+        import sctp  # deferred: pysctp is optional, and needs a kernel with SCTP to be useful
     except ImportError as exc:
         return False, f"OTHER: pysctp is not importable: {exc}"
     try:

@@ -33,6 +33,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from kernel.kube import api_error_message
+from kernel.kubeconfig import KubeconfigError, api_client_from_kubeconfig, validate_kubeconfig
 
 log = logging.getLogger(__name__)
 
@@ -294,7 +295,6 @@ def renewed_kubeconfig(kubeconfig: str, seconds: int | None = None) -> tuple[str
     The new token is checked (GET /version) before it is returned, so a caller that stores it
     never swaps a working credential for a broken one.
     """
-    from kernel.kubeconfig import KubeconfigError, api_client_from_kubeconfig, validate_kubeconfig
 
     info = token_info(kubeconfig)
     if info is None:

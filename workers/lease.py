@@ -12,9 +12,12 @@ from datetime import timedelta
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+import redis
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils.timezone import now
+
+from dashboard.domain.models import ClusterLease
 
 if TYPE_CHECKING:
     import redis
@@ -25,7 +28,6 @@ RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del'
 
 @lru_cache(maxsize=1)
 def _redis() -> redis.Redis:
-    import redis
 
     return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=5, socket_connect_timeout=5)
 
@@ -59,8 +61,6 @@ class Lease:
 
     def release(self) -> None:
         if settings.EMBEDDED_BROKER:
-            from dashboard.domain.models import ClusterLease
-
             ClusterLease.objects.filter(cluster_id=self.cluster_id, holder=self.holder).delete()
         else:
             _redis().eval(RELEASE, 1, _key(self.cluster_id), self.holder)
@@ -69,8 +69,6 @@ class Lease:
     @staticmethod
     def holder_of(cluster_id: int) -> str | None:
         if settings.EMBEDDED_BROKER:
-            from dashboard.domain.models import ClusterLease
-
             return (
                 ClusterLease.objects.filter(cluster_id=cluster_id, expires__gt=now())
                 .values_list("holder", flat=True)
@@ -83,7 +81,6 @@ class Lease:
 
     # -- Redis --------------------------------------------------------------------------------
     def _redis_acquire(self) -> bool:
-        import redis
 
         try:
             return bool(
@@ -97,7 +94,6 @@ class Lease:
 
     # -- database -----------------------------------------------------------------------------
     def _db_acquire(self) -> bool:
-        from dashboard.domain.models import ClusterLease
 
         expires = now() + timedelta(seconds=self.ttl)
         # Take over an expired lease, or create it; both are single statements, so two
@@ -117,7 +113,6 @@ class Lease:
             return False
 
     def _db_renew(self) -> bool:
-        from dashboard.domain.models import ClusterLease
 
         return bool(
             ClusterLease.objects.filter(cluster_id=self.cluster_id, holder=self.holder).update(

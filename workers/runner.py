@@ -26,6 +26,8 @@ from dashboard.domain.runs import (
     kubeconfig_of,
     record_result,
 )
+from kernel.battery import ClusterSpec, run_battery
+from kernel.kubeconfig import api_client_from_kubeconfig
 from workers.lease import Lease
 
 log = logging.getLogger(__name__)
@@ -38,8 +40,6 @@ def lease_holder(run_id: int) -> str:
 
 
 def cluster_spec(cluster: Cluster) -> Any:
-    from kernel.battery import ClusterSpec
-
     kwargs: dict[str, Any] = {
         "name": cluster.name,
         "plugin_slug": cluster.plugin.slug,
@@ -196,9 +196,6 @@ def execute(run_id: int, *, worker: str = "", task_id: str = "") -> str:
 
 
 def _run_battery(run: Run, beat: Heartbeat) -> Any:
-    from kernel.battery import run_battery
-    from kernel.kubeconfig import api_client_from_kubeconfig
-
     def on_result(key: str, result: Any) -> None:
         record_result(run.id, key, result)
 

@@ -43,6 +43,7 @@ from django.utils.timezone import now
 from dashboard.domain.catalog import Battery, Outcome, Proxier, keys_of, kubernetes_minor
 from dashboard.domain.models import AuditEvent, Cluster, Plugin, Run, Vendor
 from dashboard.domain.runs import after_run, end_state, finish
+from dashboard.domain.trust import refuse_run
 from kernel import vocabulary as vocab
 
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -384,8 +385,6 @@ def accept(body: bytes, vendor: Vendor, actor: str, key: str = "") -> Run:
                 409, f"cluster {cluster.name} is disabled; a maintainer may enable it"
             )
         else:
-            from dashboard.domain.trust import refuse_run
-
             refusal = refuse_run(cluster, data["battery"])  # basic-only clusters
             if refusal:
                 raise AgentRunError(409, refusal)

@@ -11,6 +11,7 @@ class DashboardConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        # Django's idiom: models, signals and what hangs off them load once the registry is ready.
         from django.contrib.auth import get_user_model
         from django.db.models.signals import m2m_changed, post_delete, post_save
         from django.test.signals import setting_changed

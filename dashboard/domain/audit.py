@@ -30,6 +30,8 @@ from django.apps import apps
 from django.conf import settings
 from django.db import connection, transaction
 
+from dashboard.domain import notify
+
 log = logging.getLogger(__name__)
 
 # Any constant: the key of the PostgreSQL advisory lock that serializes appends to the chain.
@@ -251,7 +253,6 @@ def write_checkpoint(at: datetime) -> Head | None:
 def checkpoint(at: datetime) -> Head | None:
     """The periodic checkpoint (beat: workers.tasks.audit_checkpoint): the head goes to the log,
     to AUDIT_CHECKPOINT_FILE and to every enabled notification channel (webhooks), once per head."""
-    from dashboard.domain import notify
 
     previous = recorded_checkpoints()
     current = head()

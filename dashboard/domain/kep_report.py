@@ -12,6 +12,7 @@ from typing import Any
 
 from django.conf import settings
 
+from dashboard.domain.audit import head
 from dashboard.domain.models import Run, SignOff, Submission
 from dashboard.domain.signoffs import (
     current_override,
@@ -262,7 +263,6 @@ def markdown_report(evaluation: dict[str, Any], base_url: str) -> str:
 def audit_anchor_lines() -> list[str]:
     """The audit chain's head when the report was made: kept with the report, outside the
     database, so a later rewrite or truncation of the trail shows (dashboard/domain/audit.py)."""
-    from dashboard.domain.audit import head
 
     current = head()
     if current is None:

@@ -10,11 +10,12 @@ from django.db import transaction
 
 from dashboard.domain.models import Cluster, Plugin, Run, Schedule
 from dashboard.domain.runs import request_run
+from dashboard.domain.schedules import create_schedule
 from dashboard.domain.trust import set_basic_only
 
 
 def lab_timeouts() -> dict[str, Any]:
-    from kernel.battery import Timeouts
+    from kernel.battery import Timeouts  # deferred: keeps the battery out of the web process
 
     return dataclasses.asdict(Timeouts.for_lab())
 
@@ -66,7 +67,6 @@ def register(server: Any, public_url: str | None = None) -> list[Cluster]:
 
 def kickoff(clusters: list[Cluster], battery: str = "all") -> list[Run]:
     """A first run on every cluster that has none yet, and a periodic basic job if there is none."""
-    from dashboard.domain.schedules import create_schedule
 
     target = None
     if not Schedule.objects.exists():

@@ -80,55 +80,59 @@ def _cluster_runs() -> set[int]:
     return ids
 
 
-def _plugin_sources() -> tuple[set[int], set[int]]:
-    """Per plugin, whatever its age: the newest connectivity run, verified and pending submission.
+PLUGIN_FIELDS = ("id", "slug", "name", "in_tree", "implements_network_policy")
+
+
+def _plugins() -> tuple[list[dict[str, Any]], set[int], set[int]]:
+    """The plugins, and in the same query the sources every plugin's rows may show, whatever
+    their age: its newest connectivity run, verified and pending submission, and the newest
+    verified and pending submission of each (plugin, proxier): one "LIMIT 1" step each on the
+    (plugin, state|status, has_connectivity, -finished|-created) and (plugin, proxier, status,
+    -created) indexes.
 
     `has_connectivity__in=[True]` rather than `=True`: SQLite compiles the latter to a bare
-    column test that its planner cannot match to the (plugin, state|status, has_connectivity,
-    -finished|-created) indexes, and would sort the plugin's whole history instead.
+    column test that its planner cannot match to those indexes, and would sort the plugin's
+    whole history instead.
     """
 
     def newest(model, order: str, **filters):
-        qs = model.objects.filter(plugin=OuterRef("pk"), has_connectivity__in=[True], **filters)
+        qs = model.objects.filter(plugin=OuterRef("pk"), **filters)
         return Subquery(qs.order_by(order).values("id")[:1])
 
-    annotations = {
-        "conn_run": newest(Run, "-finished", state=Run.State.FINISHED),
-        "conn_verified": newest(Submission, "-created", status=Submission.Status.VERIFIED),
-        "conn_pending": newest(Submission, "-created", status=Submission.Status.PENDING),
+    runs = {
+        "conn_run": newest(Run, "-finished", state=Run.State.FINISHED, has_connectivity__in=[True])
     }
+    submissions = {
+        "conn_verified": newest(
+            Submission, "-created", status=Submission.Status.VERIFIED, has_connectivity__in=[True]
+        ),
+        "conn_pending": newest(
+            Submission, "-created", status=Submission.Status.PENDING, has_connectivity__in=[True]
+        ),
+        **{
+            f"{proxier}_{status}": newest(Submission, "-created", proxier=proxier, status=status)
+            for proxier in Proxier.values
+            for status in (Submission.Status.VERIFIED, Submission.Status.PENDING)
+        },
+    }
+    plugins: list[dict[str, Any]] = []
     run_ids: set[int] = set()
     sub_ids: set[int] = set()
-    for conn_run, verified, pending in Plugin.objects.annotate(**annotations).values_list(
-        *annotations
+    for row in (
+        Plugin.objects.order_by("name")
+        .annotate(**runs, **submissions)
+        .values(*PLUGIN_FIELDS, *runs, *submissions)
     ):
-        run_ids.update(i for i in (conn_run,) if i)
-        sub_ids.update(i for i in (verified, pending) if i)
-    return run_ids, sub_ids
+        run_ids.update(row[k] for k in runs if row[k])
+        sub_ids.update(row[k] for k in submissions if row[k])
+        plugins.append({k: row[k] for k in PLUGIN_FIELDS})
+    return plugins, run_ids, sub_ids
 
 
-def _newest_submissions() -> set[int]:
-    """The newest verified and the newest pending submission of every (plugin, proxier): one
-    "LIMIT 1" step each on the (plugin, proxier, status, -created) index."""
-    annotations = {
-        f"{proxier}_{status}": Subquery(
-            Submission.objects.filter(plugin=OuterRef("pk"), proxier=proxier, status=status)
-            .order_by("-created")
-            .values("id")[:1]
-        )
-        for proxier in Proxier.values
-        for status in (Submission.Status.VERIFIED, Submission.Status.PENDING)
-    }
-    ids: set[int] = set()
-    for row in Plugin.objects.annotate(**annotations).values_list(*annotations):
-        ids.update(i for i in row if i)
-    return ids
-
-
-def load_sources() -> list[Source]:
-    plugin_runs, plugin_subs = _plugin_sources()
+def load_sources(plugin_runs: set[int], plugin_subs: set[int]) -> list[Source]:
+    """The sources the matrix shows: the plugins' (`_plugins`) and every cluster's newest runs."""
     run_ids = sorted(_cluster_runs() | plugin_runs)
-    sub_ids = sorted(plugin_subs | _newest_submissions())
+    sub_ids = sorted(plugin_subs)
     sources: list[Source] = []
     if run_ids:
         results: dict[int, dict[str, tuple[str, str]]] = {}
@@ -256,13 +260,9 @@ class Row:
 def rows() -> list[Row]:
     """Rows: plugin × proxier × Kubernetes minor, so a row never mixes releases; each cell still
     names the cluster or submission it comes from."""
-    plugins = list(
-        Plugin.objects.order_by("name").values(
-            "id", "slug", "name", "in_tree", "implements_network_policy"
-        )
-    )
+    plugins, plugin_runs, plugin_subs = _plugins()
     groups: dict[tuple[int, str, str], list[Source]] = {}
-    for s in load_sources():
+    for s in load_sources(plugin_runs, plugin_subs):
         groups.setdefault((s.plugin_id, s.proxier, s.minor), []).append(s)
     out = []
     for p in plugins:

@@ -17,6 +17,7 @@ from django.core.cache import cache
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Sum
 
 from dashboard.domain.models import Run, Submission, TestResult
+from dashboard.domain.publication import published
 
 log = logging.getLogger(__name__)
 
@@ -173,7 +174,6 @@ STATUSES = ("met", "unmet", "at_risk", "stale")
 
 
 def _criteria_lines() -> list[str]:
-    from dashboard.domain.publication import published
 
     try:
         evaluation = published()

@@ -483,6 +483,7 @@ class AuditEvent(models.Model):
     ) -> AuditEvent:
         """Appends to the hash chain (dashboard/domain/audit.py); safe against concurrent writers.
         URL credentials (https://user:password@…) never reach the log."""
+        # deferred: the audit chain reads this model (by name) to append to it
         from dashboard.domain.audit import append
 
         actor = str(actor).strip()

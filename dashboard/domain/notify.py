@@ -35,6 +35,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils.timezone import now
 
+from dashboard.domain import schedules
 from dashboard.domain.models import NotificationChannel, NotificationLog
 from dashboard.domain.tasks_port import send
 from kernel.netguard import (
@@ -330,7 +331,6 @@ def redispatch(limit: int = 200) -> int:
 
 def check_schedules() -> int:
     """Beat, every minute: stores each schedule's state and announces the changes."""
-    from dashboard.domain import schedules
 
     with transaction.atomic():
         changes = schedules.record_states(schedules.statuses())

@@ -13,11 +13,14 @@ from datetime import datetime
 from typing import Any, TypeVar, cast
 
 from django.conf import settings
+from django.core.cache import cache
 from django.core.serializers.json import DjangoJSONEncoder
+from django.db import transaction
 from django.db.models import F
 from django.utils.timezone import now as tz_now
 
 from dashboard.domain.badges import plugin_status
+from dashboard.domain.models import PublishedReadiness
 from dashboard.domain.readiness import evaluate, policy_settings
 from dashboard.domain.readiness.base import Context
 from dashboard.domain.readiness.evidence_lookup import connectivity_sets, plugins_by_id
@@ -59,7 +62,6 @@ def _state() -> tuple[datetime | None, bool, bool]:
     process (under load, requests then cost no query at all); the age check is made every time.
     Only age makes a publication servable-while-revalidating: one older than
     READINESS_MAX_AGE_SECONDS but younger than twice that, with no evidence changed since."""
-    from dashboard.domain.models import PublishedReadiness
 
     with _memo_lock:
         look = dict(_look)
@@ -95,7 +97,6 @@ def _load(computed: datetime) -> dict[str, Any]:
     with _memo_lock:
         if _memo.get("computed") == computed:
             return _memo
-    from dashboard.domain.models import PublishedReadiness
 
     row = PublishedReadiness.objects.filter(pk=1).values_list("data", "badges", "computed").first()
     entry = {"computed": row[2], "data": row[0], "badges": row[1]} if row else {}
@@ -194,8 +195,6 @@ def _lease() -> bool:
     """One process computes the next publication while the others serve the previous one: a
     short cache lease (the computation's own bound; it expires if its holder dies)."""
     try:
-        from django.core.cache import cache
-
         return bool(cache.add(LEASE_KEY, 1, 30))
     except Exception:  # no shared cache: every process may compute, as before
         return True
@@ -232,7 +231,6 @@ def published_badge(slug: str) -> dict[str, Any] | None:
 def publish(evaluation: dict[str, Any] | None = None, version: int | None = None) -> dict[str, Any]:
     """Evaluates (unless given an evaluation) and stores it with every plugin's badge status.
     `version`: the row's version as read before (not after) the evaluation began."""
-    from dashboard.domain.models import PublishedReadiness
 
     # Read first: a change during the evaluation leaves it stale, not lost. (Only the version:
     # the row's documents are large.)
@@ -263,8 +261,6 @@ def publish(evaluation: dict[str, Any] | None = None, version: int | None = None
         if current:
             _look.update(at=_clock(), computed=computed, same_version=True, version=version)
     try:
-        from django.core.cache import cache
-
         cache.delete(LEASE_KEY)
     except Exception:
         pass
@@ -293,9 +289,6 @@ def invalidate(*args: Any, **kwargs: Any) -> None:
 
     After the commit, a task recomputes it if a worker is there; otherwise the next reader does.
     """
-    from django.db import transaction
-
-    from dashboard.domain.models import PublishedReadiness
 
     PublishedReadiness.objects.filter(pk=1).update(version=F("version") + 1)
     # This process sees its own change at once; other processes (and this one's other threads,
@@ -309,8 +302,6 @@ def _request_refresh() -> None:
     if not settings.READINESS_REFRESH_ON_COMMIT:
         return
     try:
-        from django.core.cache import cache
-
         if not cache.add("readiness:refresh-queued", 1, 10):  # one refresh per 10 s is enough
             return
     except Exception:

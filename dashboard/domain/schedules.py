@@ -31,6 +31,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet, Subquery
 from django.utils.timezone import now as tz_now
+from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from dashboard.domain.catalog import Battery, Outcome
 from dashboard.domain.models import AuditEvent, Cluster, Run, Schedule, ScheduleHealth, TestResult
@@ -55,7 +56,6 @@ def task_name(schedule: Schedule) -> str:
 
 def sync_periodic_task(schedule: Schedule) -> Any:
     """Creates or updates the schedule's PeriodicTask; returns it."""
-    from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
     interval, _ = IntervalSchedule.objects.get_or_create(
         every=schedule.interval_minutes, period=IntervalSchedule.MINUTES
@@ -84,7 +84,6 @@ def sync_periodic_task(schedule: Schedule) -> Any:
 
 
 def delete_periodic_task(schedule: Schedule) -> None:
-    from django_celery_beat.models import PeriodicTask
 
     if schedule.periodic_task_id:
         # Model delete(), so that beat's change marker moves.

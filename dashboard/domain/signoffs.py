@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from dashboard.domain.models import SignOff
+
 
 def unmet_criteria(snapshot: dict[str, Any] | None, from_stage: str) -> list[str]:
     """The keys of the criteria the sign-off's transition did not meet when it was made."""
@@ -33,7 +35,6 @@ def stage_override(signoffs_into_stage: Any, stage: str) -> list[str]:
     signoff = signoffs_into_stage.get(stage)
     if signoff is None:
         return []
-    from dashboard.domain.models import SignOff
 
     snapshot = SignOff.objects.filter(pk=signoff.pk).values_list("snapshot", flat=True).first()
     return unmet_criteria(snapshot, signoff.from_stage)
@@ -41,7 +42,6 @@ def stage_override(signoffs_into_stage: Any, stage: str) -> list[str]:
 
 def current_override() -> tuple[str, list[str]]:
     """(current stage, unmet criteria of the sign-off that reached it)."""
-    from dashboard.domain.models import SignOff
 
     row = (
         SignOff.objects.order_by("-created")

@@ -13,6 +13,7 @@ from dashboard.domain.policy import (
     AGE,
     EMULATED,
     OUTCOME,
+    PERIODIC,
     PROXIERS,
     RELEASE,
     TESTS_WRITTEN,
@@ -21,6 +22,7 @@ from dashboard.domain.policy import (
     Assessment,
     Policy,
     plugin_facts,
+    run_item,
     submission_item,
 )
 
@@ -107,7 +109,6 @@ def readiness_change(before: dict[str, str], after: dict[str, str]) -> list[str]
 
 def run_state(run: Any, outcomes: dict[str, str], reasons: dict[str, str]) -> State:
     """A finished run's one state: counted (for which criteria) or does not count, and why."""
-    from dashboard.domain.policy import PERIODIC, run_item
 
     pol = Policy(now=now())
     item = run_item(run, outcomes, reasons, plugin_facts(run.plugin))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import tempfile
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -16,7 +17,10 @@ from django.utils.timezone import now
 
 from dashboard.domain.catalog import Proxier, kubernetes_minor
 from dashboard.domain.evidence import summarize
-from dashboard.domain.models import AuditEvent, Plugin, Submission, Vendor
+from dashboard.domain.ingest import IngestError, Limits, ingest
+from dashboard.domain.ingest.export import run_to_junit
+from dashboard.domain.metrics import observe_ingest
+from dashboard.domain.models import AuditEvent, Plugin, Run, Submission, Vendor
 from dashboard.domain.policy import plugin_facts
 
 VERSION_RE = re.compile(r"^v?\d+\.\d+(\.\d+)?([-+.][0-9A-Za-z.-]+)?$")
@@ -77,7 +81,6 @@ def _seekable(fileobj: IO[bytes]) -> IO[bytes]:
     if seekable is not None and seekable():
         fileobj.seek(0)
         return fileobj
-    import tempfile
 
     spool = tempfile.SpooledTemporaryFile(max_size=1024 * 1024)
     while chunk := fileobj.read(1024 * 1024):
@@ -115,7 +118,6 @@ def create_submission(
     """``own_export=True`` only for `make demo`'s seeding (dashboard/domain/demo_seed.py), which
     uploads the lab's own emulated runs on purpose: nowhere else is this dashboard's export of
     a run accepted as a submission (409)."""
-    from dashboard.domain.ingest import IngestError, Limits, ingest
 
     slug = _field(plugin, "plugin", max_len=60)
     plugin_obj = Plugin.objects.filter(slug=slug).first()
@@ -151,7 +153,6 @@ def create_submission(
     first = Submission.objects.filter(sha256=sha256).order_by("pk").first()
     if first is not None:
         raise _duplicate(first, uploaded_by, slug, vendor, "the same file")
-    from dashboard.domain.metrics import observe_ingest
 
     received = now()
     started = time.monotonic()
@@ -317,9 +318,6 @@ def _export_of(report: Any) -> int | None:
     """The run whose JUnit export (dashboard.domain.ingest.export) this file is, edited or not: its
     ``source``/``run_id`` properties, or, stripped of them, a finished run exported at the
     suite's timestamp with the same testcases (whatever their outcomes now say)."""
-    from dashboard.domain.ingest import ingest
-    from dashboard.domain.ingest.export import run_to_junit
-    from dashboard.domain.models import Run
 
     props = report.properties
     if props.get("source") == "sctp-dashboard" or props.get("run_id"):

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.db import transaction
 from django.utils.timezone import now
 
@@ -71,8 +73,6 @@ def on_groups_changed(
     """user.groups.remove/clear(…) or group.user_set.remove/clear(…) touching the maintainers."""
     if action not in ("post_remove", "post_clear"):
         return
-    from django.contrib.auth import get_user_model
-    from django.contrib.auth.models import Group
 
     if reverse:  # instance is a Group; pk_set the users (None after clear: unknown, check all)
         if instance.name != MAINTAINERS_GROUP:

@@ -12,6 +12,8 @@ from django.template.response import TemplateResponse
 
 from dashboard.domain import models
 from dashboard.domain.clusters import DESCRIPTION, ClusterError, validated_kubeconfig
+from dashboard.domain.tokens import acting_as, revoke
+from dashboard.domain.withdrawals import reinstate, withdraw
 
 
 class EvidenceAdmin(admin.ModelAdmin):
@@ -167,7 +169,6 @@ class ApiTokenAdmin(EvidenceAdmin):
 
     @admin.action(description="Revoke the selected tokens (with a reason)")
     def revoke_tokens(self, request, queryset):
-        from dashboard.domain.tokens import revoke
 
         def apply(token: Any, *, actor: Any, reason: str) -> bool:
             return bool(
@@ -215,13 +216,11 @@ class WithdrawableAdmin(EvidenceAdmin):
 
     @admin.action(description="Withdraw the selected evidence (with a reason)")
     def withdraw_evidence(self, request, queryset):
-        from dashboard.domain.withdrawals import withdraw
 
         return reasoned_action(self, request, queryset, "withdrawn", withdraw)
 
     @admin.action(description="Reinstate the selected withdrawn evidence (with a reason)")
     def reinstate_evidence(self, request, queryset):
-        from dashboard.domain.withdrawals import reinstate
 
         return reasoned_action(self, request, queryset, "reinstated", reinstate)
 
@@ -308,13 +307,11 @@ class AuditedUserAdmin(UserAdmin):
     names the admin who made it in the audit trail (dashboard/domain/tokens.py)."""
 
     def save_model(self, request, obj, form, change):
-        from dashboard.domain.tokens import acting_as
 
         with acting_as(request.user):
             super().save_model(request, obj, form, change)
 
     def save_related(self, request, form, formsets, change):
-        from dashboard.domain.tokens import acting_as
 
         with acting_as(request.user):
             super().save_related(request, form, formsets, change)

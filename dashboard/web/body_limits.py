@@ -23,6 +23,9 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from dashboard.domain import tokens
+from dashboard.web.api.auth import bearer
+
 API_PREFIX = "/api/v1/"
 UPLOAD_PATHS = ("/api/v1/submissions/", "/submissions/new/")
 FORM_OVERHEAD = 1024 * 1024  # the other fields and multipart boundaries around the file
@@ -80,9 +83,6 @@ def refusal(request: HttpRequest, *, authenticated: Callable[[], bool]) -> Refus
 
 def _authenticated(request: HttpRequest) -> bool:
     if request.path.startswith(API_PREFIX):
-        from dashboard.domain import tokens
-        from dashboard.web.api.auth import bearer
-
         token = bearer(request)
         if not token:
             return False

@@ -18,6 +18,9 @@ from django.conf import settings
 from django.db import connections
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from dashboard.domain.metrics import render
+from dashboard.web.ratelimit import from_trusted_proxy, in_networks
+
 log = logging.getLogger(__name__)
 
 BROKER_TIMEOUT = 3.0
@@ -68,7 +71,6 @@ def readyz(request: HttpRequest) -> JsonResponse:
 def metrics_allowed(request: HttpRequest) -> bool:
     """`Authorization: Bearer <METRICS_TOKEN>` when one is set, or a peer in
     METRICS_ALLOWED_NETWORKS that is not a trusted proxy (whatever a proxy relays is from outside)."""
-    from dashboard.web.ratelimit import from_trusted_proxy, in_networks
 
     expected = getattr(settings, "METRICS_TOKEN", "")
     if expected:
@@ -84,7 +86,6 @@ def metrics_allowed(request: HttpRequest) -> bool:
 
 
 def metrics(request: HttpRequest) -> HttpResponse:
-    from dashboard.domain.metrics import render
 
     if not metrics_allowed(request):
         refused = HttpResponse(

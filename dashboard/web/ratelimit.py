@@ -21,6 +21,7 @@ from typing import Any
 
 from django import forms
 from django.conf import settings
+from django.contrib import admin
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
@@ -295,7 +296,6 @@ class RateLimitedLoginView(LoginView):
 
 def admin_login(request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
     """The admin's log-in page under the same lockout (its form and status as /login/'s)."""
-    from django.contrib import admin
 
     response = admin.site.login(request, extra_context)
     if hasattr(response, "render") and not getattr(response, "is_rendered", True):

@@ -8,6 +8,7 @@ cancellation.
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import itertools
 import json
@@ -189,8 +190,6 @@ class RunContext:
         if suffix:
             name = f"{name}-{suffix}"
         if len(name) > 63:
-            import hashlib
-
             digest = hashlib.sha1(self.run_id.encode()).hexdigest()[:10]
             name = f"{self.spec.namespace_prefix}{digest}-{suffix}"[:63].rstrip("-")
         return name

@@ -18,6 +18,7 @@ nodes) and the packages ``lab/guest/install-host-deps.sh`` installs.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import json
 import os
@@ -299,7 +300,7 @@ def _build_base_rootfs(kernel_tree: Path, kver: str, wheel: Path, rootfs: Path) 
 
 
 def _pack(rootfs: Path, target: Path) -> None:
-    tmp = target.with_suffix(".partial")
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.partial")  # one per builder
     with open(tmp, "wb") as out:
         tar = subprocess.Popen(
             ["tar", "-C", str(rootfs), "--numeric-owner", "-cf", "-", "."], stdout=subprocess.PIPE
@@ -307,7 +308,7 @@ def _pack(rootfs: Path, target: Path) -> None:
         _run(["zstd", "-3", "-T0", "-q", "-c"], stdin=tar.stdout, stdout=out)
         if tar.wait() != 0:
             raise RuntimeError(f"tar of {rootfs} failed")
-    tmp.rename(target)
+    os.replace(tmp, target)  # atomic: a reader sees the whole archive or none
 
 
 def unpack(archive: Path, target: Path) -> None:
@@ -405,6 +406,25 @@ def build(force: bool = False, log: bool = True) -> Path:
         return target
     root = cache_root()
     root.mkdir(parents=True, exist_ok=True)
+    # The cache is shared by every checkout and test run on the machine: one builder at a time,
+    # and whoever waited finds the image the other one built.
+    with open(root / "build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (target / "manifest.json").exists() and not force:
+            return target
+        return _build_locked(kernel, base_key, key, target, root, started, force, log)
+
+
+def _build_locked(
+    kernel: KernelPackage,
+    base_key: str,
+    key: str,
+    target: Path,
+    root: Path,
+    started: float,
+    force: bool,
+    log: bool,
+) -> Path:
     downloads = root / "downloads"
     with tempfile.TemporaryDirectory(prefix="build-", dir=root) as tmp:
         work = Path(tmp)

@@ -72,7 +72,9 @@ def dispatched_once_redis_is_back(ids: list[int], log) -> None:
     )
     wait_for(
         lambda: not Run.objects.filter(pk__in=ids, state__in=["queued", "running"]).exists(),
-        60,
+        # Up to three batteries, one after another on one cluster (one lease), by one worker
+        # process: about a minute on a quiet machine, more while the rest of the suite runs.
+        240,
         "the worker to finish them",
         log,
     )

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import IO
 
 from dashboard.domain.ingest import archives, identity, provenance
+from dashboard.domain.ingest.cluster_facts import cni_for, known_slugs
 from dashboard.domain.ingest.e2elog import minor_of
 from dashboard.domain.ingest.errors import UNSUPPORTED, IngestError
 from dashboard.domain.ingest.junit import JUnitResult
@@ -335,7 +336,6 @@ def _property(junit: JUnitResult, name: str) -> str | None:
 def _cni_slug(value: str) -> str | None:
     """The plugin slug a recorded CNI names (a slug, a DaemonSet or pod name); None when it
     names none we know, so an unfamiliar spelling never refuses a file by itself."""
-    from dashboard.domain.ingest.cluster_facts import cni_for, known_slugs
 
     slugs = known_slugs()
     if value in slugs:

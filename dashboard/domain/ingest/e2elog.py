@@ -5,6 +5,7 @@ Read line by line from a stream (lines cut at 64 KB), so a large log costs no me
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -99,8 +100,6 @@ _ANSI_TEXT = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 def _lines(data: bytes | Readable, limits: Limits, deadline: Deadline | None) -> Iterator[str]:
     """Decoded lines, each at most _MAX_LINE bytes; the log's real size is bounded."""
     if isinstance(data, (bytes, bytearray)):
-        import io
-
         data = io.BytesIO(data)
     rest = b""
     total = 0

@@ -21,7 +21,9 @@ from datetime import UTC
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
+from dashboard.domain.catalog import ALL_KEYS, CATALOG
 from dashboard.domain.ingest.upstream_names import EXPORT_NAMES
+from dashboard.domain.models import CatalogTest
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 _SUITE = "Kubernetes e2e suite"
@@ -44,13 +46,9 @@ def upstream_name(key: str, catalog: dict[str, list[str]]) -> str:
 
 def run_to_junit(run: Any) -> bytes:
     """The run (a ``dashboard.domain.models.Run``) as JUnit XML bytes."""
-    from dashboard.domain.catalog import ALL_KEYS
-    from dashboard.domain.models import CatalogTest
 
     catalog = dict(CatalogTest.objects.values_list("key", "upstream_names"))
     if not catalog:  # an unseeded database still exports: the catalog in code
-        from dashboard.domain.catalog import CATALOG
-
         catalog = {entry["key"]: entry["upstream_names"] for entry in CATALOG}
     results = {r.test_key: r for r in run.results.all()}
     fingerprint = run.fingerprint or {}

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 
 from dashboard.domain.ingest.archives import Contents
+from dashboard.domain.ingest.cluster_facts import cni_for
 from dashboard.domain.ingest.e2elog import minor_of
 from dashboard.domain.ingest.errors import IngestError
 from dashboard.domain.ingest.identity import (
@@ -243,8 +244,6 @@ def plugin_of(contents: Contents, junit_cni: str | None, declared: str | None) -
         seen.setdefault(slug, "the archive's pod logs")
     log = contents.e2e_log
     if log is not None:
-        from dashboard.domain.ingest.cluster_facts import cni_for
-
         for name in sorted(log.daemonsets):
             if found := cni_for(name, {}):
                 seen.setdefault(found, f"e2e.log (the framework waited for DaemonSet {name})")

@@ -12,6 +12,8 @@ from django.conf import settings
 from django.utils.timezone import now as tz_now
 
 from dashboard.domain.catalog import TRANSITIONS, Stage
+from dashboard.domain.models import SignOff
+from dashboard.domain.policy import min_minor
 from dashboard.domain.readiness.base import Context, EvidenceRef, Verdict
 from dashboard.domain.readiness.criteria import CRITERIA
 from dashboard.domain.readiness.prefetch import prefetch
@@ -29,7 +31,6 @@ log = logging.getLogger(__name__)
 
 
 def current_stage() -> str:
-    from dashboard.domain.models import SignOff
 
     latest = SignOff.objects.order_by("-created").values_list("to_stage", flat=True).first()
     return latest or Stage.ALPHA
@@ -63,7 +64,6 @@ def evaluate(ctx: Context | None = None) -> dict[str, Any]:
 
 def policy_settings() -> dict[str, Any]:
     """The settings an evaluation depends on: a stored one made under others is out of date."""
-    from dashboard.domain.policy import min_minor
 
     return {
         "fresh_days": settings.READINESS_FRESH_DAYS,

@@ -29,6 +29,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from dashboard.domain import publication
+from dashboard.domain.agent_runs import KEY_HEADER, AgentRunError, accept, max_bytes
 from dashboard.domain.clusters import (
     KUBECONFIG_MAX_BYTES,
     ClusterError,
@@ -632,7 +633,6 @@ class AgentRunsView(ApiView):
         },
     )
     def post(self, request: Request) -> Response:
-        from dashboard.domain.agent_runs import KEY_HEADER, AgentRunError, accept, max_bytes
 
         token = token_of(request)
         vendor = token.vendor

@@ -11,6 +11,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 from django.utils.timezone import is_aware, localtime, now
 
+from dashboard.web.audit_words import action_words, changes_words, detail_label, sentence
 from kernel.vocabulary import Criterion
 
 register = template.Library()
@@ -83,14 +84,12 @@ def plain(value: Any) -> str:
 @register.filter
 def audit_sentence(event: Any) -> str:
     """An audit entry's action and target as words ("approved cluster calico-ipvs")."""
-    from dashboard.web.audit_words import sentence
 
     return sentence(event.action, event.target)
 
 
 @register.filter
 def audit_action(action: str) -> str:
-    from dashboard.web.audit_words import action_words
 
     return action_words(action)
 
@@ -98,7 +97,6 @@ def audit_action(action: str) -> str:
 @register.filter
 def audit_details(detail: Any) -> list[tuple[str, str]]:
     """(label, value) pairs of an entry's details, in words."""
-    from dashboard.web.audit_words import changes_words, detail_label
 
     out = []
     for key, value in (detail or {}).items():

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_POST
 from dashboard.domain import trust
 from dashboard.domain.catalog import ALL_KEYS, BASIC_KEYS, Battery
 from dashboard.domain.clusters import DESCRIPTION
-from dashboard.domain.models import Cluster, Run, TestResult
+from dashboard.domain.models import AuditEvent, Cluster, Run, TestResult
 from dashboard.domain.roles import can_manage_cluster
 from dashboard.domain.runs import RunRequestError, request_run
 from dashboard.web.views.access import forbidden, login_required, maintainer_required
@@ -187,7 +187,6 @@ def run_now(request: HttpRequest, name: str) -> HttpResponse:
     if getattr(run, "deduplicated", False):
         messages.info(request, f"Run {run.id} ({run.battery}) is already queued on {c.name}.")
         return redirect(run.get_absolute_url())
-    from dashboard.domain.models import AuditEvent
 
     AuditEvent.record(
         request.user.get_username(),

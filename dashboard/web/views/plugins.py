@@ -17,6 +17,7 @@ from dashboard.domain.models import Cluster, Plugin, Run, Submission, TestResult
 from dashboard.domain.policy import BADGE, Policy, evidence_entry
 from dashboard.domain.readiness.criteria.two_out_of_tree_plugins import conclusive
 from dashboard.domain.readiness.evidence_lookup import connectivity_candidates, plugins_by_id
+from dashboard.domain.signoffs import current_override, override_text
 from dashboard.web.views import charts
 from dashboard.web.views.access import maintainer_required
 from dashboard.web.views.clusters import CLUSTER_FIELDS
@@ -135,7 +136,6 @@ def netpol_exemption(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def _stage_svg(data: dict[str, Any]) -> str:
-    from dashboard.domain.signoffs import current_override, override_text
 
     stage, unmet = current_override()
     if unmet and stage == data["stage"]:

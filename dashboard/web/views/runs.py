@@ -15,6 +15,7 @@ from django.utils.timezone import now
 from django.views.decorators.http import require_POST
 
 from dashboard.domain import trust
+from dashboard.domain.ingest.export import run_to_junit
 from dashboard.domain.models import Run
 from dashboard.domain.submission_state import run_result, run_state
 from dashboard.web.api import serializers
@@ -79,7 +80,6 @@ def _context(run_id: int) -> dict[str, Any]:
 
 def run_junit(request: HttpRequest, run_id: int) -> HttpResponse:
     """The run as an e2e-style JUnit file (anyone), as vendors submit theirs."""
-    from dashboard.domain.ingest.export import run_to_junit
 
     run = get_object_or_404(Run.objects.select_related("cluster", "plugin"), pk=run_id)
     if run.state != Run.State.FINISHED:

@@ -72,7 +72,7 @@ class PodToService(BatteryTest):
             service_type="NodePort",
             port_name="sctp",
         )
-        if _dual_stack_api(ctx):
+        if dual_stack_api(ctx):
             # Upstream's EnableDualStack asks RequireDualStack on dual-stack clusters; Prefer
             # gives the same two ClusterIPs there and one on a single-stack cluster.
             body["spec"]["ipFamilyPolicy"] = "PreferDualStack"
@@ -139,7 +139,7 @@ class PodToService(BatteryTest):
         )
 
 
-def _dual_stack_api(ctx: TestContext) -> bool:
+def dual_stack_api(ctx: TestContext) -> bool:
     """ipFamilyPolicy exists from 1.20 (dual-stack beta 1.21, GA 1.23)."""
     version = str(ctx.run.report.fingerprint.get("kubernetes_version") or "")
     try:

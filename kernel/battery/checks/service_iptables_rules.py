@@ -20,6 +20,7 @@ import ipaddress
 from kernel.battery import nodeparse, pods
 from kernel.battery.base import BatteryTest, TestFailed
 from kernel.battery.checks._common import SCTP_PORT, poll_node_rules
+from kernel.battery.checks.pod_to_service import dual_stack_api
 from kernel.battery.context import RunContext, TestContext
 from kernel.vocabulary import Battery, Key
 
@@ -55,7 +56,7 @@ class ServiceIptablesRules(BatteryTest):
             )
         )
         body = pods.service("sctp-clusterip", labels, SCTP_PORT, SCTP_PORT)
-        if _dual_stack_api(ctx):
+        if dual_stack_api(ctx):
             body["spec"]["ipFamilyPolicy"] = "PreferDualStack"
         service = ctx.create_service(body)
         vips = [ip for ip in (service.spec.cluster_ips or [service.spec.cluster_ip]) if ip]
@@ -102,9 +103,3 @@ class ServiceIptablesRules(BatteryTest):
             f"and its DNAT to {endpoint} on every node (a check of the KEP's test plan; "
             "no upstream counterpart since 1.27)"
         )
-
-
-def _dual_stack_api(ctx: TestContext) -> bool:
-    from kernel.battery.checks.pod_to_service import _dual_stack_api as dual
-
-    return dual(ctx)

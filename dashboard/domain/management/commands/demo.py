@@ -15,11 +15,15 @@ import threading
 import time
 from pathlib import Path
 
+import redis
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
+from django.db import connection
 
+from dashboard.domain.demo_seed import seed_submissions
+from dashboard.domain.models import Plugin, Vendor
 from dashboard.domain.roles import maintainers_group
 
 LAB_PORT = int(os.environ.get("LAB_PORT", "8070"))
@@ -34,8 +38,6 @@ DEMO_USERS = [
 
 def redis_reachable(url: str) -> bool:
     try:
-        import redis
-
         return bool(
             redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=0.5).ping()
         )
@@ -211,9 +213,6 @@ class Command(BaseCommand):
             )
 
     def seed_submissions(self) -> None:
-        from django.db import connection
-
-        from dashboard.domain.demo_seed import seed_submissions
 
         try:
             made = seed_submissions()
@@ -228,7 +227,6 @@ class Command(BaseCommand):
             connection.close()
 
     def ensure_users(self) -> None:
-        from dashboard.domain.models import Plugin, Vendor
 
         User = get_user_model()
         if not User.objects.filter(username="admin").exists():

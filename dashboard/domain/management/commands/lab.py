@@ -5,9 +5,11 @@ from __future__ import annotations
 import signal
 import threading
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from dashboard.domain.lab_clusters import kickoff, register
+from kernel.netguard import ServerNotAllowed, check_server
 
 
 class Command(BaseCommand):
@@ -53,7 +55,6 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         if not profiles:
             raise CommandError(f"no profiles (*.yaml) in {opts['profiles']}")
-        from django.conf import settings
 
         state_dir = opts["state_dir"] or str(settings.VAR_DIR / "lab")
         try:
@@ -99,7 +100,6 @@ class Command(BaseCommand):
 
     def warn_unless_allowed(self, url: str) -> None:
         """Lab clusters live on the loopback or a private network: say so when workers will refuse them."""
-        from kernel.netguard import ServerNotAllowed, check_server
 
         try:
             check_server(url)

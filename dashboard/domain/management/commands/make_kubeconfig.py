@@ -16,6 +16,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from dashboard.domain.models import AuditEvent, Cluster
 from kernel import serviceaccount as sa
 
 
@@ -104,8 +105,6 @@ class Command(BaseCommand):
         text, expires = sa.renewed_kubeconfig(current, seconds)
         self._write(opts["output"] or str(path), text)
         if opts["cluster"]:
-            from dashboard.domain.models import AuditEvent, Cluster
-
             cluster = Cluster.objects.filter(name=opts["cluster"]).first()
             if cluster is None:
                 raise CommandError(f"no registered cluster named {opts['cluster']!r}")

@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand
 from django.db import connection, transaction
 
 from dashboard.domain.crypto import is_decryptable, rotate
+from dashboard.domain.runs import CREDENTIALS_UNREADABLE
 
 
 class Command(BaseCommand):
@@ -14,7 +15,6 @@ class Command(BaseCommand):
 
     @transaction.atomic
     def handle(self, *args, **opts):
-        from dashboard.domain.runs import CREDENTIALS_UNREADABLE
 
         count, unreadable = 0, []
         with connection.cursor() as cursor:
