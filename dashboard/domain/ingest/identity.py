@@ -53,19 +53,33 @@ _NAME = operator.itemgetter(0)
 Case = tuple[bytes, bytes, bytes, bytes]
 
 
+_MASK = (1 << 256) - 1
+
+
+def _h(data: bytes) -> int:
+    return int.from_bytes(hashlib.sha256(data).digest(), "big")
+
+
 @dataclass
 class _Digests:
-    """One JUnit document's testcases, hashed as they stream by (nothing kept per case)."""
+    """One JUnit document's testcases, hashed as they stream by (nothing kept per case).
 
-    cases: Any = field(default_factory=hashlib.sha256)  # name, status, time, first child
-    names: Any = field(default_factory=hashlib.sha256)  # names only
+    A multiset hash: the sum of the cases' own hashes (mod 2**256), so the order in which a
+    file lists its testcases (or a tarball its documents) is not part of the identity, while
+    every case, repeated ones included, is."""
+
+    cases: int = 0  # name, status, time, first child
+    names: int = 0  # names only
     count: int = 0
 
     def add(self, found: list[Case]) -> None:
         if not found:
             return
-        self.cases.update(b"\n".join(map(b"\x1f".join, found)) + b"\n")
-        self.names.update(b"\n".join(map(_NAME, found)) + b"\n")
+        cases, names = self.cases, self.names
+        for case in found:
+            cases += _h(b"\x1f".join(case))
+            names += _h(case[0])
+        self.cases, self.names = cases & _MASK, names & _MASK
         self.count += len(found)
 
 
@@ -90,8 +104,8 @@ class JUnitScan:
         return sum(self.suite_times) if self.suite_times else None
 
     def digest(self, kind: str) -> bytes:
-        """The documents' digests of one kind (cases, names), in order."""
-        return b"".join(getattr(part, kind).digest() for part in self.parts)
+        """The documents' digests of one kind (cases, names), combined whatever their order."""
+        return (sum(getattr(part, kind) for part in self.parts) & _MASK).to_bytes(32, "big")
 
     def merge(self, other: JUnitScan) -> None:
         self.parts.extend(other.parts)
@@ -299,9 +313,10 @@ def total_seconds(scan: JUnitScan) -> float | None:
 
 def content_id(scan: JUnitScan) -> str:
     """One e2e run, whatever the bytes around it: its testcases (name, outcome, time, as
-    written, in order) and its testsuite timestamps. Properties (``emulated`` among them),
-    whitespace, comments, other elements and the compression or container are not part of it."""
-    digest = hashlib.sha256(b"sctp-dashboard run identity v1\n")
+    written, in any order) and its testsuite timestamps. Properties (``emulated`` among them),
+    whitespace, comments, other elements, the order of testcases and documents, and the
+    compression or container are not part of it."""
+    digest = hashlib.sha256(b"sctp-dashboard run identity v2\n")
     for stamp in sorted(scan.timestamps):
         digest.update(b"T" + stamp.encode() + b"\n")
     digest.update(scan.digest("cases"))
@@ -314,7 +329,7 @@ def near_id(scan: JUnitScan, started: str, nodes: list[str]) -> str:
     Without a start time there is none ("": two runs of one suite would look alike)."""
     if not started:
         return ""
-    digest = hashlib.sha256(b"sctp-dashboard near identity v1\n")
+    digest = hashlib.sha256(b"sctp-dashboard near identity v2\n")
     digest.update(b"S" + started.encode() + b"\n")
     for node in sorted(set(nodes)):
         digest.update(b"N" + node.encode("utf-8", "replace") + b"\n")
