@@ -54,20 +54,30 @@ class PluginStatus:
         return f"connectivity {self.status}"
 
 
+def on_proxier(item: Item, mode: str) -> bool:
+    """The item speaks of this proxier mode: the one its run demonstrated, or (a file, or a run
+    that demonstrated none) the one declared for it; the criterion's own rule."""
+    return item.proxier == mode or (not item.proxier and item.declared_proxier == mode)
+
+
 def plugin_status(
     plugin: Plugin,
     at: datetime | None = None,
     candidates: list[Item] | None = None,
     policy: Policy | None = None,
+    proxier: str | None = None,
 ) -> PluginStatus:
     """`candidates` and `policy`: the plugin's connectivity candidates when already found and
-    the policy that assessed them (the publication finds every plugin's with the evaluation's)."""
+    the policy that assessed them (the publication finds every plugin's with the evaluation's).
+    `proxier`: the status on that proxier mode only (the per-proxier badges)."""
     pol = policy or Policy(now=at or now())
     items = (
         candidates
         if candidates is not None
         else connectivity_candidates(plugins_by_id(), plugin_id=plugin.pk)
     )
+    if proxier is not None:
+        items = [i for i in items if on_proxier(i, proxier)]
     assessed: list[tuple[Item, Assessment]] = [
         (i, pol.assess(i, BADGE)) for i in items
     ]  # newest first

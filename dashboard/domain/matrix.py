@@ -18,6 +18,7 @@ from django.db.models import OuterRef, Subquery
 
 from dashboard.domain.catalog import ALL_KEYS, Battery, Outcome, Proxier, keys_of
 from dashboard.domain.models import Cluster, Plugin, Run, Submission, TestResult
+from kernel.vocabulary import PROXIERS
 
 RUN_TRUSTS = ("run", "agent", "agent-pending")  # sources that are runs (the others: files)
 
@@ -129,6 +130,23 @@ def _plugins() -> tuple[list[dict[str, Any]], set[int], set[int]]:
     return plugins, run_ids, sub_ids
 
 
+def demonstrated(run: Run) -> str:
+    """The proxier a run's row is under: the mode its Service's rules demonstrated (contract:
+    demonstrated proxier), else the dataplane that carried the traffic instead ("ebpf
+    (cilium)"), else the registered mode, marked as not demonstrated."""
+    if run.proxier_detected:
+        return run.proxier_detected
+    dataplane = str((run.fingerprint or {}).get("service_dataplane") or "")
+    if dataplane and dataplane not in PROXIERS:
+        return dataplane[:60]
+    return f"{run.proxier} (not demonstrated)"
+
+
+def _proxier_order(label: str) -> tuple[int, str]:
+    """The proxier modes in the vocabulary's order, then any other dataplane by name."""
+    return (PROXIERS.index(label), "") if label in PROXIERS else (len(PROXIERS), label)
+
+
 def load_sources(plugin_runs: set[int], plugin_subs: set[int]) -> list[Source]:
     """The sources the matrix shows: the plugins' (`_plugins`) and every cluster's newest runs."""
     run_ids = sorted(_cluster_runs() | plugin_runs)
@@ -154,6 +172,8 @@ def load_sources(plugin_runs: set[int], plugin_subs: set[int]) -> list[Source]:
                 "emulated",
                 "trigger",
                 "agent_verified_at",
+                "proxier_detected",
+                "fingerprint",
                 "cluster__name",
             )
         ):
@@ -168,7 +188,7 @@ def load_sources(plugin_runs: set[int], plugin_subs: set[int]) -> list[Source]:
                     r.id,
                     r.finished or r.created,
                     r.plugin_id,
-                    r.proxier,
+                    demonstrated(r),
                     r.kubernetes_version,
                     {k: got[k][0] for k in keys if k in got},
                     {k: got[k][1] for k in keys if k in got},
@@ -269,7 +289,7 @@ def rows() -> list[Row]:
         keys = sorted(
             ((m, minor) for (pid, m, minor) in groups if pid == p["id"]),
             key=lambda k: (
-                Proxier.values.index(k[0]),
+                _proxier_order(k[0]),
                 [-int(x) if x.isdigit() else 0 for x in k[1].split(".")],
             ),
         )

@@ -25,6 +25,7 @@ from dashboard.domain.readiness import evaluate, policy_settings
 from dashboard.domain.readiness.base import Context
 from dashboard.domain.readiness.evidence_lookup import connectivity_sets, plugins_by_id
 from dashboard.domain.tasks_port import send
+from kernel.vocabulary import PROXIERS
 
 log = logging.getLogger(__name__)
 
@@ -269,11 +270,21 @@ def publish(evaluation: dict[str, Any] | None = None, version: int | None = None
 
 def _badges(ctx: Context) -> dict[str, Any]:
     sets = connectivity_sets(ctx)
-    out = {}
+    out: dict[str, Any] = {}
     for plugin in ctx.memo("plugins", plugins_by_id).values():
-        st = plugin_status(plugin, ctx.now, sets.of_plugin(plugin.pk), ctx.policy)
-        out[plugin.slug] = {"status": st.status, "message": st.message, "why": st.why}
+        candidates = sets.of_plugin(plugin.pk)
+        status = _badge_words(plugin, candidates, ctx)
+        # The post-GA watch: the same rules on each proxier mode (/badge/<slug>.svg?proxier=ipvs).
+        status["proxiers"] = {
+            mode: _badge_words(plugin, candidates, ctx, mode) for mode in PROXIERS
+        }
+        out[plugin.slug] = status
     return out
+
+
+def _badge_words(plugin: Any, candidates: Any, ctx: Context, proxier: str | None = None) -> dict:
+    st = plugin_status(plugin, ctx.now, candidates, ctx.policy, proxier=proxier)
+    return {"status": st.status, "message": st.message, "why": st.why}
 
 
 def remember(evaluation: dict[str, Any]) -> None:

@@ -105,7 +105,8 @@ class JUnitScan:
 
     def digest(self, kind: str) -> bytes:
         """The documents' digests of one kind (cases, names), combined whatever their order."""
-        return (sum(getattr(part, kind) for part in self.parts) & _MASK).to_bytes(32, "big")
+        total: int = sum(getattr(part, kind) for part in self.parts)
+        return (total & _MASK).to_bytes(32, "big")
 
     def merge(self, other: JUnitScan) -> None:
         self.parts.extend(other.parts)

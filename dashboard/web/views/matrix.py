@@ -17,6 +17,7 @@ from dashboard.domain import matrix as evidence
 from dashboard.domain.catalog import BASIC_KEYS, CATALOG, CONNECTIVITY_KEYS
 from dashboard.web.views.outcomes import SHORT, cell
 from dashboard.web.views.published import published_page
+from kernel.vocabulary import Criterion
 
 TRUST = {
     "run": "our run",
@@ -155,11 +156,24 @@ def build_matrix() -> dict[str, Any]:
     }
 
 
+def proxier_verdicts(evaluation: dict[str, Any]) -> list[dict[str, Any]]:
+    """The per-proxier verdict of the publication (iptables, ipvs, nftables: the rules of the
+    criterion iptables-and-ipvs, nftables followed beside it), as `/` shows it."""
+    for transition in evaluation.get("transitions") or []:
+        for criterion in transition.get("criteria") or []:
+            if criterion.get("key") == Criterion.IPTABLES_AND_IPVS:
+                return list(criterion.get("rows") or [])
+    return []
+
+
 def matrix_body(evaluation: dict[str, Any], maintainer: bool) -> SafeString:
     """The matrix for one publication: every source it reads (runs, results, submissions,
     clusters, plugins) bumps the publication when it changes."""
     return mark_safe(  # the template's own autoescaped output
-        render_to_string("matrix/_matrix_body.html", {"matrix": build_matrix(), "trust": TRUST})
+        render_to_string(
+            "matrix/_matrix_body.html",
+            {"matrix": build_matrix(), "trust": TRUST, "proxiers": proxier_verdicts(evaluation)},
+        )
     )
 
 

@@ -21,6 +21,7 @@ from dashboard.domain.signoffs import current_override, override_text
 from dashboard.web.views import charts
 from dashboard.web.views.access import maintainer_required
 from dashboard.web.views.clusters import CLUSTER_FIELDS
+from kernel.vocabulary import PROXIERS
 
 SUBMISSIONS_SHOWN = 25
 BADGE_MAX_AGE = 300  # seconds: README renderers (camo) re-fetch often enough to stay current
@@ -159,11 +160,18 @@ def stage_badge(request: HttpRequest) -> HttpResponse:
 def badge(request: HttpRequest, slug: str) -> HttpResponse:
     # Served from the published evaluation (one query); READMEs embed it, so it must be cheap.
     published = publication.published_badge(slug)
+    proxier = request.GET.get("proxier", "")
+    label = f"SCTP {proxier}" if proxier in PROXIERS else "SCTP"
+    if published is not None and proxier:
+        # One proxier mode's status, with the same rules (the post-GA watch: iptables, ipvs,
+        # nftables); a mode the dashboard does not know is not a badge.
+        published = (published.get("proxiers") or {}).get(proxier)
     if published is None:
-        body, status = badges.render_svg("SCTP", "unknown plugin", "#8c959f"), 404
+        what = "unknown proxier" if proxier else "unknown plugin"
+        body, status = badges.render_svg(label, what, "#8c959f"), 404
     else:
         body, status = (
-            badges.render_svg("SCTP", published["message"], badges.COLOURS[published["status"]]),
+            badges.render_svg(label, published["message"], badges.COLOURS[published["status"]]),
             200,
         )
     etag = badges.etag_of(body)

@@ -247,6 +247,33 @@ def test_a_run_has_one_identity_whatever_its_container():
     assert edited.content_id != plain.content_id and edited.near_id == plain.near_id
 
 
+def test_reordering_the_testcases_or_the_documents_keeps_the_identity():
+    """The identity is a multiset of the testcases: re-ordering them (a writer that sorts,
+    a tool that rewrites the file) or splitting the run over documents in another order is the
+    same run; dropping or repeating a testcase is not."""
+    document = with_sctp_status(real_v130(), "passed")
+    head, _, rest = document.partition(b"<testcase ")
+    cases = [b"<testcase " + c for c in rest.split(b"<testcase ")]
+    tail_at = (
+        cases[-1].rindex(b"</testcase>") + len(b"</testcase>")
+        if b"</testcase>" in cases[-1]
+        else cases[-1].index(b"/>") + 2
+    )
+    cases[-1], tail = cases[-1][:tail_at], cases[-1][tail_at:]
+    plain = ingest(document, received_at=UPLOAD)
+    reversed_ = ingest(head + b"".join(reversed(cases)) + tail, received_at=UPLOAD)
+    assert reversed_.content_id == plain.content_id and reversed_.near_id == plain.near_id
+    halves = {
+        "junit_01.xml": head + b"".join(cases[: len(cases) // 2]) + tail,
+        "junit_02.xml": head + b"".join(cases[len(cases) // 2 :]) + tail,
+    }
+    one_way = ingest(tar_gz(halves), received_at=UPLOAD)
+    other_way = ingest(tar_gz(dict(reversed(list(halves.items())))), received_at=UPLOAD)
+    assert one_way.content_id == other_way.content_id
+    repeated = ingest(head + b"".join(cases) + cases[0] + tail, received_at=UPLOAD)
+    assert repeated.content_id != plain.content_id
+
+
 def test_the_identity_pass_and_the_general_tokenizer_agree():
     document = with_sctp_status(real_v130(), "passed")
     fast, slow = Scanner(), Scanner()

@@ -26,6 +26,7 @@ from dashboard.domain.catalog import ALL_KEYS, Outcome
 from dashboard.domain.models import Plugin, Run, Submission
 from dashboard.domain.publication import _badges
 from dashboard.domain.readiness import Context, evaluate
+from kernel.vocabulary import PROXIERS
 from tests import factories as f
 
 pytestmark = pytest.mark.django_db
@@ -124,10 +125,15 @@ def build(cluster_specs: list[dict], submission_specs: list[dict]) -> None:
 
 def plain(at) -> tuple[dict, dict]:
     evaluation = evaluate(Context(now=at, plain=True))
-    badges = {}
+    badges: dict[str, dict] = {}
     for plugin in Plugin.objects.all():
         st_ = plugin_status(plugin, at)
         badges[plugin.slug] = {"status": st_.status, "message": st_.message, "why": st_.why}
+        badges[plugin.slug]["proxiers"] = {
+            mode: {"status": s.status, "message": s.message, "why": s.why}
+            for mode in PROXIERS
+            for s in [plugin_status(plugin, at, proxier=mode)]
+        }
     return evaluation, badges
 
 

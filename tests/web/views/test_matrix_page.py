@@ -10,7 +10,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from dashboard.domain.catalog import Outcome
-from dashboard.domain.models import Submission
+from dashboard.domain.models import Run, Submission
 from dashboard.web.views.matrix import build_matrix
 from tests import factories
 from tests.web.views.page_data import grow_history, grow_submissions, queries
@@ -129,3 +129,27 @@ def test_an_old_connectivity_run_stays_visible_behind_many_newer_basic_runs() ->
         factories.run(c, battery="basic", days_ago=20 - i * 0.1)
     assert _cell("calico", "iptables", "pod-to-pod")["url"] == f"/runs/{conn.id}/"
     assert _cell("calico", "iptables", "declare-sctp-ports")["outcome"] == "passed"
+
+
+def test_a_run_sits_under_the_proxier_it_demonstrated_not_the_registered_one() -> None:
+    registered_iptables = factories.cluster("calico-a")
+    via_nft = factories.run(registered_iptables, detected="nftables")
+    assert _cell("calico", "nftables", "pod-to-service")["url"] == f"/runs/{via_nft.id}/"
+    undetermined = factories.run(factories.cluster("calico-b", proxier="ipvs"), detected=None)
+    cell = _cell("calico", "ipvs (not demonstrated)", "pod-to-service")
+    assert cell["url"] == f"/runs/{undetermined.id}/"
+    ebpf = factories.run(factories.cluster("cilium-a", plugin_slug="cilium"), detected=None)
+    Run.objects.filter(pk=ebpf.pk).update(fingerprint={"service_dataplane": "ebpf (cilium)"})
+    assert _cell("cilium", "ebpf (cilium)", "pod-to-service")["url"] == f"/runs/{ebpf.id}/"
+    order = [r["proxier"] for r in build_matrix()["rows"] if r["plugin"]["slug"] == "calico"]
+    assert order[0] == "nftables" and order[-1] == "ipvs (not demonstrated)"
+
+
+def test_the_page_gives_the_per_proxier_verdict(client: Client) -> None:
+    factories.run(factories.cluster("calico-ipvs", proxier="ipvs"))
+    body = client.get("/matrix/").content.decode()
+    verdicts = body[body.index('id="per-proxier"') :]
+    assert "✔ <b>ipvs</b> demonstrated" in verdicts
+    assert "✘ <b>iptables</b> not demonstrated" in verdicts
+    assert "<b>nftables</b> not demonstrated" in verdicts and "(not required)" in verdicts
+    assert "deprecated since Kubernetes 1.35" in verdicts

@@ -68,3 +68,32 @@ def test_query_counts_do_not_grow_with_history(client: Client) -> None:
         == before
         == (14, 1)  # +2: the pass rate per release (runs, verified submissions)
     )
+
+
+def test_a_badge_per_proxier_follows_the_demonstrated_mode_with_the_same_rules(
+    client: Client,
+) -> None:
+    """The post-GA watch (issue 23): /badge/<slug>.svg?proxier=MODE, for iptables, ipvs and
+    nftables; a run counts for the mode its Service's rules demonstrated, not the registered one."""
+    on_ipvs = factories.cluster("calico-ipvs", proxier="ipvs")
+    factories.run(on_ipvs, days_ago=2)
+    # Registered as iptables, but its Service went through nftables rules.
+    factories.run(factories.cluster("calico-reg-iptables"), detected="nftables", days_ago=2)
+    factories.run(
+        factories.cluster("calico-ipt"),
+        factories.with_outcome("pod-to-service", Outcome.FAILED),
+        days_ago=1,
+    )
+
+    def badge(mode: str) -> str:
+        response = client.get(f"/badge/calico.svg?proxier={mode}")
+        assert response.status_code == 200, mode
+        return response.content.decode()
+
+    assert "SCTP ipvs" in badge("ipvs") and "connectivity passing" in badge("ipvs")
+    assert "connectivity passing" in badge("nftables")
+    assert "connectivity failing" in badge("iptables")
+    assert "connectivity failing" in client.get("/badge/calico.svg").content.decode()
+    unknown = client.get("/badge/calico.svg?proxier=<script>")
+    assert unknown.status_code == 404 and b"unknown proxier" in unknown.content
+    assert b"<script>" not in unknown.content

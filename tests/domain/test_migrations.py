@@ -1,0 +1,41 @@
+"""Data migrations, run on rows as an older release left them."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+from django.apps import apps
+
+from dashboard.domain.ingest import ingest
+from dashboard.domain.models import Submission
+from tests import factories
+from tests.domain.ingest.builders import real_v130, with_sctp_status
+
+pytestmark = pytest.mark.django_db
+
+identity_v2 = importlib.import_module("dashboard.domain.migrations.0018_run_identity_v2")
+
+
+def test_identity_v2_reads_every_stored_file_again_and_keeps_one_submission_per_run():
+    document = with_sctp_status(real_v130(), "passed")
+    expected = ingest(document)
+    first, reordered_copy, unreadable = (
+        factories.submission("calico"),
+        factories.submission("cilium"),
+        factories.submission("antrea"),
+    )
+    Submission.objects.filter(pk=first.pk).update(content=document, content_id="v1-a", near_id="")
+    # The same run, which v1 let in a second time under another identity (re-ordered).
+    Submission.objects.filter(pk=reordered_copy.pk).update(
+        content=document, content_id="v1-b", near_id=""
+    )
+    Submission.objects.filter(pk=unreadable.pk).update(content=b"not a result file", content_id="")
+
+    identity_v2.reidentify(apps, None)
+
+    rows = dict(Submission.objects.values_list("pk", "content_id"))
+    assert rows[first.pk] == expected.content_id
+    assert rows[reordered_copy.pk] == ""  # the earlier submission is that run's evidence
+    assert rows[unreadable.pk] == ""
+    assert Submission.objects.get(pk=first.pk).near_id == expected.near_id
