@@ -1,6 +1,8 @@
 """PATCH as kube-apiserver applies it: strategic merge, JSON merge (RFC 7386), JSON patch (RFC 6902).
 
-`kubectl apply` re-applies a manifest with a strategic merge patch: maps merge, `null`
+Server-side apply (`application/apply-patch+yaml`, `kubectl apply --server-side`) creates the
+object or merges the applied configuration into it (without field ownership: see
+`server_side_apply`). `kubectl apply` re-applies a manifest with a strategic merge patch: maps merge, `null`
 deletes a field, lists of objects merge by their merge key (containers by `name`, a Service's
 ports by `port`, a container's ports by `containerPort`, ...) with `$patch: delete` entries,
 and `$setElementOrder/FIELD` gives the order of the merged list. The merge keys here are
@@ -12,6 +14,8 @@ from __future__ import annotations
 import copy
 import json
 from typing import Any
+
+import yaml
 
 from lab.errors import ApiError
 
@@ -259,16 +263,117 @@ def _add(doc: Any, parts: list[str], value: Any) -> None:
         raise TypeError("not a container")
 
 
+def is_apply(content_type: str) -> bool:
+    return (content_type or "").split(";")[0].strip().lower() == APPLY
+
+
+def applied_config(raw: bytes, kind: str, name: str, field_manager: str) -> dict[str, Any]:
+    """The body of a server-side apply (`kubectl apply --server-side`): a whole object, as YAML
+    or JSON, naming this kind and name, sent with a field manager."""
+    if not field_manager:
+        raise ApiError(
+            400, "PATCH: fieldManager is required for apply requests", reason="BadRequest"
+        )
+    try:
+        body = yaml.safe_load(raw or b"") or {}
+    except yaml.YAMLError as exc:
+        raise ApiError(400, f"error decoding YAML: {exc}") from exc
+    if not isinstance(body, dict):
+        raise ApiError(400, "an apply patch must be an object")
+    meta = body.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    if body.get("kind") != kind:
+        raise ApiError(400, f"the kind of the applied object ({body.get('kind')}) is not {kind}")
+    if meta.get("name") not in (None, name):
+        raise ApiError(400, "the name of the object does not match the name on the URL")
+    return body
+
+
+def field_set(kind: str, obj: Any, path: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The fields an object sets, in the FieldsV1 form of `metadata.managedFields`: `f:NAME`
+    for a map key, `k:{"KEY":VALUE}` for an element of a list merged by its key; a leaf or an
+    atomic list is `{}`."""
+    out: dict[str, Any] = {}
+    if not isinstance(obj, dict):
+        return out
+    for key, value in obj.items():
+        if path == () and key in ("apiVersion", "kind", "status"):
+            continue
+        if path == ("metadata",) and key in ("name", "namespace"):
+            continue
+        here = (*path, key)
+        if isinstance(value, dict):
+            out[f"f:{key}"] = field_set(kind, value, here)
+        elif isinstance(value, list) and (mk := merge_key(kind, here)):
+            out[f"f:{key}"] = {
+                f"k:{json.dumps({mk: item.get(mk)}, separators=(',', ':'))}": field_set(
+                    kind, item, here
+                )
+                for item in value
+                if isinstance(item, dict) and mk in item
+            }
+        else:
+            out[f"f:{key}"] = {}
+    return out
+
+
+def _drop_unowned(
+    kind: str, live: Any, before: dict[str, Any], now: dict[str, Any], path: tuple[str, ...]
+) -> None:
+    """Removes from `live` what the manager set before and no longer applies."""
+    for name, sub in before.items():
+        if name.startswith("f:") and isinstance(live, dict):
+            key = name[2:]
+            if name not in now:
+                live.pop(key, None)
+            elif sub and key in live:
+                _drop_unowned(kind, live[key], sub, now[name], (*path, key))
+        elif name.startswith("k:") and isinstance(live, list):
+            wanted = json.loads(name[2:])
+            mk, value = next(iter(wanted.items()))
+            matches = [i for i in live if isinstance(i, dict) and i.get(mk) == value]
+            if name not in now:
+                for item in matches:
+                    live.remove(item)
+            elif sub:
+                for item in matches:
+                    _drop_unowned(kind, item, sub, now[name], path)
+
+
+def server_side_apply(
+    kind: str, original: dict[str, Any], applied: dict[str, Any], manager: str, when: str
+) -> dict[str, Any]:
+    """The live object after `manager` applies `applied` (server-side apply): what the manager
+    applied before and no longer applies is removed, then the applied configuration is merged
+    in (maps merge, lists of objects merge by their merge key), and the manager's `Apply` entry
+    of `metadata.managedFields` records the fields it now sets. Fields other managers set stay;
+    the lab reports no conflicts between managers (`--force-conflicts` is never needed)."""
+    live = copy.deepcopy(original)
+    entries = list((live.get("metadata") or {}).get("managedFields") or [])
+    mine = next(
+        (e for e in entries if e.get("manager") == manager and e.get("operation") == "Apply"), None
+    )
+    now = field_set(kind, applied)
+    if mine is not None:
+        _drop_unowned(kind, live, (mine.get("fieldsV1") or {}), now, ())
+    merged = strategic_merge(kind, live, applied)
+    entry = {
+        "manager": manager,
+        "operation": "Apply",
+        "apiVersion": applied.get("apiVersion", ""),
+        "time": when,
+        "fieldsType": "FieldsV1",
+        "fieldsV1": now,
+    }
+    others = [e for e in entries if e is not mine]
+    merged.setdefault("metadata", {})["managedFields"] = [*others, entry]
+    return merged
+
+
 def apply_patch(
     kind: str, content_type: str, original: dict[str, Any], raw: bytes
 ) -> dict[str, Any]:
     media = (content_type or "").split(";")[0].strip().lower()
-    if media == APPLY:
-        raise ApiError(
-            415,
-            "the lab does not implement server-side apply; use client-side kubectl apply",
-            reason="UnsupportedMediaType",
-        )
     if media not in (STRATEGIC, MERGE, JSON_PATCH):
         raise ApiError(
             415,

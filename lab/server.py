@@ -16,6 +16,7 @@ import socket
 import ssl
 import sys
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -285,13 +286,15 @@ def _build_router() -> _Router:
         PUT=lambda c, a, q, b: _updated(
             q, "Namespace", _body(b), lambda: updates.replace_namespace(c, a["name"], _body(b))
         ),
-        PATCH=lambda c, a, q, b: _patched(
+        PATCH=lambda c, a, q, b: _patched_or_applied(
             c,
             q,
             b,
             "Namespace",
-            c.get_namespace(a["name"]),
+            a["name"],
+            lambda: c.get_namespace(a["name"]),
             lambda new: updates.replace_namespace(c, a["name"], new),
+            lambda body: c.create_namespace(body),
         ),
     )
     for kind in KIND_OF:
@@ -409,13 +412,15 @@ def _add_kind(r: _Router, k: str) -> None:
         PUT=lambda c, a, q, b: _updated(
             q, kind, _body(b), lambda: updates.replace(c, k, a["ns"], a["name"], _body(b))
         ),
-        PATCH=lambda c, a, q, b: _patched(
+        PATCH=lambda c, a, q, b: _patched_or_applied(
             c,
             q,
             b,
             kind,
-            c.get(k, a["ns"], a["name"]),
+            a["name"],
+            lambda: c.get(k, a["ns"], a["name"]),
             lambda new: updates.replace(c, k, a["ns"], a["name"], new),
+            lambda body: c.create(k, a["ns"], body),
         ),
     )
     r.add(
@@ -511,6 +516,37 @@ def _patched(
     if _dry_run(query):
         return 200, Answer(_dry(lambda: replace(new)), headers=_warnings(warnings))
     return 200, Answer(replace(new), headers=_warnings(warnings))
+
+
+def _patched_or_applied(
+    cluster: Cluster,
+    query: dict[str, list[str]],
+    raw: Any,
+    kind: str,
+    name: str,
+    current: Callable[[], dict[str, Any]],
+    replace: Callable[[dict[str, Any]], Any],
+    create: Callable[[dict[str, Any]], Any],
+) -> tuple[int, Any]:
+    """PATCH: a patch of the live object, or a server-side apply, which creates the object
+    when it is not there (201) and merges the applied configuration into it when it is."""
+    content_type = _request_header("Content-Type") or ""
+    if not patch.is_apply(content_type):
+        return _patched(cluster, query, raw, kind, current(), replace)
+    manager = _q(query, "fieldManager") or ""
+    applied = patch.applied_config(raw if isinstance(raw, bytes) else b"", kind, name, manager)
+    applied.setdefault("metadata", {})["name"] = name
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(cluster.now()))
+    try:
+        live = current()
+    except ApiError as exc:
+        if exc.code != 404:
+            raise
+        made = patch.server_side_apply(kind, {}, applied, manager, when)
+        return _created(query, kind, made, lambda: create(made))
+    original = {k: v for k, v in live.items() if k != "status"}
+    merged = patch.server_side_apply(kind, original, applied, manager, when)
+    return _updated(query, kind, merged, lambda: replace(merged))
 
 
 class _DryRunDone(Exception):

@@ -159,7 +159,8 @@ class ApiStore:
         meta["uid"] = str(uuid.UUID(int=self.alloc_rng.getrandbits(128), version=4))
         meta["resourceVersion"] = self.next_rv()
         meta["creationTimestamp"] = timestamp(self.clock())
-        for key in ("deletionTimestamp", "selfLink", "managedFields"):
+        # managedFields stay: a server-side apply records its field manager there
+        for key in ("deletionTimestamp", "selfLink"):
             meta.pop(key, None)
         return meta
 

@@ -199,7 +199,7 @@ def _replace_pod(
     if without_images(merged_spec) != without_images(old["spec"]):
         raise invalid("Pod", key[1], [("spec", "FieldValueForbidden", POD_UPDATE_FORBIDDEN)])
     old["spec"] = merged_spec
-    for field in ("labels", "annotations"):
+    for field in ("labels", "annotations", "managedFields"):
         if field in meta:
             old["metadata"][field] = meta[field]
         else:
@@ -221,6 +221,10 @@ def replace_namespace(cluster: Cluster, name: str, new: dict[str, Any]) -> dict[
             old["metadata"][field] = dict(meta[field] or {})
         else:
             old["metadata"].pop(field, None)
+    if "managedFields" in meta:
+        old["metadata"]["managedFields"] = list(meta["managedFields"] or [])
+    else:
+        old["metadata"].pop("managedFields", None)
     old["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = name
     old["metadata"]["resourceVersion"] = cluster.next_rv()
     rendered = cluster.render_namespace(old)

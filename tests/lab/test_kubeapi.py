@@ -237,13 +237,24 @@ def test_updates_keep_allocations_refuse_stale_versions_and_immutable_fields(
         content_type="application/strategic-merge-patch+json",
     )
     assert code == 200 and patched["spec"]["containers"][0]["image"] == "b"
+    # Server-side apply: a field manager is required; a missing object is created, a live one
+    # gets the applied configuration merged in.
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "ssa"}}
+    svc["spec"] = {"ports": [{"port": 5060, "protocol": "SCTP"}]}
+    url = "/api/v1/namespaces/default/services/ssa"
+    apply = "application/apply-patch+yaml"
+    code, status, _ = raw("PATCH", url, svc, content_type=apply)
+    assert code == 400 and status["message"] == "PATCH: fieldManager is required for apply requests"
+    code, made, _ = raw("PATCH", url + "?fieldManager=t", svc, content_type=apply)
+    assert code == 201 and made["spec"]["ports"][0]["port"] == 5060
+    svc["spec"]["ports"][0]["port"] = 5062
+    code, applied, _ = raw("PATCH", url + "?fieldManager=t", svc, content_type=apply)
+    assert code == 200 and [p["port"] for p in applied["spec"]["ports"]] == [5062]
+    assert applied["metadata"]["uid"] == made["metadata"]["uid"]
     code, status, _ = raw(
-        "PATCH",
-        "/api/v1/namespaces/default/pods/p",
-        {},
-        content_type="application/apply-patch+yaml",
+        "PATCH", url + "?fieldManager=t", {**svc, "kind": "Pod"}, content_type=apply
     )
-    assert code == 415
+    assert code == 400 and "is not Service" in status["message"]
 
 
 def test_deletion_propagates_to_a_deployments_pods_unless_orphaned(lab: LabServer) -> None:

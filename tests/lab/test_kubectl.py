@@ -245,6 +245,15 @@ def test_kubectl_works_against_every_lab_profile(kubectl: Kubectl, name: str) ->
     )
     assert [(p["port"], p["protocol"]) for p in ports] == [(5061, protocol)]
 
+    # apply --server-side: the object is created, then a changed port is merged in
+    ssa = manifest(protocol=protocol).split("---")[0].replace("sctp-echo", "sctp-ssa", 1)
+    out = k("apply", "--server-side", "-n", ns, "-f", "-", stdin=ssa).stdout
+    assert "service/sctp-ssa serverside-applied" in out, out
+    out = k("apply", "--server-side", "-n", ns, "-f", "-", stdin=ssa.replace("5060", "5062")).stdout
+    assert "service/sctp-ssa serverside-applied" in out, out
+    ports = json.loads(k("get", "svc", "sctp-ssa", "-n", ns, "-o", "jsonpath={.spec.ports}").stdout)
+    assert [(p["port"], p["protocol"]) for p in ports] == [(5062, protocol)]
+
     # get -o yaml: what was applied comes back, plus the server's fields; replace takes it
     got = yaml.safe_load(k("get", "svc", "sctp-echo", "-n", ns, "-o", "yaml").stdout)
     applied = yaml.safe_load(manifest(5061, protocol).split("---")[0])
