@@ -239,15 +239,20 @@ def test_updates_keep_allocations_refuse_stale_versions_and_immutable_fields(
     assert code == 200 and patched["spec"]["containers"][0]["image"] == "b"
     # Server-side apply: a field manager is required; a missing object is created, a live one
     # gets the applied configuration merged in.
-    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "ssa"}}
-    svc["spec"] = {"ports": [{"port": 5060, "protocol": "SCTP"}]}
+    ports: list[dict[str, Any]] = [{"port": 5060, "protocol": "SCTP"}]
+    svc = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "ssa"},
+        "spec": {"ports": ports},
+    }
     url = "/api/v1/namespaces/default/services/ssa"
     apply = "application/apply-patch+yaml"
     code, status, _ = raw("PATCH", url, svc, content_type=apply)
     assert code == 400 and status["message"] == "PATCH: fieldManager is required for apply requests"
     code, made, _ = raw("PATCH", url + "?fieldManager=t", svc, content_type=apply)
     assert code == 201 and made["spec"]["ports"][0]["port"] == 5060
-    svc["spec"]["ports"][0]["port"] = 5062
+    ports[0]["port"] = 5062
     code, applied, _ = raw("PATCH", url + "?fieldManager=t", svc, content_type=apply)
     assert code == 200 and [p["port"] for p in applied["spec"]["ports"]] == [5062]
     assert applied["metadata"]["uid"] == made["metadata"]["uid"]

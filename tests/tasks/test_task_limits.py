@@ -105,7 +105,6 @@ def test_a_run_on_a_busy_cluster_retries_later_each_time_and_is_not_re_dispatche
 
 @pytest.mark.django_db(transaction=True)
 def test_a_run_cut_by_the_soft_time_limit_ends_in_error_and_frees_its_lease(monkeypatch):
-    import kernel.battery
     from dashboard.domain.runs import request_run
     from workers import runner
     from workers.lease import Lease
@@ -113,7 +112,7 @@ def test_a_run_cut_by_the_soft_time_limit_ends_in_error_and_frees_its_lease(monk
     def too_long(*args, **kwargs):
         raise SoftTimeLimitExceeded()
 
-    monkeypatch.setattr(kernel.battery, "run_battery", too_long)
+    monkeypatch.setattr(runner, "run_battery", too_long)
     c = factories.cluster("slow-one", kubeconfig=KUBECONFIG)
     run = request_run(c, "basic", dispatch_on_commit=False)
     assert runner.execute(run.pk) == runner.DONE
