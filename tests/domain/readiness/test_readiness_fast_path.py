@@ -26,6 +26,7 @@ from dashboard.domain.catalog import ALL_KEYS, Outcome
 from dashboard.domain.models import Plugin, Run, Submission
 from dashboard.domain.publication import _badges
 from dashboard.domain.readiness import Context, evaluate
+from dashboard.domain.readiness.evidence_lookup import connectivity_candidates, plugins_by_id
 from kernel.vocabulary import PROXIERS
 from tests import factories as f
 
@@ -129,10 +130,12 @@ def plain(at) -> tuple[dict, dict]:
     for plugin in Plugin.objects.all():
         st_ = plugin_status(plugin, at)
         badges[plugin.slug] = {"status": st_.status, "message": st_.message, "why": st_.why}
+        # The plugin's own candidates (its own lookups, not the fast path's), on each mode.
+        mine = connectivity_candidates(plugins_by_id(), plugin_id=plugin.pk)
         badges[plugin.slug]["proxiers"] = {
             mode: {"status": s.status, "message": s.message, "why": s.why}
             for mode in PROXIERS
-            for s in [plugin_status(plugin, at, proxier=mode)]
+            for s in [plugin_status(plugin, at, mine, proxier=mode)]
         }
     return evaluation, badges
 
