@@ -38,15 +38,13 @@ dj_settings.AUDIT_CHAIN_KEY = os.environ["AUDIT_CHAIN_KEY"]
 SLOW_SUITES = ("guest", "drills", "browser")
 
 
-def pytest_itemcollected(item: pytest.Item) -> None:
-    """Each slow suite is one xdist group. Marked as each test is collected: xdist's worker
-    names a test's group (the `@group` suffix of its node id) in its own
-    pytest_collection_modifyitems, which ran before this suite's when the marking was done
-    there, so that no test had a group and every worker booted its own kernel guest and
-    Chromium (measured: six guest tests on four workers)."""
-    suite = next((s for s in SLOW_SUITES if item.get_closest_marker(s)), None)
-    if suite is not None:
-        item.add_marker(pytest.mark.xdist_group(suite))
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    grouping = config.pluginmanager.hasplugin("xdist")
+    for item in items:
+        suite = next((s for s in SLOW_SUITES if item.get_closest_marker(s)), None)
+        if grouping and suite is not None:
+            item.add_marker(pytest.mark.xdist_group(suite))
 
 
 @pytest.fixture(autouse=True)
