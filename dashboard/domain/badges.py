@@ -20,7 +20,16 @@ from typing import Any
 from django.utils.timezone import now
 
 from dashboard.domain.models import Plugin
-from dashboard.domain.policy import BADGE, EMULATED, TRUST, Assessment, Item, Policy, evidence_entry
+from dashboard.domain.policy import (
+    BADGE,
+    EMULATED,
+    TRUST,
+    Assessment,
+    Item,
+    Policy,
+    evidence_entry,
+    on_proxier,
+)
 from dashboard.domain.readiness.evidence_lookup import connectivity_candidates, plugins_by_id
 
 COLOURS = {
@@ -52,12 +61,6 @@ class PluginStatus:
         if self.status == "passing" and (self.qualifying or {}).get("trust") == "self-reported":
             return "connectivity passing (self-reported)"
         return f"connectivity {self.status}"
-
-
-def on_proxier(item: Item, mode: str) -> bool:
-    """The item speaks of this proxier mode: the one its run demonstrated, or (a file, or a run
-    that demonstrated none) the one declared for it; the criterion's own rule."""
-    return item.proxier == mode or (not item.proxier and item.declared_proxier == mode)
 
 
 def plugin_status(

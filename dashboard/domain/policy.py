@@ -528,6 +528,13 @@ def submission_qualifying(sub: Any) -> tuple[bool, str]:
     return qualifying(submission_outcomes(sub), plugin_facts(sub.plugin))
 
 
+def on_proxier(item: Item, mode: str) -> bool:
+    """The item speaks of this proxier mode: the one its run demonstrated, or (a file, or a run
+    that demonstrated none) the one declared for it. One rule for the criterion iptables-and-ipvs
+    and the per-proxier badges."""
+    return item.proxier == mode or (not item.proxier and item.declared_proxier == mode)
+
+
 def evidence_entry(item: Item, assessment: Assessment) -> dict[str, Any]:
     """The API's evidence item: {"kind","id","url","label","counts","why","emulated",
     "trust"} (trust: worker | self-reported | submission)."""

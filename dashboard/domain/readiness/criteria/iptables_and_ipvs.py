@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from dashboard.domain.catalog import Proxier, criterion_title
-from dashboard.domain.policy import PROXIERS, evidence_entry
+from dashboard.domain.policy import PROXIERS, evidence_entry, on_proxier
 from dashboard.domain.readiness.base import Context, Verdict
 from dashboard.domain.readiness.evidence_lookup import connectivity
 from dashboard.domain.readiness.whatif import with_what_if
@@ -46,11 +46,7 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
     used: set[str] = set()
     for mode in Proxier.values:
         # Evidence of this mode: demonstrated, or (to say why not) declared for it.
-        pairs = [
-            (i, pol.assess(i, KEY, relax))
-            for i in items
-            if i.proxier == mode or (not i.proxier and i.declared_proxier == mode)
-        ]
+        pairs = [(i, pol.assess(i, KEY, relax)) for i in items if on_proxier(i, mode)]
         evidence += [evidence_entry(i, a) for i, a in pairs]
         good = [(i, a) for i, a in pairs if a.counts]
         required = mode in REQUIRED
