@@ -17,6 +17,7 @@ from django.test import Client
 from dashboard.domain.models import ApiToken
 from dashboard.domain.roles import maintainers_group
 from tests import factories
+from tests.xdist_groups import SlowSuiteGroups
 
 # The lab listens on the loopback, where cluster servers are refused unless allowed
 # (kernel/netguard.py): the suite allows exactly that, here and in the processes it starts.
@@ -32,19 +33,10 @@ dj_settings.SECRET_KEY = os.environ["SECRET_KEY"]
 dj_settings.FIELD_ENCRYPTION_KEY = os.environ["FIELD_ENCRYPTION_KEY"]
 dj_settings.AUDIT_CHAIN_KEY = os.environ["AUDIT_CHAIN_KEY"]
 
-# The slow suites with real parts: the kernel guest, the failure drills and Chromium (markers each
-# of their modules sets, wherever it lives in the tree). Under xdist (`make test`: --dist
-# loadgroup) each runs on one worker, in its own group, while the other workers share the rest.
-SLOW_SUITES = ("guest", "drills", "browser")
 
-
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    grouping = config.pluginmanager.hasplugin("xdist")
-    for item in items:
-        suite = next((s for s in SLOW_SUITES if item.get_closest_marker(s)), None)
-        if grouping and suite is not None:
-            item.add_marker(pytest.mark.xdist_group(suite))
+def pytest_configure(config: pytest.Config) -> None:
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(SlowSuiteGroups(), "slow-suite-groups")
 
 
 @pytest.fixture(autouse=True)
