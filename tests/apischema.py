@@ -65,7 +65,7 @@ def check(method: str, path: str, status: int, content_type: str, body: bytes) -
         return  # the schema itself and its Swagger UI
     op = operation(method, path)
     if op is None and status == 404:
-        return  # no such path: the catch-all's JSON 404 (tests/web/api/test_drf_api.py)
+        return  # no such path: the catch-all's JSON 404 (tests/web/api/test_api_boundaries.py)
     assert op is not None, f"{method} {path} is not in the generated schema"
     responses = op["responses"]
     documented = responses.get(str(status)) or responses.get("default")

@@ -71,7 +71,7 @@ def refusal(request: HttpRequest, *, authenticated: Callable[[], bool]) -> Refus
     # An API POST without a valid token is refused by the API itself, unread: its views run the
     # throttles (per token and address, so guessing tokens is limited) and then the permission
     # classes before anything touches the body (dashboard/web/api/views.py ApiView.initial;
-    # tests/web/api/test_drf_api.py posts to every operation to check it).
+    # tests/web/api/test_api_boundaries.py posts to every operation to check it).
     if (
         length > ANONYMOUS_FORM_BYTES
         and not request.path.startswith(API_PREFIX)

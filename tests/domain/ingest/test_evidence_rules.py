@@ -2,7 +2,7 @@
 
 Tolerant names, not_run vs skipped, the run time read from the file, the emulated mark,
 and a Sonobuoy tarball whose kube-proxy logs or cluster resources contradict the declared
-proxier or plugin. The HTTP side of the same rules is in tests/web/api/test_submissions_api.py and
+proxier or plugin. The HTTP side of the same rules is in tests/web/api/test_submissions.py and
 tests/domain/test_submissions_policy.py.
 """
 
