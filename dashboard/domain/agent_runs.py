@@ -297,7 +297,7 @@ def _results(value: Any, battery: str) -> dict[str, AgentResult]:
         if unknown_fields:
             raise AgentRunError(400, f"{where}: unknown field {unknown_fields[0]!r}")
         outcome = result.get("outcome")
-        if outcome not in Outcome.values:
+        if not isinstance(outcome, str) or outcome not in Outcome.values:
             raise AgentRunError(400, f"{where}.outcome must be one of {', '.join(Outcome.values)}")
         reason = _text(result.get("reason"), f"{where}.reason", MAX_REASON, required=True)
         duration = result.get("duration")

@@ -7,6 +7,8 @@ that names keys, batteries, outcomes and criteria.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from enum import StrEnum
 from typing import Any
 
 from django.db import models
@@ -15,37 +17,23 @@ from kernel import vocabulary as vocab
 from kernel.vocabulary import Criterion, Key
 
 
-class Battery(models.TextChoices):
-    BASIC = vocab.Battery.BASIC.value, "Basic"
-    CONNECTIVITY = vocab.Battery.CONNECTIVITY.value, "Connectivity"
-    ALL = vocab.Battery.ALL.value, "All"
+def _choices(enum: type[StrEnum], label: Callable[[str], str]) -> Any:
+    """The model field choices of one vocabulary enum: the same members, with labels."""
+    members = [(m.name, (m.value, label(m.value))) for m in enum]
+    # Django's functional form (Enum's); django-stubs types only its one-string variant.
+    return models.TextChoices(enum.__name__, members)  # type: ignore[call-overload]
 
 
-class Outcome(models.TextChoices):
-    PASSED = vocab.Outcome.PASSED.value, "passed"
-    FAILED = vocab.Outcome.FAILED.value, "failed"
-    SKIPPED = vocab.Outcome.SKIPPED.value, "skipped"
-    ERROR = vocab.Outcome.ERROR.value, "error"
-    NOT_RUN = vocab.Outcome.NOT_RUN.value, "not run"
+def _spaced(value: str) -> str:
+    return value.replace("_", " ")
 
 
-class Proxier(models.TextChoices):
-    IPTABLES = vocab.Proxier.IPTABLES.value, "iptables"
-    IPVS = vocab.Proxier.IPVS.value, "ipvs"
-    NFTABLES = vocab.Proxier.NFTABLES.value, "nftables"
-
-
-class Stage(models.TextChoices):
-    ALPHA = vocab.Stage.ALPHA.value, "alpha"
-    BETA = vocab.Stage.BETA.value, "beta"
-    STABLE = vocab.Stage.STABLE.value, "stable"
-
-
-class CriterionStatus(models.TextChoices):
-    MET = vocab.CriterionStatus.MET.value, "met"
-    UNMET = vocab.CriterionStatus.UNMET.value, "unmet"
-    AT_RISK = vocab.CriterionStatus.AT_RISK.value, "at risk"
-    STALE = vocab.CriterionStatus.STALE.value, "stale"
+# The model choices of the vocabulary (kernel.vocabulary), member for member: written there only.
+Battery = _choices(vocab.Battery, str.capitalize)
+Outcome = _choices(vocab.Outcome, _spaced)
+Proxier = _choices(vocab.Proxier, _spaced)
+Stage = _choices(vocab.Stage, _spaced)
+CriterionStatus = _choices(vocab.CriterionStatus, _spaced)
 
 
 # The keys themselves live in kernel.vocabulary (the battery and ingest use them too).
