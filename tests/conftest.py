@@ -14,7 +14,8 @@ from django.conf import settings as dj_settings
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from dashboard.domain.models import ApiToken
+from dashboard.domain.catalog import seed
+from dashboard.domain.models import ApiToken, CatalogTest, Plugin
 from dashboard.domain.roles import maintainers_group
 from tests import factories
 from tests.xdist_groups import SlowSuiteGroups
@@ -109,17 +110,20 @@ def api_answers_match_the_schema(monkeypatch):
 
 @pytest.fixture(autouse=True)
 def seeded_catalog_after_flush(request):
-    """Transactional tests flush the database, seed migration included: seed it again."""
+    """A transactional test flushes the database when it ends, the seed migration's rows
+    included: it seeds them again when it starts, and so does a test in a transaction that runs
+    after one on the same xdist worker (inside its transaction: rolled back with it)."""
     marker = request.node.get_closest_marker("django_db")
     transactional = marker is not None and (
         marker.kwargs.get("transaction") or (marker.args and marker.args[0])
     )
     if transactional or "live_server" in request.fixturenames:
         request.getfixturevalue("transactional_db")
-        from dashboard.domain.catalog import seed
-        from dashboard.domain.models import CatalogTest, Plugin
-
         seed(CatalogTest, Plugin)
+    elif marker is not None or "db" in request.fixturenames:
+        request.getfixturevalue("db")
+        if not CatalogTest.objects.exists():
+            seed(CatalogTest, Plugin)
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from tests.chromium import accessibility_problems
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+    pytest.mark.django_db(transaction=True),
 ]
 
 WIDTHS = (1280, 390)

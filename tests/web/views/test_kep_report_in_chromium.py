@@ -12,7 +12,7 @@ from tests.chromium import accessibility_problems, log_in
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+    pytest.mark.django_db(transaction=True),
 ]
 
 
@@ -45,6 +45,8 @@ def test_the_report_is_a_page_with_copy_download_and_footnotes(sized, maintainer
     assert accessibility_problems(page) == [], size
 
     page.click("#copy-report")
+    # The clipboard write is a promise: the status says so once it resolves.
+    page.locator("#copy-status", has_text="Copied").wait_for(timeout=10_000)
     assert page.locator("#copy-status").inner_text().startswith("Copied")
     copied = page.evaluate("navigator.clipboard.readText()")
     assert copied.startswith("## KEP-614 SCTP support") and "[^1]:" in copied

@@ -13,11 +13,10 @@ from tests import factories
 from tests.chromium import log_in
 from tests.junit import sctp_junit
 
-# serialized_rollback keeps the seeded catalog and plugins that a transactional flush would drop.
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.redis,
-    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+    pytest.mark.django_db(transaction=True),
 ]
 
 

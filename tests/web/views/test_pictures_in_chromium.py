@@ -15,7 +15,7 @@ from tests.chromium import accessibility_problems, log_in
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+    pytest.mark.django_db(transaction=True),
 ]
 
 

@@ -14,7 +14,7 @@ from tests.chromium import SIZES, accessibility_problems
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+    pytest.mark.django_db(transaction=True),
 ]
 
 

@@ -11,7 +11,7 @@ from tests.chromium import accessibility_problems, log_in
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+    pytest.mark.django_db(transaction=True),
 ]
 
 GREEN = "rgb(26, 127, 55)"
