@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import itertools
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.core.management import call_command
 from django.utils.timezone import now
 
 from dashboard.domain.catalog import (
@@ -172,3 +174,19 @@ def with_outcome(key: str, outcome: str, base: dict[str, str] | None = None) -> 
     out = dict(PASSING if base is None else base)
     out[key] = outcome
     return out
+
+
+def issued_token(slug: str) -> str:
+    """A new vendor "<slug> inc" with this plugin, and its token, made as an operator makes
+    them (the issue_token command)."""
+    out = io.StringIO()
+    call_command(
+        "issue_token",
+        "--vendor",
+        f"{slug} inc",
+        "--plugins",
+        slug,
+        stdout=out,
+        stderr=io.StringIO(),
+    )
+    return out.getvalue().strip().splitlines()[-1]

@@ -3,33 +3,18 @@ release floor, the e2e run's own time, declared proxier, plugin, NetworkPolicy, 
 
 from __future__ import annotations
 
-import io
 from datetime import timedelta
 
 import pytest
-from django.core.management import call_command
 from django.utils.timezone import now
 
 from dashboard.domain.models import Submission
+from tests import factories
 from tests.conftest import auth
 from tests.domain.ingest import builders as b
 from tests.uploads import SCTP, post
 
 pytestmark = pytest.mark.django_db
-
-
-def vendor_token(slug: str) -> str:
-    out = io.StringIO()
-    call_command(
-        "issue_token",
-        "--vendor",
-        f"{slug} inc",
-        "--plugins",
-        slug,
-        stdout=out,
-        stderr=io.StringIO(),
-    )
-    return out.getvalue().strip().splitlines()[-1]
 
 
 def junit(*, when=None, salt: str = "", properties=None, netpol: str = "passed") -> bytes:
@@ -51,7 +36,7 @@ def criteria(client) -> dict[str, dict]:
 def submit_and_verify(client, maintainer_token, slug, data, **fields) -> int:
     resp = post(
         client,
-        vendor_token(slug) if slug not in TOKENS else TOKENS[slug],
+        factories.issued_token(slug) if slug not in TOKENS else TOKENS[slug],
         data,
         plugin=slug,
         **fields,
@@ -75,7 +60,7 @@ TOKENS: dict[str, str] = {}
 def tokens(db):
     TOKENS.clear()
     for slug in ("calico", "cilium", "antrea", "flannel"):
-        TOKENS[slug] = vendor_token(slug)
+        TOKENS[slug] = factories.issued_token(slug)
     yield
 
 

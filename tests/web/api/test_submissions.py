@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import io
 import tarfile
 
 import pytest
@@ -247,21 +246,7 @@ def verdicts(client) -> dict[str, str]:
 
 
 def test_submissions_move_the_verdicts_only_once_verified(client, maintainer_token):
-    from django.core.management import call_command
-
-    tokens = {}
-    for slug in ("calico", "cilium", "antrea"):
-        out = io.StringIO()
-        call_command(
-            "issue_token",
-            "--vendor",
-            f"{slug} inc",
-            "--plugins",
-            slug,
-            stdout=out,
-            stderr=io.StringIO(),
-        )
-        tokens[slug] = out.getvalue().strip().splitlines()[-1]
+    tokens = {slug: factories.issued_token(slug) for slug in ("calico", "cilium", "antrea")}
     ids = {
         slug: post(
             client,
