@@ -341,19 +341,36 @@ def _drop_unowned(
 
 
 def server_side_apply(
-    kind: str, original: dict[str, Any], applied: dict[str, Any], manager: str, when: str
+    kind: str,
+    original: dict[str, Any],
+    applied: dict[str, Any],
+    manager: str,
+    when: str,
+    force: bool = False,
 ) -> dict[str, Any]:
     """The live object after `manager` applies `applied` (server-side apply): what the manager
     applied before and no longer applies is removed, then the applied configuration is merged
     in (maps merge, lists of objects merge by their merge key), and the manager's `Apply` entry
-    of `metadata.managedFields` records the fields it now sets. Fields other managers set stay;
-    the lab reports no conflicts between managers (`--force-conflicts` is never needed)."""
+    of `metadata.managedFields` records the fields it now sets. Fields other managers set stay.
+
+    A field another applier owns, applied with another value than the live one, is a conflict:
+    409 naming each field and its manager in upstream's words, unless `force`
+    (`kubectl apply --server-side --force-conflicts`), which takes the fields from their managers.
+    The lab records the appliers' ownership only (no `Update` entries), so conflicts are between
+    appliers."""
     live = copy.deepcopy(original)
     entries = list((live.get("metadata") or {}).get("managedFields") or [])
     mine = next(
         (e for e in entries if e.get("manager") == manager and e.get("operation") == "Apply"), None
     )
     now = field_set(kind, applied)
+    others = [e for e in entries if e is not mine]
+    conflicts = _conflicts(original, applied, now, others)
+    if conflicts and not force:
+        raise _conflict_error(conflicts)
+    for entry, path in conflicts:  # forced: the fields change hands
+        entry["fieldsV1"] = _without(entry.get("fieldsV1") or {}, path)
+    others = [e for e in others if e.get("fieldsV1") or e.get("operation") != "Apply"]
     if mine is not None:
         _drop_unowned(kind, live, (mine.get("fieldsV1") or {}), now, ())
     merged = strategic_merge(kind, live, applied)
@@ -365,9 +382,121 @@ def server_side_apply(
         "fieldsType": "FieldsV1",
         "fieldsV1": now,
     }
-    others = [e for e in entries if e is not mine]
     merged.setdefault("metadata", {})["managedFields"] = [*others, entry]
     return merged
+
+
+_ABSENT = object()
+
+
+def _leaves(fields: dict[str, Any], path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """The leaf paths of a FieldsV1 set (its `.` markers aside)."""
+    out: list[tuple[str, ...]] = []
+    for name, sub in fields.items():
+        if name == ".":
+            continue
+        out.extend(_leaves(sub, (*path, name)) if sub else [(*path, name)])
+    return out
+
+
+def _value_at(obj: Any, path: tuple[str, ...]) -> Any:
+    """The value at a FieldsV1 path of an object, or _ABSENT."""
+    node = obj
+    for name in path:
+        if name.startswith("f:") and isinstance(node, dict) and name[2:] in node:
+            node = node[name[2:]]
+        elif name.startswith("k:") and isinstance(node, list):
+            wanted = json.loads(name[2:])
+            node = next(
+                (
+                    item
+                    for item in node
+                    if isinstance(item, dict) and all(item.get(k) == v for k, v in wanted.items())
+                ),
+                _ABSENT,
+            )
+            if node is _ABSENT:
+                return _ABSENT
+        else:
+            return _ABSENT
+    return node
+
+
+def _has(fields: dict[str, Any], path: tuple[str, ...]) -> bool:
+    node: Any = fields
+    for name in path:
+        if not isinstance(node, dict) or name not in node:
+            return False
+        node = node[name]
+    return True
+
+
+def _conflicts(
+    live: dict[str, Any], applied: dict[str, Any], now: dict[str, Any], others: list[Any]
+) -> list[tuple[dict[str, Any], tuple[str, ...]]]:
+    """(another applier's entry, a field path) for each field this apply would change that the
+    other applier set."""
+    found = []
+    for path in _leaves(now):
+        held = _value_at(live, path)
+        if held is _ABSENT or held == _value_at(applied, path):
+            continue
+        for entry in others:
+            if entry.get("operation") == "Apply" and _has(entry.get("fieldsV1") or {}, path):
+                found.append((entry, path))
+    return found
+
+
+def _without(fields: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+    """A FieldsV1 set without one leaf (and the maps it leaves empty)."""
+    if not path or path[0] not in fields:
+        return fields
+    out = dict(fields)
+    if len(path) == 1:
+        del out[path[0]]
+        return out
+    rest = _without(fields[path[0]], path[1:])
+    if rest and set(rest) != {"."}:
+        out[path[0]] = rest
+    else:
+        del out[path[0]]
+    return out
+
+
+def field_path(path: tuple[str, ...]) -> str:
+    """A FieldsV1 path as upstream prints it: `.spec.ports[port=5060].targetPort`."""
+    out = ""
+    for name in path:
+        if name.startswith("f:"):
+            out += "." + name[2:]
+        elif name.startswith("k:"):
+            keys = json.loads(name[2:])
+            out += "[" + ",".join(f"{k}={json.dumps(v)}" for k, v in keys.items()) + "]"
+    return out
+
+
+def _conflict_error(conflicts: list[tuple[dict[str, Any], tuple[str, ...]]]) -> ApiError:
+    """The 409 of k8s.io/apimachinery's managedfields NewConflictError, word for word."""
+    causes = [
+        {
+            "type": "FieldManagerConflict",
+            "message": f"conflict with {json.dumps(entry.get('manager', ''))}",
+            "field": field_path(path),
+        }
+        for entry, path in conflicts
+    ]
+    if len(causes) == 1:
+        message = f"Apply failed with 1 conflict: {causes[0]['message']}: {causes[0]['field']}"
+    else:
+        by_manager: dict[str, list[str]] = {}
+        for entry, path in conflicts:
+            by_manager.setdefault(entry.get("manager", ""), []).append(field_path(path))
+        lines = []
+        for name in sorted(by_manager):
+            lines.append(f"conflicts with {json.dumps(name)}:")
+            lines.extend(f"- {p}" for p in by_manager[name])
+        message = f"Apply failed with {len(causes)} conflicts: " + "\n".join(lines)
+    return ApiError(409, message, reason="Conflict", details={"causes": causes})
 
 
 def apply_patch(

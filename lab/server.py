@@ -545,7 +545,8 @@ def _patched_or_applied(
         made = patch.server_side_apply(kind, {}, applied, manager, when)
         return _created(query, kind, made, lambda: create(made))
     original = {k: v for k, v in live.items() if k != "status"}
-    merged = patch.server_side_apply(kind, original, applied, manager, when)
+    force = (_q(query, "force") or "").lower() == "true"
+    merged = patch.server_side_apply(kind, original, applied, manager, when, force=force)
     return _updated(query, kind, merged, lambda: replace(merged))
 
 

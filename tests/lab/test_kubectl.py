@@ -253,6 +253,33 @@ def test_kubectl_works_against_every_lab_profile(kubectl: Kubectl, name: str) ->
     assert "service/sctp-ssa serverside-applied" in out, out
     ports = json.loads(k("get", "svc", "sctp-ssa", "-n", ns, "-o", "jsonpath={.spec.ports}").stdout)
     assert [(p["port"], p["protocol"]) for p in ports] == [(5062, protocol)]
+    # another field manager that changes a field kubectl applied: upstream's conflict, then
+    # --force-conflicts takes the field over
+    other = ssa.replace("5060", "5062").replace("- name: sctp\n", "- name: sctp-main\n")
+    refused = k(
+        "apply", "--server-side", "--field-manager=ops", "-n", ns, "-f", "-", stdin=other, ok=False
+    )
+    assert refused.returncode != 0
+    assert (
+        'Apply failed with 1 conflict: conflict with "kubectl": .spec.ports[port=5062].name'
+        in refused.stderr
+    ), refused.stderr
+    taken = k(
+        "apply",
+        "--server-side",
+        "--field-manager=ops",
+        "--force-conflicts",
+        "-n",
+        ns,
+        "-f",
+        "-",
+        stdin=other,
+    ).stdout
+    assert "service/sctp-ssa serverside-applied" in taken, taken
+    shown = k("get", "svc", "sctp-ssa", "-n", ns, "-o", "yaml", "--show-managed-fields").stdout
+    got = yaml.safe_load(shown)
+    assert got["spec"]["ports"][0]["name"] == "sctp-main"
+    assert {e["manager"] for e in got["metadata"]["managedFields"]} == {"kubectl", "ops"}
 
     # get -o yaml: what was applied comes back, plus the server's fields; replace takes it
     got = yaml.safe_load(k("get", "svc", "sctp-echo", "-n", ns, "-o", "yaml").stdout)
