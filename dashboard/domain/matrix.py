@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db.models import OuterRef, Subquery
+from django.db.models import F, OuterRef, Subquery
 
 from dashboard.domain.catalog import ALL_KEYS, Battery, Outcome, Proxier, keys_of
 from dashboard.domain.models import Cluster, Plugin, Run, Submission, TestResult
@@ -96,12 +96,14 @@ def _plugins() -> tuple[list[dict[str, Any]], set[int], set[int]]:
     whole history instead.
     """
 
-    def newest(model, order: str, **filters):
+    def newest(model, order: Any, **filters):
         qs = model.objects.filter(plugin=OuterRef("pk"), **filters)
         return Subquery(qs.order_by(order).values("id")[:1])
 
+    # NULLS LAST: only the run_plugin_conn_newest index gives this order (models.Run).
+    by_finished = F("finished").desc(nulls_last=True)
     runs = {
-        "conn_run": newest(Run, "-finished", state=Run.State.FINISHED, has_connectivity__in=[True])
+        "conn_run": newest(Run, by_finished, state=Run.State.FINISHED, has_connectivity__in=[True])
     }
     submissions = {
         "conn_verified": newest(
