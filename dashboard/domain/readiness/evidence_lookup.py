@@ -21,7 +21,9 @@ from dashboard.domain.models import Cluster, Plugin, Run, Submission, TestResult
 from dashboard.domain.policy import Item
 from kernel.vocabulary import PROXIERS
 
-RECENT_SUBMISSIONS = 20  # per plugin, the newest connectivity submissions shown beside the indexed lookups
+RECENT_SUBMISSIONS = (
+    20  # per plugin, the newest connectivity submissions shown beside the indexed lookups
+)
 
 _RUN_FIELDS = (
     "id",
