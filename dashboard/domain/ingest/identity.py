@@ -54,10 +54,8 @@ Case = tuple[bytes, bytes, bytes, bytes]
 
 
 _MASK = (1 << 256) - 1
-
-
-def _h(data: bytes) -> int:
-    return int.from_bytes(hashlib.sha256(data).digest(), "big")
+_DIGEST = operator.methodcaller("digest")
+_JOIN = b"\x1f".join
 
 
 @dataclass
@@ -75,11 +73,12 @@ class _Digests:
     def add(self, found: list[Case]) -> None:
         if not found:
             return
-        cases, names = self.cases, self.names
-        for case in found:
-            cases += _h(b"\x1f".join(case))
-            names += _h(case[0])
-        self.cases, self.names = cases & _MASK, names & _MASK
+        # Each case's SHA-256 as a big-endian integer (int.from_bytes's default order), summed
+        # in C-level loops.
+        cases = sum(map(int.from_bytes, map(_DIGEST, map(hashlib.sha256, map(_JOIN, found)))))
+        names = sum(map(int.from_bytes, map(_DIGEST, map(hashlib.sha256, map(_NAME, found)))))
+        self.cases = (self.cases + cases) & _MASK
+        self.names = (self.names + names) & _MASK
         self.count += len(found)
 
 

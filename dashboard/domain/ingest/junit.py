@@ -170,6 +170,7 @@ class _Reader:
         parser.CharacterDataHandler = self._data
         self.parser = parser
         self.elements = 0
+        self.max_elements = limits.max_xml_elements
         self.position = 0  # byte index of the newest event expat reported
 
     def _forbidden(self, *args: object) -> NoReturn:
@@ -182,12 +183,8 @@ class _Reader:
         self.position = self.parser.CurrentByteIndex
         self.depth += 1
         self.elements += 1
-        if self.elements > self.limits.max_xml_elements:
-            raise IngestError(
-                f"{self.label} refused: more than {self.limits.max_xml_elements:,} XML elements"
-            )
-        if self.depth > _MAX_DEPTH:
-            raise IngestError(f"{self.label} refused: elements nested deeper than {_MAX_DEPTH}")
+        if self.elements > self.max_elements or self.depth > _MAX_DEPTH:
+            self._too_large()
         if self.root is None:
             self.root = tag
             if tag not in ("testsuites", "testsuite"):
@@ -212,6 +209,11 @@ class _Reader:
             name = attrs.get("name") or ""
             if name in _PROPERTIES and name not in self.result.properties:
                 self.result.properties[name] = (attrs.get("value") or "")[:100]
+
+    def _too_large(self) -> NoReturn:
+        if self.depth > _MAX_DEPTH:
+            raise IngestError(f"{self.label} refused: elements nested deeper than {_MAX_DEPTH}")
+        raise IngestError(f"{self.label} refused: more than {self.max_elements:,} XML elements")
 
     def _data(self, text: str) -> None:
         self.position = self.parser.CurrentByteIndex
