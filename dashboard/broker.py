@@ -20,8 +20,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from kombu.transport import TRANSPORT_ALIASES, virtual
 from kombu.transport import redis as kombu_redis
-from kombu.transport import virtual
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +81,4 @@ class Transport(kombu_redis.Transport):
 
 def install() -> None:
     """Makes `redis://` and `rediss://` broker URLs use this transport (in every process)."""
-    from kombu.transport import TRANSPORT_ALIASES
-
     TRANSPORT_ALIASES["redis"] = TRANSPORT_ALIASES["rediss"] = "dashboard.broker:Transport"

@@ -6,8 +6,10 @@ import os
 from typing import Any
 
 from celery import Celery, signals
+from django.core.exceptions import ImproperlyConfigured
 
 from dashboard.broker import install as install_redis_transport
+from dashboard.domain.checks import refuse_unsafe_keys
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 # A failed acknowledgement during a Redis hang must not silence the worker (dashboard/broker.py).
@@ -23,10 +25,6 @@ def _refuse_unsafe_keys(**kwargs: Any) -> None:
     """With DEBUG off, no worker or beat on the built-in or a missing key (dashboard/domain/checks.py).
     import_modules: sent when a worker or beat initializes, before beat opens its schedule.
     SystemExit: Celery's signals log and swallow ordinary exceptions."""
-    from django.core.exceptions import ImproperlyConfigured
-
-    from dashboard.domain.checks import refuse_unsafe_keys
-
     try:
         refuse_unsafe_keys()
     except ImproperlyConfigured as exc:

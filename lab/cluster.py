@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lab import admission, dataplane, nodetools
+from lab import admission, dataplane, deployments, nodetools
 from lab.endpoints import EndpointsController
 from lab.nodes import ModuleEvent, Node, NodeSet
 from lab.runtime import NO_NODE, PodRuntime, Runtime, ServiceRuntime
@@ -233,8 +233,6 @@ class Cluster:
         if kind == "services":
             return self.runtime.create_service(namespace, name, body, spec)
         if kind == "deployments":
-            from lab import deployments
-
             return deployments.create(self, namespace, name, body, spec)
         return self.store.create_network_policy(namespace, name, body, spec)
 
@@ -250,8 +248,6 @@ class Cluster:
     def object_announced(self, kind: str, key: Key) -> bool:
         if kind != "deployments":
             return False
-        from lab import deployments
-
         deployments.reconcile(self, key)
         return True
 
@@ -261,8 +257,6 @@ class Cluster:
         if kind == "services":
             return self.runtime.service_status(key)
         if kind == "deployments":
-            from lab import deployments
-
             return deployments.status(self, key)
         return None
 
@@ -271,8 +265,6 @@ class Cluster:
 
     def before_delete(self, kind: str, key: Key, propagation: str | None) -> None:
         if kind == "deployments" and propagation != "Orphan":
-            from lab import deployments
-
             for pod_key in deployments.owned_pods(self, key):
                 self.delete("pods", *pod_key)
 

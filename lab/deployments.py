@@ -16,7 +16,7 @@ import zlib
 from typing import TYPE_CHECKING, Any
 
 from lab import validation
-from lab.errors import ApiError, invalid
+from lab.errors import ApiError, already_exists, invalid
 
 if TYPE_CHECKING:
     from lab.cluster import Cluster
@@ -113,8 +113,6 @@ def create(
     if causes:
         raise invalid("Deployment", name, causes, group="apps")
     if (namespace, name) in cluster.objects["deployments"]:
-        from lab.errors import already_exists
-
         raise already_exists("deployments", name, "apps")
     defaults(spec)
     obj = {"metadata": cluster.new_metadata(body, namespace, name), "spec": spec}

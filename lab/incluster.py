@@ -18,6 +18,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
 from lab.server import LabServer, _HTTPServer, _RequestHandler
 
 
@@ -31,11 +36,6 @@ class _RootHandler(_RequestHandler):
 
 def self_signed(host: str, directory: Path) -> tuple[Path, Path]:
     """A certificate for `host` (an IP address) and its key, as PEM files."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver (lab)")])
     now = datetime.datetime.now(datetime.UTC)

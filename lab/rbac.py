@@ -20,7 +20,9 @@ are served here, apart from `lab/cluster.py`, by `serve()`.
 
 from __future__ import annotations
 
+import base64
 import copy
+import json
 import re
 import secrets
 import time
@@ -31,7 +33,7 @@ from urllib.parse import unquote
 
 import yaml
 
-from lab.errors import ApiError, already_exists, not_found
+from lab.errors import ApiError, already_exists, invalid, not_found
 
 DEFAULT_SA_NAMESPACE = "sctp-battery"
 DEFAULT_SA_NAME = "sctp-battery"
@@ -466,8 +468,6 @@ def _checked(body: Any, kind: str, api_version: str, resource: str, group: str) 
                     )
                 )
     if causes:
-        from lab.errors import invalid
-
         raise invalid(kind, name, causes, group)
     obj = copy.deepcopy(body)
     obj["kind"], obj["apiVersion"] = kind, api_version
@@ -496,8 +496,6 @@ def _store(
 
 def _jwt(claims: dict[str, Any]) -> str:
     """A token shaped as the API server's (a JWT; the lab's signature is random bytes)."""
-    import base64
-    import json
 
     def part(data: bytes) -> str:
         return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
@@ -516,8 +514,6 @@ def _token_request(cluster: Any, ns: str, name: str | None, body: Any) -> dict[s
         raise ApiError(400, "the request body must be a TokenRequest")
     seconds = spec.get("expirationSeconds", 3600)
     if not isinstance(seconds, int) or isinstance(seconds, bool) or seconds < MIN_TOKEN_SECONDS:
-        from lab.errors import invalid
-
         raise invalid(
             "TokenRequest",
             name or "",

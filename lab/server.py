@@ -23,10 +23,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+import yaml
+
 from lab import discovery, fields, openapi, patch, protobuf, rbac, tables, updates
 from lab.cluster import KIND_OF, Cluster
 from lab.daemonsets import configmaps, daemonsets
 from lab.errors import ApiError
+from lab.labels import matches_query
 from lab.profiles import load_profiles, validate_profile
 from lab.tls import DEFAULT_HOSTS, KeyPair, LabCA, peer_identity
 from lab.watch import WatchStream, check_list_resource_version, field_matches, is_watch
@@ -583,8 +586,6 @@ class _Text(str):
 
 
 def _labels_ok(query: dict[str, list[str]], obj: dict[str, Any]) -> bool:
-    from lab.labels import matches_query
-
     return matches_query(_q(query, "labelSelector"), obj["metadata"].get("labels"))
 
 
@@ -940,8 +941,6 @@ class LabServer:
 
     def write_kubeconfig(self, path: str | Path, public_url: str | None = None) -> Path:
         """Write `kubeconfig_all()` to PATH (mode 0600: it holds the tokens)."""
-        import yaml
-
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         text = yaml.safe_dump(self.kubeconfig_all(public_url), sort_keys=False)

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from lab import deployments
+from lab.cluster import GROUP_OF, KIND_OF, Cluster
 from lab.errors import ApiError, invalid, not_found
-
-if TYPE_CHECKING:
-    from lab.cluster import Cluster
 
 # validation.ValidatePodUpdate's message (1.31) when anything else of a pod's spec changes.
 POD_UPDATE_FORBIDDEN = (
@@ -47,8 +46,6 @@ def _check_meta(
     new: dict[str, Any],
     old: dict[str, Any],
 ) -> None:
-    from lab.cluster import GROUP_OF
-
     if not isinstance(new, dict):
         raise ApiError(400, "the request body must be a JSON object")
     meta = new.get("metadata") or {}
@@ -114,8 +111,6 @@ def replace(
     cluster: Cluster, kind: str, namespace: str, name: str, new: dict[str, Any]
 ) -> dict[str, Any]:
     """Replace KIND NAMESPACE/NAME by NEW (a PUT body, or the result of a PATCH)."""
-    from lab.cluster import GROUP_OF, KIND_OF
-
     key = (namespace, name)
     store = cluster.objects[kind]
     if key not in store or key in cluster.ghost_pods:
@@ -138,8 +133,6 @@ def replace(
         elif kind == "networkpolicies":
             obj = cluster.build_network_policy(namespace, name, body, spec)
         else:
-            from lab import deployments
-
             obj = deployments.create(cluster, namespace, name, body, spec)
     except BaseException:
         store[key] = saved
@@ -168,8 +161,6 @@ def replace(
     rendered = cluster.render(kind, key)
     cluster.emit(kind, "MODIFIED", copy.deepcopy(rendered))
     if kind == "deployments":
-        from lab import deployments
-
         deployments.reconcile(cluster, key)
         rendered = cluster.render(kind, key)
     _ = KIND_OF

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cryptography.fernet import Fernet
 from django.conf import settings
 from django.core.checks import Error, Tags, register
 from django.core.exceptions import ImproperlyConfigured
@@ -23,8 +24,6 @@ PLACEHOLDER = "change-me"
 
 
 def _valid_fernet(key: str) -> bool:
-    from cryptography.fernet import Fernet
-
     if PLACEHOLDER in key.lower():
         return False
     try:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.db import connections
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from kombu import Connection
 
 from dashboard.domain.metrics import render
 from dashboard.web.ratelimit import from_trusted_proxy, in_networks
@@ -39,8 +40,6 @@ def check_database() -> str | None:
 
 def check_broker() -> str | None:
     """None when the Celery broker accepts a connection within a few seconds."""
-    from kombu import Connection
-
     url = settings.CELERY_BROKER_URL
     options = dict(getattr(settings, "CELERY_BROKER_TRANSPORT_OPTIONS", {}) or {})
     try:

@@ -14,11 +14,13 @@ qemu never outlives ``timeout``: it is killed and the result says ``timed_out``.
 
 from __future__ import annotations
 
+import argparse
 import fcntl
 import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -222,9 +224,6 @@ def run_in_guest(script: str, timeout: float = 240.0) -> GuestResult:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-    import sys
-
     parser = argparse.ArgumentParser(description="Run a shell script in the kernel-SCTP guest")
     parser.add_argument("script", help="shell text, or @FILE to read it from a file")
     parser.add_argument("--timeout", type=float, default=240.0)

@@ -19,6 +19,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from lab import nodetools
+from lab.cluster import Cluster
+from lab.guest.golden import normalise
+from lab.guest.harness import qemu_available, run_in_guest
+from lab.profiles import validate_profile
+
 REPO = Path(__file__).resolve().parent.parent.parent
 DEFAULT_DEST = REPO / "tests" / "fixtures" / "node"
 FIXED_CLOCK = 1_800_000_000.0
@@ -58,9 +64,6 @@ FILES = {
 
 def scenario(proxier: str) -> tuple[Any, Any]:
     """(cluster, worker node) with the fixed objects, every pod started."""
-    from lab.cluster import Cluster
-    from lab.profiles import validate_profile
-
     profile = validate_profile(
         {
             "name": "golden",
@@ -128,8 +131,6 @@ def scenario(proxier: str) -> tuple[Any, Any]:
 
 def lab_text(proxier: str) -> str:
     """What the lab's node tool prints for the scenario in that proxier's mode."""
-    from lab import nodetools
-
     cluster, node = scenario(proxier)
     command = {"iptables": "iptables-save", "nftables": "nft list ruleset", "ipvs": "ipvsadm -Ln"}
     return nodetools.run(cluster, node, command[proxier])[1]
@@ -155,8 +156,6 @@ def nft_declarations(ruleset: str) -> str:
 
 
 def guest_script() -> str:
-    from lab import nodetools
-
     ipvs_cluster, _node = scenario("ipvs")
     ruleset = lab_text("nftables")
     lines = [
@@ -193,9 +192,6 @@ def guest_script() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from lab.guest.golden import normalise
-    from lab.guest.harness import qemu_available, run_in_guest
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dest", type=Path, default=DEFAULT_DEST)
     parser.add_argument(

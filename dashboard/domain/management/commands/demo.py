@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import redis
+from cryptography.fernet import Fernet
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
@@ -51,8 +52,6 @@ KEYS_FILE = "demo-keys.env"
 def demo_keys(var_dir: Path) -> dict[str, str]:
     """SECRET_KEY, FIELD_ENCRYPTION_KEY and AUDIT_CHAIN_KEY of this demo: read from
     VAR_DIR/demo-keys.env, or generated there (mode 0600) the first time."""
-    from cryptography.fernet import Fernet
-
     path = var_dir / KEYS_FILE
     keys: dict[str, str] = {}
     if path.exists():

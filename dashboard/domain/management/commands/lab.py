@@ -10,6 +10,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from dashboard.domain.lab_clusters import kickoff, register
 from kernel.netguard import ServerNotAllowed, check_server
+from lab.profiles import load_profiles
+from lab.server import LabServer
 
 
 class Command(BaseCommand):
@@ -46,9 +48,6 @@ class Command(BaseCommand):
         parser.add_argument("--verbose", action="store_true")
 
     def handle(self, *args, **opts):
-        from lab.profiles import load_profiles
-        from lab.server import LabServer
-
         try:
             profiles = load_profiles(opts["profiles"])
         except ValueError as exc:

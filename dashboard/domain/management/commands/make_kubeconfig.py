@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from kubernetes import config as k8s_config
 
 from dashboard.domain.models import AuditEvent, Cluster
 from kernel import serviceaccount as sa
@@ -69,8 +70,6 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
 
     def _make(self, opts: dict[str, Any], seconds: int | None) -> None:
-        from kubernetes import config as k8s_config
-
         if not opts["context"]:
             raise CommandError("--context is required (see: kubectl config get-contexts)")
         try:
