@@ -5,10 +5,12 @@ from __future__ import annotations
 import copy
 import os
 import secrets
+import time
 import uuid
 from typing import Any
 
 import pytest
+import time_machine
 from cryptography.fernet import Fernet
 from django.conf import settings as dj_settings
 from django.contrib.auth import get_user_model
@@ -190,3 +192,14 @@ def memory_cache(settings):
 
 def auth(token: str) -> dict[str, Any]:  # Any: spread into Client.get/post(**extra)
     return {"HTTP_AUTHORIZATION": f"Token {token}"}
+
+
+@pytest.fixture
+def inside_one_window():
+    """The limits count in fixed windows: start well inside one, so no test straddles two.
+    100 s past the start of the current hour (40 s into a minute), near the real time: the
+    certificates made here are checked by OpenSSL against the real clock (a fixed date
+    expired them a day later)."""
+    now = time.time()
+    with time_machine.travel(now - now % 3600 + 100, tick=True):
+        yield

@@ -19,23 +19,10 @@ import yaml
 from dashboard.domain.models import AuditEvent, Cluster, Run
 from tests.conftest import auth
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("inside_one_window")]
 
 TOKEN = "ssrf-test-token"
 VERSION = b'{"major":"1","minor":"31","gitVersion":"v1.31.2"}'
-
-
-@pytest.fixture(autouse=True)
-def inside_one_window():
-    """The limits count in fixed windows: start well inside one, so no test straddles two."""
-    import datetime
-
-    import time_machine
-
-    with time_machine.travel(
-        datetime.datetime(2026, 12, 1, 12, 1, 40, tzinfo=datetime.UTC), tick=True
-    ):
-        yield
 
 
 class Scripted:

@@ -9,20 +9,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def inside_one_window():
-    """The limits count in fixed windows: start well inside one, so no test straddles two."""
-    import datetime
-
-    import time_machine
-
-    with time_machine.travel(
-        datetime.datetime(2026, 12, 1, 12, 1, 40, tzinfo=datetime.UTC), tick=True
-    ):
-        yield
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("inside_one_window")]
 
 
 @pytest.fixture

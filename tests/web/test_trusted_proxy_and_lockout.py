@@ -14,20 +14,8 @@ from django.test import Client
 
 from dashboard.web.ratelimit import client_ip
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("inside_one_window")]
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(autouse=True)
-def inside_one_window():
-    import datetime
-
-    import time_machine
-
-    with time_machine.travel(
-        datetime.datetime(2026, 12, 1, 12, 1, 40, tzinfo=datetime.UTC), tick=True
-    ):
-        yield
 
 
 @pytest.fixture

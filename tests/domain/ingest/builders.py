@@ -7,13 +7,16 @@ import io
 import re
 import tarfile
 import zipfile
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 # A real v1.30 conformance JUnit (Apache-2.0, see tests/fixtures/e2e-junit/NOTICE.md), gzipped.
 REAL_V130 = FIXTURES / "e2e-junit" / "conformance-v1.30-junit_01.xml.gz"
-TIMESTAMP = "2026-11-20T10:00:00"
+# Twelve days ago at 10:00: inside the evidence policy's age limit whenever the suite runs (a
+# fixed date would age out of READINESS_FRESH_DAYS).
+TIMESTAMP = (datetime.now(UTC) - timedelta(days=12)).strftime("%Y-%m-%dT10:00:00")
 
 _SCTP_CASE = re.compile(
     rb'<testcase name="([^"]*(?:sctp|SCTP)[^"]*)" classname="([^"]*)" status="skipped" time="0">'
