@@ -329,9 +329,7 @@ def _drop_unowned(
             elif sub and key in live:
                 _drop_unowned(kind, live[key], sub, now[name], (*path, key))
         elif name.startswith("k:") and isinstance(live, list):
-            wanted = json.loads(name[2:])
-            mk, value = next(iter(wanted.items()))
-            matches = [i for i in live if isinstance(i, dict) and i.get(mk) == value]
+            matches = _keyed(live, name)
             if name not in now:
                 for item in matches:
                     live.remove(item)
@@ -389,6 +387,14 @@ def server_side_apply(
 _ABSENT = object()
 
 
+def _keyed(items: list[Any], name: str) -> list[Any]:
+    """The elements of a list that a FieldsV1 `k:{"KEY":VALUE,…}` names."""
+    wanted = json.loads(name[2:])
+    return [
+        i for i in items if isinstance(i, dict) and all(i.get(k) == v for k, v in wanted.items())
+    ]
+
+
 def _leaves(fields: dict[str, Any], path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     """The leaf paths of a FieldsV1 set (its `.` markers aside)."""
     out: list[tuple[str, ...]] = []
@@ -406,17 +412,10 @@ def _value_at(obj: Any, path: tuple[str, ...]) -> Any:
         if name.startswith("f:") and isinstance(node, dict) and name[2:] in node:
             node = node[name[2:]]
         elif name.startswith("k:") and isinstance(node, list):
-            wanted = json.loads(name[2:])
-            node = next(
-                (
-                    item
-                    for item in node
-                    if isinstance(item, dict) and all(item.get(k) == v for k, v in wanted.items())
-                ),
-                _ABSENT,
-            )
-            if node is _ABSENT:
+            matches = _keyed(node, name)
+            if not matches:
                 return _ABSENT
+            node = matches[0]
         else:
             return _ABSENT
     return node

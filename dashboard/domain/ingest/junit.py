@@ -287,16 +287,17 @@ def _raw_outcome(case: dict[str, object]) -> str:
 
 def _outcome(case: dict[str, object]) -> tuple[str, str, str]:
     """(JUnit-level outcome passed|failed|skipped, catalog-level outcome, reason)."""
+    raw = _raw_outcome(case)
     status = str(case["status"]).lower()
-    failure_tag = "failure" if "failure" in case else ("error" if "error" in case else None)
-    if status in _FAILED_STATUSES or (failure_tag and status not in _SKIPPED_STATUSES):
+    if raw == "failed":
+        failure_tag = "failure" if "failure" in case else ("error" if "error" in case else None)
         kind = status if status in _FAILED_STATUSES else "failed"
         text = ""
         if failure_tag:
             kind = str(case[f"{failure_tag}_type"]) or kind
             text = str(case[failure_tag]) or _text(case, failure_tag)
         return "failed", "failed", _reason(kind, text)
-    if status in _SKIPPED_STATUSES or "skipped" in case:
+    if raw == "skipped":
         message = str(case.get("skipped") or "") or _text(case, "skipped")
         outcome, reason = _skip(message, _text(case, "skipped"), status)
         return "skipped", outcome, reason

@@ -21,9 +21,8 @@ from dashboard.domain.models import Cluster, Plugin, Run, Submission, TestResult
 from dashboard.domain.policy import Item
 from kernel.vocabulary import PROXIERS
 
-RECENT_SUBMISSIONS = (
-    20  # per plugin, the newest connectivity submissions shown beside the indexed lookups
-)
+# Per plugin, the newest connectivity submissions shown beside the indexed lookups.
+RECENT_SUBMISSIONS = 20
 
 _RUN_FIELDS = (
     "id",
