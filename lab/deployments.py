@@ -3,7 +3,9 @@
 A real Deployment makes a ReplicaSet, which makes the pods; the lab makes the pods directly
 (named `NAME-HASH-XXXXX`, labelled `pod-template-hash`, owned by the ReplicaSet `NAME-HASH`
 as a real one would be) whenever the Deployment is created or its template or replica count
-changes, and deletes them with the Deployment unless `propagationPolicy` is `Orphan`.
+changes, and deletes them with the Deployment unless `propagationPolicy` is `Orphan`. The
+ReplicaSets themselves are derived, read-only, from the templates the Deployment has had
+(one per template hash, with its revision), so `kubectl rollout history` and `undo` work.
 The status (replicas, readyReplicas, conditions Available and Progressing) is computed from
 the pods, so `kubectl rollout status` and `kubectl wait` see what they expect.
 """
@@ -15,8 +17,9 @@ import json
 import zlib
 from typing import TYPE_CHECKING, Any
 
-from lab import validation
-from lab.errors import ApiError, already_exists, invalid
+from lab import defaulting, managedfields, validation
+from lab.errors import ApiError, already_exists, invalid, not_found
+from lab.store import timestamp
 
 if TYPE_CHECKING:
     from lab.cluster import Cluster
@@ -24,8 +27,20 @@ if TYPE_CHECKING:
 _SAFE = "bcdfghjklmnpqrstvwxz2456789"
 
 
+def _semantic(value: Any) -> Any:
+    """What a template means, not how it was spelled: nulls and empty maps and lists dropped,
+    as upstream's hash of the decoded Go struct does not see them (a template kubectl sends
+    back from a ReplicaSet, `metadata.creationTimestamp: null` and all, is the same one)."""
+    if isinstance(value, dict):
+        inner = {k: _semantic(v) for k, v in value.items()}
+        return {k: v for k, v in inner.items() if v is not None and v != {} and v != []}
+    if isinstance(value, list):
+        return [_semantic(v) for v in value]
+    return value
+
+
 def template_hash(template: dict[str, Any]) -> str:
-    value = zlib.crc32(json.dumps(template, sort_keys=True).encode())
+    value = zlib.crc32(json.dumps(_semantic(template), sort_keys=True).encode())
     out = ""
     for _ in range(10):
         out += _SAFE[value % len(_SAFE)]
@@ -122,22 +137,7 @@ def create(
     return obj
 
 
-def defaults(spec: dict[str, Any]) -> None:
-    spec.setdefault("replicas", 1)
-    spec.setdefault("revisionHistoryLimit", 10)
-    spec.setdefault("progressDeadlineSeconds", 600)
-    spec.setdefault(
-        "strategy",
-        {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}},
-    )
-    template = spec.setdefault("template", {})
-    template.setdefault("metadata", {})
-    pod_spec = template.setdefault("spec", {})
-    validation.default_pod(pod_spec)
-    pod_spec.setdefault("restartPolicy", "Always")
-    pod_spec.setdefault("terminationGracePeriodSeconds", 30)
-    pod_spec.setdefault("schedulerName", "default-scheduler")
-    pod_spec.setdefault("securityContext", {})
+defaults = defaulting.deployment_spec
 
 
 def _failures(cluster: Cluster) -> dict[tuple[str, str], str]:
@@ -158,6 +158,134 @@ def owned_pods(cluster: Cluster, key: tuple[str, str]) -> list[tuple[str, str]]:
     return out
 
 
+def _history(cluster: Cluster, key: tuple[str, str]) -> dict[str, dict[str, Any]]:
+    """The Deployment's ReplicaSets by template hash: the template, its revision, when it was
+    first made. Kept per Deployment UID, so a Deployment made again starts afresh."""
+    obj = cluster.objects["deployments"][key]
+    every: dict[tuple[str, str], dict[str, Any]] = cluster.addons.setdefault("replicasets", {})
+    kept = every.get(key)
+    if kept is None or kept["uid"] != obj["metadata"]["uid"]:
+        kept = every[key] = {"uid": obj["metadata"]["uid"], "sets": {}}
+    sets: dict[str, dict[str, Any]] = kept["sets"]
+    return sets
+
+
+def _remember(cluster: Cluster, key: tuple[str, str], digest: str) -> None:
+    """The ReplicaSet of the current template takes the Deployment's revision (a rollback
+    makes an old one current again, at a new revision); beyond `revisionHistoryLimit` the
+    oldest old ones go, as the deployment controller's cleanup does."""
+    obj = cluster.objects["deployments"][key]
+    spec = obj["spec"]
+    sets = _history(cluster, key)
+    revision = int((obj["metadata"].get("annotations") or {}).get(REVISION, "1"))
+    entry = sets.setdefault(digest, {"created": timestamp(cluster.clock())})
+    entry["revision"] = revision
+    entry["template"] = copy.deepcopy(spec.get("template") or {})
+    cause = (obj["metadata"].get("annotations") or {}).get(CHANGE_CAUSE)
+    if cause is not None:
+        entry["change_cause"] = cause
+    old = sorted((e["revision"], d) for d, e in sets.items() if d != digest)
+    limit = int(spec.get("revisionHistoryLimit", 10))
+    for _revision, gone in old[: max(0, len(old) - limit)]:
+        del sets[gone]
+
+
+def forget(cluster: Cluster, key: tuple[str, str]) -> None:
+    """The Deployment was deleted: its ReplicaSets went with it."""
+    cluster.addons.get("replicasets", {}).pop(key, None)
+
+
+def replicasets(cluster: Cluster, namespace: str | None = None) -> list[dict[str, Any]]:
+    """The ReplicaSets of the Deployments (read-only, derived): the current one with the
+    Deployment's replica count, the old ones scaled to 0, as `kubectl get rs`, `describe
+    deployment` and `rollout history|undo` read them."""
+    every: dict[tuple[str, str], dict[str, Any]] = cluster.addons.setdefault("replicasets", {})
+    out = []
+    for key in sorted(every):
+        if namespace is not None and key[0] != namespace:
+            continue
+        sets = _history(cluster, key)
+        for digest, entry in sorted(sets.items(), key=lambda item: item[1]["revision"]):
+            out.append(_replicaset(cluster, key, digest, entry))
+    return out
+
+
+def get_replicaset(cluster: Cluster, namespace: str, name: str) -> dict[str, Any]:
+    for rs in replicasets(cluster, namespace):
+        if rs["metadata"]["name"] == name:
+            return {"kind": "ReplicaSet", "apiVersion": "apps/v1", **rs}
+    raise not_found("replicasets", name, "apps")
+
+
+def _surge(spec: dict[str, Any], replicas: int) -> int:
+    strategy = spec.get("strategy") or {}
+    if strategy.get("type") == "Recreate":
+        return 0
+    surge = (strategy.get("rollingUpdate") or {}).get("maxSurge", "25%")
+    if isinstance(surge, str) and surge.endswith("%"):
+        return -(-replicas * int(surge[:-1]) // 100)  # rounded up, as upstream
+    return int(surge)
+
+
+def _replicaset(
+    cluster: Cluster, key: tuple[str, str], digest: str, entry: dict[str, Any]
+) -> dict[str, Any]:
+    namespace, name = key
+    dep = cluster.objects["deployments"][key]
+    spec = dep["spec"]
+    current = template_hash(spec.get("template") or {}) == digest
+    wanted = int(spec.get("replicas", 1)) if current else 0
+    template = copy.deepcopy(entry["template"])
+    template.setdefault("metadata", {}).setdefault("labels", {})["pod-template-hash"] = digest
+    selector = copy.deepcopy(spec.get("selector") or {})
+    selector.setdefault("matchLabels", {})["pod-template-hash"] = digest
+    pods = [
+        p
+        for p in owned_pods(cluster, key)
+        if (cluster.objects["pods"][p]["metadata"].get("labels") or {}).get("pod-template-hash")
+        == digest
+    ]
+    ready = sum(1 for p in pods if cluster.pod_is_ready(p))
+    annotations = {
+        "deployment.kubernetes.io/desired-replicas": str(int(spec.get("replicas", 1))),
+        "deployment.kubernetes.io/max-replicas": str(
+            int(spec.get("replicas", 1)) + _surge(spec, int(spec.get("replicas", 1)))
+        ),
+        REVISION: str(entry["revision"]),
+    }
+    if "change_cause" in entry:
+        annotations[CHANGE_CAUSE] = entry["change_cause"]
+    status: dict[str, Any] = {"replicas": len(pods), "observedGeneration": 1}
+    if pods:
+        status["fullyLabeledReplicas"] = len(pods)
+    if ready:
+        status.update(readyReplicas=ready, availableReplicas=ready)
+    return {
+        "metadata": {
+            "name": f"{name}-{digest}",
+            "namespace": namespace,
+            "uid": dep["metadata"]["uid"][:-10] + digest,
+            "resourceVersion": str(cluster.resource_version),
+            "generation": 1,
+            "creationTimestamp": entry["created"],
+            "labels": dict(template["metadata"]["labels"]),
+            "annotations": annotations,
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "name": name,
+                    "uid": dep["metadata"]["uid"],
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {"replicas": wanted, "selector": selector, "template": template},
+        "status": status,
+    }
+
+
 def reconcile(cluster: Cluster, key: tuple[str, str]) -> None:
     """Make the Deployment's pods match its template and replica count."""
     obj = cluster.objects["deployments"].get(key)
@@ -167,6 +295,7 @@ def reconcile(cluster: Cluster, key: tuple[str, str]) -> None:
     spec = obj["spec"]
     template = spec.get("template") or {}
     digest = template_hash(template)
+    _remember(cluster, key, digest)
     rs_name = f"{name}-{digest}"
     current: list[tuple[str, str]] = []
     stale: list[tuple[str, str]] = []
@@ -197,6 +326,14 @@ def reconcile(cluster: Cluster, key: tuple[str, str]) -> None:
             },
             "spec": copy.deepcopy(template.get("spec") or {}),
         }
+        # the ReplicaSet controller's create: its Update entry, as kube-controller-manager
+        body["metadata"]["managedFields"] = managedfields.record_update(
+            "Pod",
+            None,
+            defaulting.defaulted("Pod", {"apiVersion": "v1", **body}),
+            "kube-controller-manager",
+            timestamp(cluster.clock()),
+        )
         try:
             cluster.create("pods", namespace, body)
             failures.pop(key, None)
@@ -256,3 +393,37 @@ def status(cluster: Cluster, key: tuple[str, str]) -> dict[str, Any]:
         )
     out["conditions"] = conditions
     return out
+
+
+REVISION = "deployment.kubernetes.io/revision"
+CHANGE_CAUSE = "kubernetes.io/change-cause"
+
+
+def controller_entry(cluster: Cluster, key: tuple[str, str], obj: dict[str, Any]) -> Any:
+    """The deployment controller's managedFields entry (kube-controller-manager, `subresource:
+    status`): its status, and the revision annotation, which it writes with the status
+    (UpdateStatus in sync.go's getNewReplicaSet). Its time: its last change, as far as the lab
+    tells (the Deployment's creation, or the last start of one of its pods)."""
+    annotations = dict(obj["metadata"].get("annotations") or {})
+    before: dict[str, Any] = {"status": {}}
+    if set(annotations) - {REVISION}:
+        before["metadata"] = {
+            "annotations": {k: v for k, v in annotations.items() if k != REVISION}
+        }
+    after: dict[str, Any] = {"status": obj.get("status") or {}}
+    if annotations:
+        after["metadata"] = {"annotations": annotations}
+    times = [obj["metadata"]["creationTimestamp"]]
+    for pod_key in owned_pods(cluster, key):
+        rt = cluster.pod_rt.get(pod_key)
+        if rt is not None and rt.started:
+            times.append(timestamp(rt.start_at))
+    return managedfields.controller_entry(
+        "Deployment",
+        before,
+        after,
+        "kube-controller-manager",
+        max(times),
+        subresource="status",
+        api_version="apps/v1",
+    )

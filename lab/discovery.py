@@ -37,8 +37,9 @@ class Resource:
 # group/version -> resources, as the lab serves them (in upstream's order of names).
 SERVED: dict[str, list[Resource]] = {
     "v1": [
-        Resource("configmaps", "configmap", "ConfigMap", True, ["get", "list"], ["cm"]),
+        Resource("configmaps", "configmap", "ConfigMap", True, RO, ["cm"]),
         Resource("endpoints", "endpoints", "Endpoints", True, RO, ["ep"], subresources={}),
+        Resource("events", "event", "Event", True, RO, ["ev"]),
         Resource(
             "namespaces",
             "namespace",
@@ -47,7 +48,9 @@ SERVED: dict[str, list[Resource]] = {
             ["create", "delete", "get", "list", "patch", "update", "watch"],
             ["ns"],
         ),
-        Resource("nodes", "node", "Node", False, RO, ["no"]),
+        Resource(
+            "nodes", "node", "Node", False, ["get", "list", "patch", "update", "watch"], ["no"]
+        ),
         Resource(
             "pods",
             "pod",
@@ -79,7 +82,7 @@ SERVED: dict[str, list[Resource]] = {
         ),
     ],
     "apps/v1": [
-        Resource("daemonsets", "daemonset", "DaemonSet", True, ["get", "list"], ["ds"], ["all"]),
+        Resource("daemonsets", "daemonset", "DaemonSet", True, RO, ["ds"], ["all"]),
         Resource(
             "deployments",
             "deployment",
@@ -88,8 +91,12 @@ SERVED: dict[str, list[Resource]] = {
             RW,
             ["deploy"],
             ["all"],
-            {"status": ("Deployment", ["get"], "")},
+            {
+                "scale": ("Scale", ["get", "patch", "update"], "autoscaling/v1"),
+                "status": ("Deployment", ["get"], ""),
+            },
         ),
+        Resource("replicasets", "replicaset", "ReplicaSet", True, RO, ["rs"], ["all"]),
     ],
     "authorization.k8s.io/v1": [
         Resource(

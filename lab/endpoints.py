@@ -10,9 +10,10 @@ import uuid
 import zlib
 from typing import TYPE_CHECKING, Any
 
+from lab import managedfields
 from lab.errors import not_found
 from lab.labels import matches_query
-from lab.store import DerivedId, Key, version_tuple
+from lab.store import DerivedId, Key, timestamp, version_tuple
 
 if TYPE_CHECKING:
     from lab.runtime import Runtime
@@ -94,7 +95,26 @@ class EndpointsController:
         obj: dict[str, Any] = {"metadata": meta}
         if subsets:
             obj["subsets"] = subsets
+        self._managed("Endpoints", "v1", key, obj)
         return obj if in_list else {"kind": "Endpoints", "apiVersion": "v1", **obj}
+
+    def _managed(self, kind: str, api_version: str, key: Key, obj: dict[str, Any]) -> None:
+        """The writer's managedFields entry on OBJ: the endpoints (or endpoint slice) controller
+        of kube-controller-manager, an Update of the main resource; for the `kubernetes`
+        Service, the apiserver's own endpoint reconciler. Its time is the last change the lab
+        tells: the Service's creation, or the start of its latest backend."""
+        svc = self.runtime.objects["services"][key]
+        times = [str(svc["metadata"]["creationTimestamp"])]
+        for pod_key, _ready in self.runtime.service_backends(key):
+            times.append(timestamp(self.runtime.pod_rt[pod_key].start_at))
+        manager = (
+            "kube-apiserver" if key == ("default", "kubernetes") else "kube-controller-manager"
+        )
+        entry = managedfields.controller_entry(
+            kind, {}, obj, manager, max(times), api_version=api_version
+        )
+        if entry is not None:
+            obj["metadata"]["managedFields"] = [entry]
 
     def list_endpoints(self, namespace: str | None, selector: str | None) -> list[dict[str, Any]]:
         return [
@@ -138,39 +158,37 @@ class EndpointsController:
                     {"addresses": [self.runtime.nodes[0].host_ip], "conditions": {"ready": True}}
                 ]
                 ports = [{"name": "https", "port": 6443, "protocol": "TCP"}]
-            slices.append(
-                {
-                    "metadata": {
-                        "name": key[1]
-                        if key == ("default", "kubernetes")
-                        else f"{key[1]}-{suffix}",
-                        "namespace": key[0],
-                        "uid": str(
-                            uuid.UUID(
-                                int=zlib.crc32(f"{svc['metadata']['uid']}/{index}".encode()),
-                                version=4,
-                            )
-                        ),
-                        "resourceVersion": str(self.runtime.store.resource_version),
-                        "creationTimestamp": svc["metadata"]["creationTimestamp"],
-                        "generateName": f"{key[1]}-",
-                        "labels": labels,
-                        "ownerReferences": [
-                            {
-                                "apiVersion": "v1",
-                                "kind": "Service",
-                                "name": key[1],
-                                "uid": svc["metadata"]["uid"],
-                                "controller": True,
-                                "blockOwnerDeletion": True,
-                            }
-                        ],
-                    },
-                    "addressType": "IPv4",
-                    "endpoints": endpoints,
-                    "ports": ports,
-                }
-            )
+            made: dict[str, Any] = {
+                "metadata": {
+                    "name": key[1] if key == ("default", "kubernetes") else f"{key[1]}-{suffix}",
+                    "namespace": key[0],
+                    "uid": str(
+                        uuid.UUID(
+                            int=zlib.crc32(f"{svc['metadata']['uid']}/{index}".encode()),
+                            version=4,
+                        )
+                    ),
+                    "resourceVersion": str(self.runtime.store.resource_version),
+                    "creationTimestamp": svc["metadata"]["creationTimestamp"],
+                    "generateName": f"{key[1]}-",
+                    "labels": labels,
+                    "ownerReferences": [
+                        {
+                            "apiVersion": "v1",
+                            "kind": "Service",
+                            "name": key[1],
+                            "uid": svc["metadata"]["uid"],
+                            "controller": True,
+                            "blockOwnerDeletion": True,
+                        }
+                    ],
+                },
+                "addressType": "IPv4",
+                "endpoints": endpoints,
+                "ports": ports,
+            }
+            self._managed("EndpointSlice", "discovery.k8s.io/v1", key, made)
+            slices.append(made)
         return slices
 
     def list_endpointslices(

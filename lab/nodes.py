@@ -24,6 +24,23 @@ class Node:
     host_ip: str
     sctp_loaded: bool = False
     schedulable: bool = True
+    # What clients changed through the API (kubectl label, annotate, cordon, taint): the whole
+    # labels and annotations maps, spec.unschedulable and spec.taints; None while unchanged.
+    edited: dict[str, Any] | None = None
+
+    @property
+    def cordoned(self) -> bool:
+        return bool((self.edited or {}).get("unschedulable"))
+
+    @property
+    def takes_pods(self) -> bool:
+        """Whether the scheduler places new pods here: not cordoned, no NoSchedule or NoExecute
+        taint (the lab's pods carry no tolerations)."""
+        if self.edited is None:
+            return self.schedulable
+        return not self.cordoned and not any(
+            t.get("effect") in ("NoSchedule", "NoExecute") for t in self.edited["taints"]
+        )
 
 
 @dataclass
@@ -100,6 +117,15 @@ class NodeSet:
                 spec["taints"] = [
                     {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
                 ]
+        annotations = node_annotations(self, node.host_ip)
+        if node.edited is not None:
+            labels = dict(node.edited["labels"])
+            annotations = dict(node.edited["annotations"])
+            spec.pop("taints", None)
+            if node.edited["taints"]:
+                spec["taints"] = [dict(t) for t in node.edited["taints"]]
+            if node.edited["unschedulable"]:
+                spec["unschedulable"] = True
         created = timestamp(self.started_at)
         obj = {
             "metadata": {
@@ -108,7 +134,7 @@ class NodeSet:
                 "resourceVersion": str(resource_version),
                 "creationTimestamp": created,
                 "labels": labels,
-                "annotations": node_annotations(self, node.host_ip),
+                "annotations": annotations,
             },
             "spec": spec,
             "status": {
@@ -147,3 +173,28 @@ class NodeSet:
             },
         }
         return obj if in_list else {"kind": "Node", "apiVersion": "v1", **obj}
+
+
+def edit_node(node_set: NodeSet, node: Node, new: dict[str, Any]) -> None:
+    """Keep what a client may change on a Node (a PUT's body or a patched copy): labels,
+    annotations, spec.unschedulable and spec.taints. The node lifecycle controller's
+    `node.kubernetes.io/unschedulable` taint follows a cordon as on a real cluster. The rest
+    (addresses, capacity, conditions) is the kubelet's, and stays as the lab renders it."""
+    meta = new.get("metadata") or {}
+    spec = new.get("spec") or {}
+    unschedulable = bool(spec.get("unschedulable"))
+    taints = [dict(t) for t in spec.get("taints") or [] if isinstance(t, dict)]
+    key = "node.kubernetes.io/unschedulable"
+    had = node.cordoned
+    if unschedulable and not had and not any(t.get("key") == key for t in taints):
+        taints.append(
+            {"key": key, "effect": "NoSchedule", "timeAdded": timestamp(node_set.clock())}
+        )
+    if not unschedulable and had:
+        taints = [t for t in taints if t.get("key") != key]
+    node.edited = {
+        "labels": {str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
+        "annotations": {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()},
+        "unschedulable": unschedulable,
+        "taints": taints,
+    }

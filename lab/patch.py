@@ -1,8 +1,8 @@
 """PATCH as kube-apiserver applies it: strategic merge, JSON merge (RFC 7386), JSON patch (RFC 6902).
 
 Server-side apply (`application/apply-patch+yaml`, `kubectl apply --server-side`) creates the
-object or merges the applied configuration into it (without field ownership: see
-`server_side_apply`). `kubectl apply` re-applies a manifest with a strategic merge patch: maps merge, `null`
+object or merges the applied configuration into it, with field ownership and conflicts (see
+`server_side_apply` and lab/managedfields.py). `kubectl apply` re-applies a manifest with a strategic merge patch: maps merge, `null`
 deletes a field, lists of objects merge by their merge key (containers by `name`, a Service's
 ports by `port`, a container's ports by `containerPort`, ...) with `$patch: delete` entries,
 and `$setElementOrder/FIELD` gives the order of the merged list. The merge keys here are
@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from lab import managedfields
 from lab.errors import ApiError
 
 STRATEGIC = "application/strategic-merge-patch+json"
@@ -289,53 +290,33 @@ def applied_config(raw: bytes, kind: str, name: str, field_manager: str) -> dict
     return body
 
 
-def field_set(kind: str, obj: Any, path: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The fields an object sets, in the FieldsV1 form of `metadata.managedFields`: `f:NAME`
-    for a map key, `k:{"KEY":VALUE}` for an element of a list merged by its key; a leaf or an
-    atomic list is `{}`."""
-    out: dict[str, Any] = {}
-    if not isinstance(obj, dict):
-        return out
-    for key, value in obj.items():
-        if path == () and key in ("apiVersion", "kind", "status"):
-            continue
-        if path == ("metadata",) and key in ("name", "namespace"):
-            continue
-        here = (*path, key)
-        if isinstance(value, dict):
-            out[f"f:{key}"] = field_set(kind, value, here)
-        elif isinstance(value, list) and (mk := merge_key(kind, here)):
-            out[f"f:{key}"] = {
-                f"k:{json.dumps({mk: item.get(mk)}, separators=(',', ':'))}": field_set(
-                    kind, item, here
-                )
-                for item in value
-                if isinstance(item, dict) and mk in item
-            }
-        else:
-            out[f"f:{key}"] = {}
-    return out
-
-
 def _drop_unowned(
-    kind: str, live: Any, before: dict[str, Any], now: dict[str, Any], path: tuple[str, ...]
+    live: Any, before: dict[str, Any], now: dict[str, Any], others: dict[str, Any]
 ) -> None:
-    """Removes from `live` what the manager set before and no longer applies."""
+    """Removes from `live` what the manager set before and no longer applies, unless another
+    manager owns it too (structured-merge-diff's prune, which adds back what others own)."""
     for name, sub in before.items():
+        if name == ".":
+            continue
+        theirs = others.get(name, _NOBODY)
+        below = theirs if isinstance(theirs, dict) else {}
         if name.startswith("f:") and isinstance(live, dict):
             key = name[2:]
-            if name not in now:
+            if name not in now and theirs is _NOBODY:
                 live.pop(key, None)
             elif sub and key in live:
-                _drop_unowned(kind, live[key], sub, now[name], (*path, key))
-        elif name.startswith("k:") and isinstance(live, list):
-            matches = _keyed(live, name)
-            if name not in now:
+                _drop_unowned(live[key], sub, now.get(name) or {}, below)
+        elif name[:2] in ("k:", "v:") and isinstance(live, list):
+            matches = managedfields.keyed(live, name)
+            if name not in now and theirs is _NOBODY:
                 for item in matches:
                     live.remove(item)
             elif sub:
                 for item in matches:
-                    _drop_unowned(kind, item, sub, now[name], path)
+                    _drop_unowned(item, sub, now.get(name) or {}, below)
+
+
+_NOBODY: Any = object()
 
 
 def server_side_apply(
@@ -347,30 +328,34 @@ def server_side_apply(
     force: bool = False,
 ) -> dict[str, Any]:
     """The live object after `manager` applies `applied` (server-side apply): what the manager
-    applied before and no longer applies is removed, then the applied configuration is merged
-    in (maps merge, lists of objects merge by their merge key), and the manager's `Apply` entry
-    of `metadata.managedFields` records the fields it now sets. Fields other managers set stay.
+    applied before and no longer applies is removed (unless another manager owns it too), then
+    the applied configuration is merged in (maps merge, lists of objects merge by their merge
+    key), and the manager's `Apply` entry of `metadata.managedFields` records the fields it
+    now sets (lab/managedfields.py). Fields other managers set stay.
 
-    A field another applier owns, applied with another value than the live one, is a conflict:
-    409 naming each field and its manager in upstream's words, unless `force`
-    (`kubectl apply --server-side --force-conflicts`), which takes the fields from their managers.
-    The lab records the appliers' ownership only (no `Update` entries), so conflicts are between
-    appliers."""
+    A field another manager owns (an applier's, or an `Update` entry's: the manager of a
+    create, update or patch), applied with another value than the live one, is a conflict: 409
+    naming each field and its manager in upstream's words, unless `force`
+    (`kubectl apply --server-side --force-conflicts`), which takes the fields from their
+    managers."""
     live = copy.deepcopy(original)
-    entries = list((live.get("metadata") or {}).get("managedFields") or [])
+    entries = [dict(e) for e in (live.get("metadata") or {}).get("managedFields") or []]
     mine = next(
         (e for e in entries if e.get("manager") == manager and e.get("operation") == "Apply"), None
     )
-    now = field_set(kind, applied)
+    now = managedfields.field_set(kind, applied)
     others = [e for e in entries if e is not mine]
     conflicts = _conflicts(original, applied, now, others)
     if conflicts and not force:
         raise _conflict_error(conflicts)
     for entry, path in conflicts:  # forced: the fields change hands
-        entry["fieldsV1"] = _without(entry.get("fieldsV1") or {}, path)
-    others = [e for e in others if e.get("fieldsV1") or e.get("operation") != "Apply"]
+        entry["fieldsV1"] = managedfields.without(entry.get("fieldsV1") or {}, path)
+    others = [e for e in others if e.get("fieldsV1")]
     if mine is not None:
-        _drop_unowned(kind, live, (mine.get("fieldsV1") or {}), now, ())
+        owned_by_others: dict[str, Any] = {}
+        for entry in others:
+            owned_by_others = managedfields.union(owned_by_others, entry.get("fieldsV1") or {})
+        _drop_unowned(live, (mine.get("fieldsV1") or {}), now, owned_by_others)
     merged = strategic_merge(kind, live, applied)
     entry = {
         "manager": manager,
@@ -380,106 +365,39 @@ def server_side_apply(
         "fieldsType": "FieldsV1",
         "fieldsV1": now,
     }
-    merged.setdefault("metadata", {})["managedFields"] = [*others, entry]
+    merged.setdefault("metadata", {})["managedFields"] = managedfields.sorted_entries(
+        [*others, entry]
+    )
     return merged
-
-
-_ABSENT = object()
-
-
-def _keyed(items: list[Any], name: str) -> list[Any]:
-    """The elements of a list that a FieldsV1 `k:{"KEY":VALUE,…}` names."""
-    wanted = json.loads(name[2:])
-    return [
-        i for i in items if isinstance(i, dict) and all(i.get(k) == v for k, v in wanted.items())
-    ]
-
-
-def _leaves(fields: dict[str, Any], path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
-    """The leaf paths of a FieldsV1 set (its `.` markers aside)."""
-    out: list[tuple[str, ...]] = []
-    for name, sub in fields.items():
-        if name == ".":
-            continue
-        out.extend(_leaves(sub, (*path, name)) if sub else [(*path, name)])
-    return out
-
-
-def _value_at(obj: Any, path: tuple[str, ...]) -> Any:
-    """The value at a FieldsV1 path of an object, or _ABSENT."""
-    node = obj
-    for name in path:
-        if name.startswith("f:") and isinstance(node, dict) and name[2:] in node:
-            node = node[name[2:]]
-        elif name.startswith("k:") and isinstance(node, list):
-            matches = _keyed(node, name)
-            if not matches:
-                return _ABSENT
-            node = matches[0]
-        else:
-            return _ABSENT
-    return node
-
-
-def _has(fields: dict[str, Any], path: tuple[str, ...]) -> bool:
-    node: Any = fields
-    for name in path:
-        if not isinstance(node, dict) or name not in node:
-            return False
-        node = node[name]
-    return True
 
 
 def _conflicts(
     live: dict[str, Any], applied: dict[str, Any], now: dict[str, Any], others: list[Any]
 ) -> list[tuple[dict[str, Any], tuple[str, ...]]]:
-    """(another applier's entry, a field path) for each field this apply would change that the
-    other applier set."""
+    """(another manager's entry, a field path) for each field this apply would change that
+    the other manager owns."""
     found = []
-    for path in _leaves(now):
-        held = _value_at(live, path)
-        if held is _ABSENT or held == _value_at(applied, path):
+    for path in managedfields.leaves(now):
+        held = managedfields.value_at(live, path)
+        if held is managedfields.ABSENT or held == managedfields.value_at(applied, path):
             continue
         for entry in others:
-            if entry.get("operation") == "Apply" and _has(entry.get("fieldsV1") or {}, path):
+            if managedfields.has(entry.get("fieldsV1") or {}, path):
                 found.append((entry, path))
     return found
 
 
-def _without(fields: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
-    """A FieldsV1 set without one leaf (and the maps it leaves empty)."""
-    if not path or path[0] not in fields:
-        return fields
-    out = dict(fields)
-    if len(path) == 1:
-        del out[path[0]]
-        return out
-    rest = _without(fields[path[0]], path[1:])
-    if rest and set(rest) != {"."}:
-        out[path[0]] = rest
-    else:
-        del out[path[0]]
-    return out
-
-
-def field_path(path: tuple[str, ...]) -> str:
-    """A FieldsV1 path as upstream prints it: `.spec.ports[port=5060].targetPort`."""
-    out = ""
-    for name in path:
-        if name.startswith("f:"):
-            out += "." + name[2:]
-        elif name.startswith("k:"):
-            keys = json.loads(name[2:])
-            out += "[" + ",".join(f"{k}={json.dumps(v)}" for k, v in keys.items()) + "]"
-    return out
+field_path = managedfields.field_path
 
 
 def _conflict_error(conflicts: list[tuple[dict[str, Any], tuple[str, ...]]]) -> ApiError:
-    """The 409 of k8s.io/apimachinery's managedfields NewConflictError, word for word."""
+    """The 409 of k8s.io/apimachinery's managedfields NewConflictError, word for word: each
+    manager as printManager names it (an Update entry's with ` using APIVERSION`), grouped
+    and sorted by its manager identifier when there are several conflicts."""
     causes = [
         {
             "type": "FieldManagerConflict",
-            "message": f"conflict with {json.dumps(entry.get('manager', ''))}",
+            "message": f"conflict with {managedfields.manager_label(entry)}",
             "field": field_path(path),
         }
         for entry, path in conflicts
@@ -487,13 +405,16 @@ def _conflict_error(conflicts: list[tuple[dict[str, Any], tuple[str, ...]]]) -> 
     if len(causes) == 1:
         message = f"Apply failed with 1 conflict: {causes[0]['message']}: {causes[0]['field']}"
     else:
-        by_manager: dict[str, list[str]] = {}
+        by_manager: dict[str, tuple[str, list[str]]] = {}
         for entry, path in conflicts:
-            by_manager.setdefault(entry.get("manager", ""), []).append(field_path(path))
+            ident = managedfields.manager_identifier(entry)
+            label = managedfields.manager_label(entry)
+            by_manager.setdefault(ident, (label, []))[1].append(field_path(path))
         lines = []
-        for name in sorted(by_manager):
-            lines.append(f"conflicts with {json.dumps(name)}:")
-            lines.extend(f"- {p}" for p in by_manager[name])
+        for ident in sorted(by_manager):
+            label, paths = by_manager[ident]
+            lines.append(f"conflicts with {label}:")
+            lines.extend(f"- {p}" for p in paths)
         message = f"Apply failed with {len(causes)} conflicts: " + "\n".join(lines)
     return ApiError(409, message, reason="Conflict", details={"causes": causes})
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import zlib
 from typing import TYPE_CHECKING, Any
 
-from lab import families
+from lab import families, managedfields
 from lab.store import timestamp
 
 if TYPE_CHECKING:
@@ -14,10 +14,50 @@ if TYPE_CHECKING:
     from lab.runtime import PodRuntime
 
 
+def _unschedulable(nodes: list[Node]) -> str:
+    """The scheduler's FailedScheduling message when no node takes the pod (its wording)."""
+    cordoned = sum(1 for n in nodes if n.cordoned)
+    tainted: dict[str, int] = {}
+    for n in nodes:
+        if n.cordoned:
+            continue
+        taints = (
+            (n.edited or {}).get("taints")
+            if n.edited is not None
+            else ([] if n.schedulable else [{"key": "node-role.kubernetes.io/control-plane"}])
+        )
+        for t in taints or []:
+            text = "{" + f"{t.get('key')}: {t.get('value', '')}" + "}"
+            tainted[text] = tainted.get(text, 0) + 1
+            break
+    parts = [f"{count} node(s) had untolerated taint {text}" for text, count in tainted.items()]
+    if cordoned:
+        parts.append(f"{cordoned} node(s) were unschedulable")
+    total = len(nodes)
+    return (
+        f"0/{total} nodes are available: {', '.join(parts)}. preemption: 0/{total} nodes are "
+        f"available: {total} Preemption is not helpful for scheduling."
+    )
+
+
 def pod_status(
     cluster: Profiled, spec: dict[str, Any], rt: PodRuntime, node: Node | None
 ) -> dict[str, Any]:
     """The status the kubelet reports for a pod (node None: bound to a node that does not exist)."""
+    if node is None and not spec.get("nodeName"):
+        return {
+            "phase": "Pending",
+            "qosClass": "BestEffort",
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": _unschedulable(getattr(cluster, "nodes", [])),
+                    "lastTransitionTime": timestamp(rt.created),
+                }
+            ],
+        }
     if node is None:
         # Bound by nodeName to a node that does not exist: no kubelet ever reports on it.
         return {"phase": "Pending", "qosClass": "BestEffort"}
@@ -125,3 +165,29 @@ def pod_status(
     ]
     status["conditions"] = conditions
     return status
+
+
+def kubelet_entry(
+    status: dict[str, Any], rt: PodRuntime, node: Node | None
+) -> dict[str, Any] | None:
+    """The managedFields entry of the kubelet's status writes (`subresource: status`): the
+    fields it changed from what the apiserver's pod strategy set at creation (phase Pending,
+    qosClass) and the scheduler's binding (condition PodScheduled). None: no kubelet runs it."""
+    if node is None:
+        return None
+    created: dict[str, Any] = {"phase": "Pending"}
+    if "qosClass" in status:
+        created["qosClass"] = status["qosClass"]
+    scheduled = [c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"]
+    if scheduled:
+        created["conditions"] = scheduled
+    last = (rt.finished_at or rt.start_at) if rt.started else rt.created
+    return managedfields.controller_entry(
+        "Pod",
+        {"status": created},
+        {"status": status},
+        "kubelet",
+        timestamp(last),
+        subresource="status",
+        api_version="v1",
+    )

@@ -48,6 +48,8 @@ FLAVOR_CNI = {
 PRIVILEGED_PODS = ("allow", "forbid", "webhook-deny")
 
 _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+# The release of a profile that names none (and of lab/openapi.py's schemas outside a request).
+DEFAULT_KUBERNETES_VERSION = "1.31.2"
 _VERSION_RE = re.compile(r"^\d+\.\d+(\.\d+)?([-+][0-9A-Za-z.-]+)?$")
 
 # field -> (type check name, default). A default of None for `name` means "the file stem".
@@ -55,7 +57,7 @@ _TOP: dict[str, tuple[str, Any]] = {
     "name": ("str", None),
     "plugin": ("str", None),
     "plugin_version": ("str", ""),
-    "kubernetes_version": ("str", "1.31.2"),
+    "kubernetes_version": ("str", DEFAULT_KUBERNETES_VERSION),
     "proxier": ("str", "iptables"),
     "nodes": ("int", 2),
     "sctp_feature_gate": ("bool", True),

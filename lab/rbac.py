@@ -337,15 +337,36 @@ _RBAC_PATH = re.compile(
     r"clusterrolebindings|roles|rolebindings)(?:/(?P<name>[^/]+))?/?$"
 )
 _SA_PATH = re.compile(
-    r"^/api/v1/namespaces/(?P<ns>[^/]+)/serviceaccounts(?:/(?P<name>[^/]+)(?P<token>/token)?)?/?$"
+    r"^/api/v1(?:/namespaces/(?P<ns>[^/]+))?/serviceaccounts"
+    r"(?:/(?P<name>[^/]+)(?P<token>/token)?)?/?$"
 )
+
+
+def _namespaces_kept(cluster: Any) -> None:
+    """What kube-controller-manager keeps true of namespaced RBAC objects: every namespace has
+    its `default` ServiceAccount (the serviceaccount controller makes it again when it is
+    deleted), and a deleted namespace's ServiceAccounts, Roles and RoleBindings are gone."""
+    objects = state_of(cluster).objects
+    live = set(cluster.namespaces)
+    for resource, (_kind, namespaced) in _KINDS.items():
+        if namespaced:
+            for key in [k for k in objects[resource] if k[0] not in live]:
+                del objects[resource][key]
+    accounts = objects["serviceaccounts"]
+    for ns in sorted(live):
+        if (ns, "default") not in accounts:
+            made = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}}
+            _store(cluster, accounts, (ns, "default"), made, ns)
 
 
 def serve(cluster: Any, method: str, path: str, body: Any) -> tuple[int, Any] | None:
     """Answer the RBAC object and TokenRequest calls; None for every other path."""
     found = _SA_PATH.match(path)
     if found:
-        ns, name = found.group("ns"), found.group("name")
+        _namespaces_kept(cluster)
+        ns, name = found.group("ns") or "", found.group("name")
+        if not ns and (name is not None or method != "GET"):
+            raise ApiError(404, "the server could not find the requested resource")
         if found.group("token"):
             if method != "POST":
                 raise ApiError(
@@ -360,7 +381,11 @@ def serve(cluster: Any, method: str, path: str, body: Any) -> tuple[int, Any] | 
         resource = found.group("res")
         namespaced = _KINDS[resource][1]
         ns = found.group("ns") or ""
-        if namespaced != bool(ns):
+        if namespaced:
+            _namespaces_kept(cluster)
+        if ns and not namespaced:
+            raise ApiError(404, "the server could not find the requested resource")
+        if namespaced and not ns and (found.group("name") is not None or method != "GET"):
             raise ApiError(404, "the server could not find the requested resource")
         return _crud(cluster, method, resource, ns, found.group("name"), body)
     return None
@@ -512,7 +537,9 @@ def _token_request(cluster: Any, ns: str, name: str | None, body: Any) -> dict[s
     spec = (body or {}).get("spec") if isinstance(body, dict) else None
     if not isinstance(spec, dict):
         raise ApiError(400, "the request body must be a TokenRequest")
-    seconds = spec.get("expirationSeconds", 3600)
+    seconds = spec.get("expirationSeconds")
+    if seconds is None:  # kubectl create token without --duration sends null: the default hour
+        seconds = 3600
     if not isinstance(seconds, int) or isinstance(seconds, bool) or seconds < MIN_TOKEN_SECONDS:
         raise invalid(
             "TokenRequest",

@@ -13,11 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from lab import admission, families, podstatus, validation
+from lab import admission, families, managedfields, podstatus, validation
 from lab.errors import ApiError, already_exists, invalid, not_found
 from lab.labels import service_selector_matches
 from lab.nodes import Node, NodeSet
-from lab.store import ApiStore, Key
+from lab.store import ApiStore, Key, timestamp
 from lab.workloads import Workload, read_pod
 
 NO_NODE = -1  # PodRuntime.node of a pod bound to a node the cluster does not have
@@ -146,7 +146,8 @@ class Runtime:
         if (namespace, name) in self.objects["pods"]:
             raise already_exists("pods", name)
         node = self._schedule(spec.get("nodeName"))
-        spec["nodeName"] = node.name if node is not None else spec["nodeName"]
+        if node is not None:
+            spec["nodeName"] = node.name
         spec.setdefault("schedulerName", "default-scheduler")
         spec.setdefault("serviceAccountName", "default")
         spec.setdefault("terminationGracePeriodSeconds", 30)
@@ -176,10 +177,30 @@ class Runtime:
             # A pod bound to a node that does not exist is accepted, as a real server does;
             # no kubelet ever picks it up, so it stays Pending (None: no node).
             return self.node_set.node_by_name(wanted)
-        candidates = [n for n in self.nodes if n.schedulable]
+        candidates = [n for n in self.nodes if n.takes_pods]
+        if not candidates:
+            return None  # every node cordoned or tainted: Pending, as the scheduler leaves it
         node = candidates[self._rr % len(candidates)]
         self._rr += 1
         return node
+
+    def schedule_waiting(self) -> list[Key]:
+        """Place the pods the scheduler could not place (every node cordoned or tainted) on the
+        nodes that take pods now, as the scheduler retries them; the pods placed."""
+        placed = []
+        for key, rt in sorted(self.pod_rt.items(), key=lambda item: item[1].created):
+            spec = self.objects["pods"].get(key, {}).get("spec")
+            if rt.node != NO_NODE or spec is None or spec.get("nodeName"):
+                continue
+            node = self._schedule(None)
+            if node is None:
+                break
+            spec["nodeName"] = node.name
+            rt.node = node.index
+            rt.ip = node.host_ip if spec.get("hostNetwork") else self._pod_ip(node)
+            rt.start_at = self.clock() + float(self.faults["pod_start_delay_s"])
+            placed.append(key)
+        return placed
 
     def _pod_ip(self, node: Node) -> str:
         used = {rt.ip for rt in self.pod_rt.values()}
@@ -195,6 +216,14 @@ class Runtime:
         rt = self.pod_rt[key]
         node = None if rt.node == NO_NODE else self.nodes[rt.node]
         return podstatus.pod_status(self, self.objects["pods"][key]["spec"], rt, node)
+
+    def kubelet_entry(self, key: Key, status: dict[str, Any]) -> dict[str, Any] | None:
+        """The kubelet's managedFields entry (`subresource: status`) for the rendered STATUS."""
+        rt = self.pod_rt.get(key)
+        if rt is None:
+            return None
+        node = None if rt.node == NO_NODE else self.nodes[rt.node]
+        return podstatus.kubelet_entry(status, rt, node)
 
     def pod_log(self, namespace: str, name: str, container: str | None) -> str:
         key = (namespace, name)
@@ -384,6 +413,23 @@ class Runtime:
         if ip is None:
             return {"loadBalancer": {}}
         return {"loadBalancer": {"ingress": [{"ip": ip, "ipMode": "VIP"}]}}
+
+    def load_balancer_entry(self, key: Key, status: dict[str, Any]) -> dict[str, Any] | None:
+        """The load balancer controller's managedFields entry once it published the ingress
+        IP: MetalLB's `controller` (its binary's name, the prefix of its User-Agent), through
+        the status subresource."""
+        rt = self.svc_rt.get(key)
+        if rt is None or rt.lb_ready_at is None or self.lb_ip(key) is None:
+            return None
+        return managedfields.controller_entry(
+            "Service",
+            {"status": {"loadBalancer": {}}},
+            {"status": status},
+            "controller",
+            timestamp(rt.lb_ready_at),
+            subresource="status",
+            api_version="v1",
+        )
 
     # ------------------------------------------------------------------ backends
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import copy
 import json
 import os
 import re
@@ -25,14 +26,33 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
 
-from lab import discovery, fields, openapi, patch, protobuf, rbac, tables, updates
+from lab import (
+    defaulting,
+    deployments,
+    discovery,
+    events,
+    fields,
+    managedfields,
+    openapi,
+    patch,
+    protobuf,
+    rbac,
+    tables,
+    updates,
+)
 from lab.cluster import KIND_OF, Cluster
 from lab.daemonsets import configmaps, daemonsets
-from lab.errors import ApiError
+from lab.errors import ApiError, invalid
 from lab.labels import matches_query
 from lab.profiles import load_profiles, validate_profile
 from lab.tls import DEFAULT_HOSTS, KeyPair, LabCA, peer_identity
-from lab.watch import WatchStream, check_list_resource_version, field_matches, is_watch
+from lab.watch import (
+    DerivedWatch,
+    WatchStream,
+    check_list_resource_version,
+    field_matches,
+    is_watch,
+)
 
 _NS = r"(?P<ns>[a-z0-9.-]+)"
 _NAME = r"(?P<name>[^/]+)"
@@ -79,6 +99,10 @@ ITEM_TYPE = {
     "endpoints": ("Endpoints", "v1"),
     "endpointslices": ("EndpointSlice", "discovery.k8s.io/v1"),
     "deployments": ("Deployment", "apps/v1"),
+    "events": ("Event", "v1"),
+    "replicasets": ("ReplicaSet", "apps/v1"),
+    "daemonsets": ("DaemonSet", "apps/v1"),
+    "configmaps": ("ConfigMap", "v1"),
 }
 
 
@@ -99,6 +123,31 @@ class Answer:
 def _request_header(name: str) -> str | None:
     headers = getattr(_ROUTER.local, "headers", None)
     return headers.get(name) if headers is not None else None
+
+
+def _as_table_stream(stream: WatchStream, resource: str, query: dict[str, list[str]]) -> None:
+    """kubectl's `get -w` asks for Tables: each event's object becomes a one-row Table, the
+    column definitions on the first."""
+    version = tables.wants_table(_request_header("Accept"))
+    if version is None:
+        return
+    include = _q(query, "includeObject") or "Metadata"
+    first = [True]
+    table_version: str = version
+
+    def as_table(obj: dict[str, Any]) -> dict[str, Any]:
+        out = tables.table(
+            resource,
+            [obj],
+            resource_version=str(obj.get("metadata", {}).get("resourceVersion", "")),
+            api_version=table_version,
+            include=include,
+            with_columns=first[0],
+        )
+        first[0] = False
+        return out
+
+    stream.transform = as_table
 
 
 def _table_or(
@@ -139,26 +188,7 @@ def _list_or_watch(
         ]
         stream = WatchStream(cluster, resource, namespace, query, snapshot, _ROUTER.stopping)
         stream.item_type = ITEM_TYPE[resource]
-        version = tables.wants_table(_request_header("Accept"))
-        if version is not None:
-            include = _q(query, "includeObject") or "Metadata"
-            first = [True]
-
-            table_version: str = version
-
-            def as_table(obj: dict[str, Any]) -> dict[str, Any]:
-                out = tables.table(
-                    resource,
-                    [obj],
-                    resource_version=str(obj.get("metadata", {}).get("resourceVersion", "")),
-                    api_version=table_version,
-                    include=include,
-                    with_columns=first[0],
-                )
-                first[0] = False
-                return out
-
-            stream.transform = as_table
+        _as_table_stream(stream, resource, query)
         return 200, stream
     check_list_resource_version(cluster, query)
     selector = _q(query, "fieldSelector")
@@ -175,6 +205,67 @@ def _list_or_watch(
             include=_q(query, "includeObject") or "Metadata",
         )
     return 200, _list(list_kind, api_version, items, cluster)
+
+
+def _read_only_list(
+    resource: str,
+    list_kind: str,
+    api_version: str,
+    cluster: Cluster,
+    query: dict[str, list[str]],
+    produce: Callable[[], list[dict[str, Any]]],
+    matches: Callable[[str | None, dict[str, Any]], bool] = field_matches,
+    namespace: str | None = None,
+) -> tuple[int, Any]:
+    """A list the lab derives from its state (events, ReplicaSets, the CNI's DaemonSets and
+    ConfigMaps): field and label selectors, `as=Table`, and watches (lab/watch.DerivedWatch)."""
+    if is_watch(query):
+        kind, item_version = ITEM_TYPE[resource]
+
+        def typed() -> list[dict[str, Any]]:
+            return [{"kind": kind, "apiVersion": item_version, **i} for i in produce()]
+
+        stream = DerivedWatch(cluster, resource, namespace, query, typed, _ROUTER.stopping, matches)
+        stream.item_type = ITEM_TYPE[resource]
+        _as_table_stream(stream, resource, query)
+        return 200, stream
+    items = produce()
+    selector = _q(query, "fieldSelector")
+    items = [i for i in items if matches(selector, i) and _labels_ok(query, i)]
+    version = tables.wants_table(_request_header("Accept"))
+    if version is not None:
+        kind, item_version = ITEM_TYPE[resource]
+        return 200, tables.table(
+            resource,
+            [{"kind": kind, "apiVersion": item_version, **i} for i in items],
+            resource_version=str(cluster.resource_version),
+            api_version=version,
+            include=_q(query, "includeObject") or "Metadata",
+        )
+    return 200, _list(list_kind, api_version, items, cluster)
+
+
+def _rbac_answer(
+    cluster: Cluster, query: dict[str, list[str]], served: tuple[int, Any]
+) -> tuple[int, Any]:
+    """An RBAC or ServiceAccount answer, as a Table when kubectl asks for one."""
+    code, payload = served
+    version = tables.wants_table(_request_header("Accept"))
+    if version is None or code != 200 or not isinstance(payload, dict):
+        return served
+    kind = str(payload.get("kind", ""))
+    items = payload["items"] if kind.endswith("List") else [payload]
+    if kind.endswith("List"):
+        kind, api_version = kind.removesuffix("List"), payload.get("apiVersion", "v1")
+        items = [{"kind": kind, "apiVersion": api_version, **i} for i in items]
+    resource = {"ServiceAccount": "serviceaccounts"}.get(kind, kind.lower() + "s")
+    return 200, tables.table(
+        resource,
+        items,
+        resource_version=str(cluster.resource_version),
+        api_version=version,
+        include=_q(query, "includeObject") or "Metadata",
+    )
 
 
 def _q(query: dict[str, list[str]], key: str) -> str | None:
@@ -236,22 +327,19 @@ def _build_router() -> _Router:
     )
 
     def list_nodes(c: Cluster, a: dict[str, str], q: Any, b: Any) -> tuple[int, Any]:
-        items = [
-            c.render_node(n, in_list=True)
-            for n in c.nodes
-            if _labels_ok(q, c.render_node(n))
-            and field_matches(_q(q, "fieldSelector"), c.render_node(n))
-        ]
-        version = tables.wants_table(_request_header("Accept"))
-        if version is not None:
-            return 200, tables.table(
-                "nodes",
-                [{"kind": "Node", "apiVersion": "v1", **i} for i in items],
-                resource_version=str(c.resource_version),
-                api_version=version,
-                include=_q(q, "includeObject") or "Metadata",
-            )
-        return 200, _list("NodeList", "v1", items, c)
+        return _list_or_watch(
+            "nodes",
+            "NodeList",
+            "v1",
+            c,
+            None,
+            q,
+            lambda: [
+                node
+                for node in (c.render_node(n, in_list=True) for n in c.nodes)
+                if _labels_ok(q, node)
+            ],
+        )
 
     r.add("/api/v1/nodes", GET=list_nodes)
 
@@ -263,7 +351,34 @@ def _build_router() -> _Router:
             )
         return 200, _table_or("nodes", c.render_node(node), c, q)
 
-    r.add(f"/api/v1/nodes/{_NAME}", GET=get_node)
+    def node_now(c: Cluster, name: str) -> dict[str, Any]:
+        node = c.node_by_name(name)
+        if node is None:
+            raise ApiError(
+                404, f'nodes "{name}" not found', details={"name": name, "kind": "nodes"}
+            )
+        return c.render_node(node)
+
+    # kubectl cordon, uncordon, label, annotate and taint patch the node; edit and replace PUT it.
+    r.add(
+        f"/api/v1/nodes/{_NAME}",
+        GET=get_node,
+        PUT=lambda c, a, q, b: _updated(
+            q,
+            "Node",
+            _body(b),
+            lambda: updates.replace_node(c, a["name"], _body(b)),
+            lambda: node_now(c, a["name"]),
+        ),
+        PATCH=lambda c, a, q, b: _patched(
+            c,
+            q,
+            b,
+            "Node",
+            node_now(c, a["name"]),
+            lambda new: updates.replace_node(c, a["name"], new),
+        ),
+    )
     r.add(
         "/api/v1/namespaces",
         GET=lambda c, a, q, b: _list_or_watch(
@@ -287,7 +402,11 @@ def _build_router() -> _Router:
         GET=lambda c, a, q, b: (200, _table_or("namespaces", c.get_namespace(a["name"]), c, q)),
         DELETE=lambda c, a, q, b: (200, c.delete_namespace(a["name"])),
         PUT=lambda c, a, q, b: _updated(
-            q, "Namespace", _body(b), lambda: updates.replace_namespace(c, a["name"], _body(b))
+            q,
+            "Namespace",
+            _body(b),
+            lambda: updates.replace_namespace(c, a["name"], _body(b)),
+            lambda: c.get_namespace(a["name"]),
         ),
         PATCH=lambda c, a, q, b: _patched_or_applied(
             c,
@@ -365,25 +484,62 @@ def _build_router() -> _Router:
             lambda: c.list_endpointslices(None, _q(q, "labelSelector")),
         ),
     )
-    # The CNI's and kube-proxy's DaemonSets (lab/daemonsets.py), read to detect the CNI.
+    # The CNI's and kube-proxy's DaemonSets (lab/daemonsets.py), read to detect the CNI; the
+    # Deployments' ReplicaSets, current and old (lab/deployments.py); the ConfigMaps that say a
+    # CNI's mode and kube-proxy's (lab/daemonsets.py); the scheduler's and kubelets' events for
+    # the pods (lab/events.py).
+    # (looked up at each call: tests put a refusing lister in its place)
+    _add_derived(r, "daemonsets", "DaemonSetList", "apps/v1", lambda c, ns: daemonsets(c, ns))
+    _add_derived(r, "replicasets", "ReplicaSetList", "apps/v1", deployments.replicasets)
     r.add(
-        "/apis/apps/v1/daemonsets",
-        GET=lambda c, a, q, b: (200, _list("DaemonSetList", "apps/v1", daemonsets(c), c)),
+        f"/apis/apps/v1/namespaces/{_NS}/replicasets/{_NAME}",
+        GET=lambda c, a, q, b: (
+            200,
+            _table_or("replicasets", deployments.get_replicaset(c, a["ns"], a["name"]), c, q),
+        ),
     )
+    _add_derived(r, "configmaps", "ConfigMapList", "v1", configmaps)
+    _add_derived(r, "events", "EventList", "v1", events.list_events, events.field_matches)
     r.add(
-        f"/apis/apps/v1/namespaces/{_NS}/daemonsets",
-        GET=lambda c, a, q, b: (200, _list("DaemonSetList", "apps/v1", daemonsets(c, a["ns"]), c)),
-    )
-    # The ConfigMaps that say a CNI's mode and kube-proxy's (lab/daemonsets.py).
-    r.add(
-        f"/api/v1/namespaces/{_NS}/configmaps",
-        GET=lambda c, a, q, b: (200, _list("ConfigMapList", "v1", configmaps(c, a["ns"]), c)),
-    )
-    r.add(
-        "/api/v1/configmaps",
-        GET=lambda c, a, q, b: (200, _list("ConfigMapList", "v1", configmaps(c), c)),
+        f"/api/v1/namespaces/{_NS}/events/{_NAME}",
+        GET=lambda c, a, q, b: (
+            200,
+            _table_or("events", events.get_event(c, a["ns"], a["name"]), c, q),
+        ),
     )
     return r
+
+
+def _add_derived(
+    r: _Router,
+    resource: str,
+    list_kind: str,
+    api_version: str,
+    produce: Callable[[Cluster, str | None], list[dict[str, Any]]],
+    matches: Callable[[str | None, dict[str, Any]], bool] = field_matches,
+) -> None:
+    """The cluster-wide and the namespaced list (and watch) of a kind the lab derives from its
+    state: `produce(cluster, namespace or None)` makes the items."""
+    prefix = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+    r.add(
+        f"{prefix}/{resource}",
+        GET=lambda c, a, q, b: _read_only_list(
+            resource, list_kind, api_version, c, q, lambda: produce(c, None), matches
+        ),
+    )
+    r.add(
+        f"{prefix}/namespaces/{_NS}/{resource}",
+        GET=lambda c, a, q, b: _read_only_list(
+            resource,
+            list_kind,
+            api_version,
+            c,
+            q,
+            lambda: produce(c, a["ns"]),
+            matches,
+            namespace=a["ns"],
+        ),
+    )
 
 
 def _add_kind(r: _Router, k: str) -> None:
@@ -413,7 +569,11 @@ def _add_kind(r: _Router, k: str) -> None:
             c.delete(k, a["ns"], a["name"], _propagation(q, b)),
         ),
         PUT=lambda c, a, q, b: _updated(
-            q, kind, _body(b), lambda: updates.replace(c, k, a["ns"], a["name"], _body(b))
+            q,
+            kind,
+            _body(b),
+            lambda: updates.replace(c, k, a["ns"], a["name"], _body(b)),
+            lambda: c.get(k, a["ns"], a["name"]),
         ),
         PATCH=lambda c, a, q, b: _patched_or_applied(
             c,
@@ -430,6 +590,26 @@ def _add_kind(r: _Router, k: str) -> None:
         f"{prefix}/namespaces/{_NS}/{k}/{_NAME}/status",
         GET=lambda c, a, q, b: (200, c.get(k, a["ns"], a["name"])),
     )
+    if k == "deployments":
+        r.add(
+            f"{prefix}/namespaces/{_NS}/{k}/{_NAME}/scale",
+            GET=lambda c, a, q, b: (200, _scale(c, a["ns"], a["name"])),
+            PUT=lambda c, a, q, b: (200, _rescaled(c, a["ns"], a["name"], _body(b))),
+            PATCH=lambda c, a, q, b: (
+                200,
+                _rescaled(
+                    c,
+                    a["ns"],
+                    a["name"],
+                    patch.apply_patch(
+                        "Scale",
+                        _request_header("Content-Type") or "",
+                        _scale(c, a["ns"], a["name"]),
+                        b if isinstance(b, bytes) else b"",
+                    ),
+                ),
+            ),
+        )
     r.add(
         f"{prefix}/{k}",
         GET=lambda c, a, q, b: _list_or_watch(
@@ -442,6 +622,61 @@ def _add_kind(r: _Router, k: str) -> None:
             lambda: c.list_objects(k, None, _q(q, "labelSelector")),
         ),
     )
+
+
+def _scale(cluster: Cluster, namespace: str, name: str) -> dict[str, Any]:
+    """A Deployment's `scale` subresource (autoscaling/v1 Scale), as `kubectl scale` reads it."""
+    dep = cluster.get("deployments", namespace, name)
+    meta = dep["metadata"]
+    labels = ((dep["spec"].get("selector") or {}).get("matchLabels")) or {}
+    return {
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {
+            k: meta[k]
+            for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+            if k in meta
+        },
+        "spec": {"replicas": int(dep["spec"].get("replicas", 1))},
+        "status": {
+            "replicas": int((dep.get("status") or {}).get("replicas") or 0),
+            "selector": ",".join(f"{k}={v}" for k, v in sorted(labels.items())),
+        },
+    }
+
+
+def _rescaled(cluster: Cluster, namespace: str, name: str, scale: Any) -> dict[str, Any]:
+    """PUT or PATCH of `scale`: the Deployment's spec.replicas set from the Scale's."""
+    if not isinstance(scale, dict):
+        raise ApiError(400, "the request body must be a JSON object")
+    replicas = (scale.get("spec") or {}).get("replicas", 0)
+    if isinstance(replicas, bool) or not isinstance(replicas, int):
+        raise ApiError(
+            400,
+            f'Scale in version "v1" cannot be handled as a Scale: json: cannot unmarshal '
+            f"{type(replicas).__name__} into Go struct field ScaleSpec.spec.replicas of type int32",
+        )
+    if replicas < 0:
+        raise invalid(
+            "Scale",
+            name,
+            [
+                (
+                    "spec.replicas",
+                    "FieldValueInvalid",
+                    f"Invalid value: {replicas}: must be greater than or equal to 0",
+                )
+            ],
+            group="autoscaling",
+        )
+    dep = cluster.get("deployments", namespace, name)
+    new = {k: copy.deepcopy(v) for k, v in dep.items() if k != "status"}
+    new["spec"]["replicas"] = replicas
+    rv = (scale.get("metadata") or {}).get("resourceVersion")
+    if rv:
+        new["metadata"]["resourceVersion"] = rv  # a precondition, as on the Deployment itself
+    updates.replace(cluster, "deployments", namespace, name, new)
+    return _scale(cluster, namespace, name)
 
 
 def _served(found: dict[str, Any] | None) -> tuple[int, Any]:
@@ -486,19 +721,68 @@ def _warnings(texts: list[str]) -> list[tuple[str, str]]:
     return [("Warning", '299 - "' + t.replace('"', '\\"') + '"') for t in texts]
 
 
+def _now(cluster: Cluster) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(cluster.now()))
+
+
+def _record_update(
+    query: dict[str, list[str]],
+    kind: str,
+    live: dict[str, Any] | None,
+    new: dict[str, Any],
+) -> None:
+    """The `Update` entry of this request's field manager in NEW's managedFields
+    (lab/managedfields.py): `fieldManager`, else the User-Agent's first word. Its fields are
+    read from NEW as decoded with defaulting, before the registry's allocations
+    (lab/defaulting.py)."""
+    manager = managedfields.manager_name(_q(query, "fieldManager"), _request_header("User-Agent"))
+    cluster = _ROUTER.local.cluster
+    decoded = defaulting.defaulted(kind, new, str(cluster.profile.get("kubernetes_version") or ""))
+    entries = managedfields.record_update(kind, live, decoded, manager, _now(cluster))
+    meta = new.get("metadata")
+    if not isinstance(meta, dict):
+        meta = new["metadata"] = {}
+    meta["managedFields"] = entries
+
+
 def _created(
-    query: dict[str, list[str]], kind: str, body: dict[str, Any], make: Callable[[], Any]
+    query: dict[str, list[str]],
+    kind: str,
+    body: dict[str, Any],
+    make: Callable[[], Any],
+    applied: bool = False,
 ) -> tuple[int, Any]:
-    warnings = fields.check(kind, body, _q(query, "fieldValidation"))
+    """POST (or a server-side apply that creates: `applied`, its Apply entry made already)."""
+    warnings = fields.check(kind, body, _q(query, "fieldValidation"), decoded=not applied)
+    if not applied:
+        _record_update(query, kind, None, body)
     if _dry_run(query):
         return 201, Answer(_dry(make), headers=_warnings(warnings))
     return 201, Answer(make(), headers=_warnings(warnings))
 
 
 def _updated(
-    query: dict[str, list[str]], kind: str, body: dict[str, Any], make: Callable[[], Any]
+    query: dict[str, list[str]],
+    kind: str,
+    body: dict[str, Any],
+    make: Callable[[], Any],
+    live: Callable[[], dict[str, Any]] | None = None,
+    original: dict[str, Any] | None = None,
 ) -> tuple[int, Any]:
-    warnings = fields.check(kind, body, _q(query, "fieldValidation"))
+    """PUT (`live` reads the object it replaces), or a server-side apply's object merged into
+    `original` (the live object). An unknown field the replaced object has already is the
+    lab's own, not the caller's (lab/fields.py)."""
+    current = original
+    if live is not None:
+        try:
+            current = live()
+        except ApiError:
+            current = None  # make() answers the 404
+    warnings = fields.check(
+        kind, body, _q(query, "fieldValidation"), decoded=live is not None, live=current
+    )
+    if live is not None and current is not None:
+        _record_update(query, kind, current, body)
     if _dry_run(query):
         return 200, Answer(_dry(make), headers=_warnings(warnings))
     return 200, Answer(make(), headers=_warnings(warnings))
@@ -515,7 +799,8 @@ def _patched(
     content_type = _request_header("Content-Type") or ""
     original = {k: v for k, v in current.items() if k != "status"}
     new = patch.apply_patch(kind, content_type, original, raw if isinstance(raw, bytes) else b"")
-    warnings = fields.check(kind, new, _q(query, "fieldValidation"))
+    warnings = fields.check(kind, new, _q(query, "fieldValidation"), live=original)
+    _record_update(query, kind, original, new)
     if _dry_run(query):
         return 200, Answer(_dry(lambda: replace(new)), headers=_warnings(warnings))
     return 200, Answer(replace(new), headers=_warnings(warnings))
@@ -539,18 +824,18 @@ def _patched_or_applied(
     manager = _q(query, "fieldManager") or ""
     applied = patch.applied_config(raw if isinstance(raw, bytes) else b"", kind, name, manager)
     applied.setdefault("metadata", {})["name"] = name
-    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(cluster.now()))
+    when = _now(cluster)
     try:
         live = current()
     except ApiError as exc:
         if exc.code != 404:
             raise
         made = patch.server_side_apply(kind, {}, applied, manager, when)
-        return _created(query, kind, made, lambda: create(made))
+        return _created(query, kind, made, lambda: create(made), applied=True)
     original = {k: v for k, v in live.items() if k != "status"}
     force = (_q(query, "force") or "").lower() == "true"
     merged = patch.server_side_apply(kind, original, applied, manager, when, force=force)
-    return _updated(query, kind, merged, lambda: replace(merged))
+    return _updated(query, kind, merged, lambda: replace(merged), original=original)
 
 
 class _DryRunDone(Exception):
@@ -749,6 +1034,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 raise ApiError(404, "the server could not find the requested resource")
             _ROUTER.local.who = who
             _ROUTER.local.cluster = cluster
+            openapi.use(cluster)  # managedFields keyed by this cluster's release's schemas
             body: Any = None
             content_type = (self.headers.get("Content-Type") or "").split(";")[0].strip()
             if method == "PATCH":
@@ -762,7 +1048,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
                     raise ApiError(400, f"the request body is not valid JSON: {exc}") from exc
             served = rbac.serve(cluster, method, rest, body)  # RBAC objects and TokenRequest
             if served is not None:
-                return served
+                return _rbac_answer(cluster, query, served)
             handler, args = _ROUTER.match(method, rest)
             cluster.advance()
             return handler(cluster, args, query, body)

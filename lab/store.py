@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from lab import validation
+from lab import managedfields, validation
 from lab.errors import ApiError, already_exists, invalid, not_found
 from lab.labels import matches_query
 
@@ -90,8 +90,17 @@ class StoreHooks(Protocol):
         """The status of a stored object, None for kinds without one."""
         ...
 
+    def controller_entries(self, kind: str, key: Key, obj: dict[str, Any]) -> list[dict[str, Any]]:
+        """The managedFields entries of the controllers that wrote to the rendered object OBJ
+        (the kubelet's status entry on a pod), in place of any stored entry of theirs."""
+        ...
+
     def hidden(self, key: Key) -> bool:
         """Gone for the API although still stored (a ghost pod)."""
+        ...
+
+    def as_released(self, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+        """The rendered OBJ as the cluster's release shows it (fields it lacks dropped)."""
         ...
 
     def before_delete(self, kind: str, key: Key, propagation: str | None) -> None: ...
@@ -341,6 +350,15 @@ class ApiStore:
         status = self._hooks.status(kind, key)
         if status is not None:
             obj["status"] = status
+        # As the release shows it (a field it lacks is not there, so no controller owns it),
+        # then the controllers' entries, themselves entries of that release.
+        obj = self._hooks.as_released(KIND_OF[kind], obj)
+        theirs = self._hooks.controller_entries(kind, key, obj)
+        if theirs:
+            obj["metadata"]["managedFields"] = managedfields.with_entries(
+                obj["metadata"].get("managedFields") or [], theirs
+            )
+            obj = self._hooks.as_released(KIND_OF[kind], obj)
         if in_list:
             return obj
         return {"kind": KIND_OF[kind], "apiVersion": API_VERSION_OF[kind], **obj}

@@ -175,19 +175,34 @@ SERVICE_COLUMNS = [
 ]
 
 
+def _template_columns(obj: dict[str, Any]) -> list[Any]:
+    """Containers, Images, Selector: the wide columns of the workload kinds (TEMPLATE_COLUMNS)."""
+    spec = obj.get("spec") or {}
+    containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or []
+    selector = (spec.get("selector") or {}).get("matchLabels") or {}
+    return [
+        ",".join(c.get("name", "") for c in containers),
+        ",".join(c.get("image", "") for c in containers),
+        ",".join(f"{k}={v}" for k, v in sorted(selector.items())),
+    ]
+
+
+TEMPLATE_COLUMNS = [
+    _col("Containers", priority=1),
+    _col("Images", priority=1),
+    _col("Selector", priority=1),
+]
+
+
 def _deployment(obj: dict[str, Any]) -> list[Any]:
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or []
-    labels = (spec.get("selector") or {}).get("matchLabels") or {}
     return [
         obj["metadata"]["name"],
         f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 1)}",
         status.get("updatedReplicas", 0),
         status.get("availableReplicas", 0),
         age(obj["metadata"].get("creationTimestamp")),
-        ",".join(c.get("name", "") for c in containers),
-        ",".join(c.get("image", "") for c in containers),
-        ",".join(f"{k}={v}" for k, v in sorted(labels.items())),
+        *_template_columns(obj),
     ]
 
 
@@ -197,9 +212,7 @@ DEPLOYMENT_COLUMNS = [
     _col("Up-to-date", "integer"),
     _col("Available", "integer"),
     _col("Age"),
-    _col("Containers", priority=1),
-    _col("Images", priority=1),
-    _col("Selector", priority=1),
+    *TEMPLATE_COLUMNS,
 ]
 
 
@@ -234,6 +247,72 @@ def _endpoints(obj: dict[str, Any]) -> list[Any]:
     ]
 
 
+def _daemonset(obj: dict[str, Any]) -> list[Any]:
+    status = obj.get("status") or {}
+    template = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+    node_selector = template.get("nodeSelector") or {}
+    return [
+        obj["metadata"]["name"],
+        int(status.get("desiredNumberScheduled") or 0),
+        int(status.get("currentNumberScheduled") or 0),
+        int(status.get("numberReady") or 0),
+        int(status.get("updatedNumberScheduled") or 0),
+        int(status.get("numberAvailable") or 0),
+        ",".join(f"{k}={v}" for k, v in sorted(node_selector.items())) or "<none>",
+        age(obj["metadata"].get("creationTimestamp")),
+        *_template_columns(obj),
+    ]
+
+
+def _replicaset(obj: dict[str, Any]) -> list[Any]:
+    status = obj.get("status") or {}
+    return [
+        obj["metadata"]["name"],
+        int((obj.get("spec") or {}).get("replicas") or 0),
+        int(status.get("replicas") or 0),
+        int(status.get("readyReplicas") or 0),
+        age(obj["metadata"].get("creationTimestamp")),
+        *_template_columns(obj),
+    ]
+
+
+def _configmap(obj: dict[str, Any]) -> list[Any]:
+    count = len(obj.get("data") or {}) + len(obj.get("binaryData") or {})
+    return [obj["metadata"]["name"], count, age(obj["metadata"].get("creationTimestamp"))]
+
+
+def _serviceaccount(obj: dict[str, Any]) -> list[Any]:
+    return [
+        obj["metadata"]["name"],
+        len(obj.get("secrets") or []),
+        age(obj["metadata"].get("creationTimestamp")),
+    ]
+
+
+def _event(obj: dict[str, Any]) -> list[Any]:
+    """printEvent: the last seen age ("5s (x3 over 2m)" when repeated), the involved object as
+    kind/name, the source as "component, host"."""
+    involved = obj.get("involvedObject") or {}
+    count = int(obj.get("count") or 1)
+    last = age(obj.get("lastTimestamp"))
+    first = age(obj.get("firstTimestamp"))
+    if count > 1:
+        last = f"{last} (x{count} over {first})"
+    source = obj.get("source") or {}
+    return [
+        last,
+        obj.get("type", ""),
+        obj.get("reason", ""),
+        f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '')}",
+        involved.get("fieldPath", ""),
+        ", ".join(p for p in (source.get("component", ""), source.get("host", "")) if p),
+        str(obj.get("message", "")).strip(),
+        first,
+        count,
+        obj["metadata"]["name"],
+    ]
+
+
 def _default(obj: dict[str, Any]) -> list[Any]:
     return [obj["metadata"]["name"], obj["metadata"].get("creationTimestamp")]
 
@@ -249,6 +328,48 @@ PRINTERS: dict[str, tuple[list[dict[str, Any]], Any]] = {
     ),
     "namespaces": ([_col("Name", fmt="name"), _col("Status"), _col("Age")], _namespace),
     "endpoints": ([_col("Name", fmt="name"), _col("Endpoints"), _col("Age")], _endpoints),
+    "daemonsets": (
+        [
+            _col("Name", fmt="name"),
+            _col("Desired", "integer"),
+            _col("Current", "integer"),
+            _col("Ready", "integer"),
+            _col("Up-to-date", "integer"),
+            _col("Available", "integer"),
+            _col("Node Selector"),
+            _col("Age"),
+            *TEMPLATE_COLUMNS,
+        ],
+        _daemonset,
+    ),
+    "replicasets": (
+        [
+            _col("Name", fmt="name"),
+            _col("Desired", "integer"),
+            _col("Current", "integer"),
+            _col("Ready", "integer"),
+            _col("Age"),
+            *TEMPLATE_COLUMNS,
+        ],
+        _replicaset,
+    ),
+    "configmaps": ([_col("Name", fmt="name"), _col("Data"), _col("Age")], _configmap),
+    "serviceaccounts": ([_col("Name", fmt="name"), _col("Secrets"), _col("Age")], _serviceaccount),
+    "events": (
+        [
+            _col("Last Seen"),
+            _col("Type"),
+            _col("Reason"),
+            _col("Object"),
+            _col("Subobject", priority=1),
+            _col("Source", priority=1),
+            _col("Message"),
+            _col("First Seen", priority=1),
+            _col("Count", priority=1),
+            _col("Name", priority=1, fmt="name"),
+        ],
+        _event,
+    ),
 }
 DEFAULT = ([_col("Name", fmt="name"), _col("Created At", "date")], _default)
 

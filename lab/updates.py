@@ -15,6 +15,7 @@ from typing import Any
 from lab import deployments
 from lab.cluster import GROUP_OF, KIND_OF, Cluster
 from lab.errors import ApiError, invalid, not_found
+from lab.nodes import edit_node
 
 # validation.ValidatePodUpdate's message (1.31) when anything else of a pod's spec changes.
 POD_UPDATE_FORBIDDEN = (
@@ -221,3 +222,17 @@ def replace_namespace(cluster: Cluster, name: str, new: dict[str, Any]) -> dict[
     rendered = cluster.render_namespace(old)
     cluster.emit("namespaces", "MODIFIED", copy.deepcopy(rendered))
     return rendered
+
+
+def replace_node(cluster: Cluster, name: str, new: dict[str, Any]) -> dict[str, Any]:
+    """PUT (or a patch's result) on a Node: what a client may change (lab/nodes.edit_node)."""
+    node = cluster.node_by_name(name)
+    if node is None:
+        raise not_found("nodes", name)
+    _check_meta(cluster, "nodes", None, name, new, cluster.render_node(node))
+    edit_node(cluster.node_set, node, new)
+    cluster.next_rv()
+    cluster.emit("nodes", "MODIFIED", cluster.render_node(node))
+    if node.takes_pods:
+        cluster.schedule_waiting()
+    return cluster.render_node(node)

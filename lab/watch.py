@@ -14,6 +14,7 @@ since pods start lazily, calls `advance()` itself when the next pod start or LB 
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,9 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 from lab.errors import ApiError
 from lab.labels import matches_query
+from lab.store import WatchEvent
 
 if TYPE_CHECKING:
-    from lab.cluster import Cluster, WatchEvent
+    from lab.cluster import Cluster
 
 # kube-apiserver's --min-request-timeout is 1800 s; a watch without timeoutSeconds lasts
 # between it and twice it. The lab ends idle watches sooner: the client re-watches anyway.
@@ -43,18 +45,23 @@ def is_watch(query: dict[str, list[str]]) -> bool:
     return (_q(query, "watch") or "").lower() in ("true", "1")
 
 
-def field_matches(selector: str | None, obj: dict[str, Any]) -> bool:
-    """fieldSelector on metadata.name / metadata.namespace (what clients wait with)."""
-    if not selector:
-        return True
-    meta = obj.get("metadata") or {}
-    for term in selector.split(","):
+def selector_terms(selector: str | None) -> Iterator[tuple[str, str, bool]]:
+    """A `fieldSelector`'s terms: (field, value, negated), for `a=b`, `a==b` and `a!=b`."""
+    for term in (selector or "").split(","):
         term = term.strip()
         if not term:
             continue
         negate = "!=" in term
         key, _, value = term.partition("!=" if negate else "=")
-        value = value.lstrip("=")
+        yield key, value.lstrip("="), negate
+
+
+def field_matches(selector: str | None, obj: dict[str, Any]) -> bool:
+    """fieldSelector on metadata.name / metadata.namespace (what clients wait with)."""
+    if not selector:
+        return True
+    meta = obj.get("metadata") or {}
+    for key, value, negate in selector_terms(selector):
         field = {"metadata.name": meta.get("name"), "metadata.namespace": meta.get("namespace")}
         if key not in field:
             raise ApiError(
@@ -115,8 +122,11 @@ class WatchStream:
         query: dict[str, list[str]],
         snapshot: list[dict[str, Any]],
         stopping: threading.Event,
+        matches: Callable[[str | None, dict[str, Any]], bool] = field_matches,
     ) -> None:
+        """`matches`: the kind's field selectors (metadata.name and .namespace by default)."""
         self.cluster = cluster
+        self._field_matches = matches
         self.resource = resource
         self.namespace = namespace
         self.labels = _q(query, "labelSelector")
@@ -150,7 +160,9 @@ class WatchStream:
         meta = obj.get("metadata") or {}
         if self.namespace is not None and meta.get("namespace") != self.namespace:
             return False
-        return matches_query(self.labels, meta.get("labels")) and field_matches(self.fields, obj)
+        return matches_query(self.labels, meta.get("labels")) and self._field_matches(
+            self.fields, obj
+        )
 
     def _new_events(self) -> list[WatchEvent]:
         found = []
@@ -203,3 +215,54 @@ class WatchStream:
             for event in batch:
                 quiet_since = time.monotonic()
                 yield {"type": event.type, "object": event.obj}
+
+
+class DerivedWatch(WatchStream):
+    """A watch of a list the lab derives from its state rather than stores (events,
+    ReplicaSets, the CNI's DaemonSets and ConfigMaps): at each change of the cluster (or each
+    poll) the list is made again and what differs is sent, ADDED, MODIFIED or DELETED. Such a
+    list keeps no history: a `resourceVersion` is taken as now, never as expired."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        resource: str,
+        namespace: str | None,
+        query: dict[str, list[str]],
+        produce: Callable[[], list[dict[str, Any]]],
+        stopping: threading.Event,
+        matches: Callable[[str | None, dict[str, Any]], bool] = field_matches,
+    ) -> None:
+        self._produce = produce
+        snapshot = produce()
+        super().__init__(cluster, resource, namespace, query, snapshot, stopping, matches)
+        self.expired = None
+        shown = [o for o in snapshot if self._matches(o)]
+        self._seen = {self._key(o): (self._signature(o), o) for o in shown}
+
+    @staticmethod
+    def _key(obj: dict[str, Any]) -> tuple[str, str]:
+        meta = obj.get("metadata") or {}
+        return str(meta.get("namespace", "")), str(meta.get("name", ""))
+
+    @staticmethod
+    def _signature(obj: dict[str, Any]) -> str:
+        meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "resourceVersion"}
+        return json.dumps({**obj, "metadata": meta}, sort_keys=True, default=str)
+
+    def _new_events(self) -> list[WatchEvent]:
+        rv = self.cluster.resource_version
+        now = {self._key(o): (self._signature(o), o) for o in self._produce() if self._matches(o)}
+        found = [
+            WatchEvent(rv, self.resource, "ADDED" if key not in self._seen else "MODIFIED", obj)
+            for key, (signature, obj) in now.items()
+            if key not in self._seen or self._seen[key][0] != signature
+        ]
+        found += [
+            WatchEvent(rv, self.resource, "DELETED", obj)
+            for key, (_signature, obj) in self._seen.items()
+            if key not in now
+        ]
+        self._seen = now
+        self.last = max(self.last, rv)
+        return found

@@ -21,6 +21,9 @@ ARGS = [
     "--no-first-run",
     "--disable-quic",
 ]
+# How long a page action or locator waits before it fails (Playwright's default is 30 s; 10 s
+# was too little once under CI's load, two cores shared with coverage and a qemu guest).
+WAIT_MS = 30_000
 SCREENSHOTS = Path(__file__).resolve().parent.parent / "var" / "screenshots"
 
 

@@ -14,8 +14,10 @@ import time_machine
 from cryptography.fernet import Fernet
 from django.conf import settings as dj_settings
 from django.contrib.auth import get_user_model
+from django.db import DatabaseError
 from django.test import Client
 
+from dashboard.domain import heads
 from dashboard.domain.catalog import seed
 from dashboard.domain.models import ApiToken, CatalogTest, Plugin
 from dashboard.domain.roles import maintainers_group
@@ -119,6 +121,7 @@ def seeded_catalog_after_flush(request):
     transactional = marker is not None and (
         marker.kwargs.get("transaction") or (marker.args and marker.args[0])
     )
+    uses_db = True
     if transactional or "live_server" in request.fixturenames:
         request.getfixturevalue("transactional_db")
         seed(CatalogTest, Plugin)
@@ -126,6 +129,20 @@ def seeded_catalog_after_flush(request):
         request.getfixturevalue("db")
         if not CatalogTest.objects.exists():
             seed(CatalogTest, Plugin)
+    else:
+        uses_db = False
+    yield
+    # Whatever the test did to runs and submissions, the evidence heads (the pre-aggregated
+    # rows an evaluation reads) still say what the history says: every code path that changes
+    # evidence keeps them up to date (dashboard/domain/heads.py).
+    if uses_db and not request.node.get_closest_marker("heads_unchecked"):
+        try:
+            found = heads.stale()
+        except DatabaseError as exc:  # the test closed its connection (a command's exit)
+            if "closed" not in str(exc):
+                raise
+            found = []
+        assert found == [], "evidence heads out of date after this test"
 
 
 @pytest.fixture

@@ -146,7 +146,7 @@ def celery_worker(
     else:
         use_broker(settings.REDIS_URL, settings.CELERY_BROKER_TRANSPORT_OPTIONS)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60  # a loaded CI machine takes its time to fork the pool
         while f"{name}@" not in log.read_text() or " ready." not in log.read_text():
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the worker did not start:\n{log.read_text()[-3000:]}")
@@ -157,9 +157,13 @@ def celery_worker(
         if embedded_dir is not None:
             use_broker(settings.CELERY_BROKER_URL, settings.CELERY_BROKER_TRANSPORT_OPTIONS)
         if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
+            # As a deployment stops it (systemd, Kubernetes): SIGTERM to the main process only,
+            # a warm shutdown in which the task in hand ends its bookkeeping (a run seen ended
+            # still has its lease and evaluation to finish). SIGTERM to the whole group would
+            # kill the pool's children mid-task; the group is killed only if it lingers.
+            proc.send_signal(signal.SIGTERM)
             try:
-                proc.wait(timeout=15)
+                proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()

@@ -17,7 +17,7 @@ from django.db.models import Q
 from django.utils.timezone import now
 
 from dashboard.celery import app
-from dashboard.domain import clusters, notify, runs
+from dashboard.domain import clusters, heads, notify, runs
 from dashboard.domain.audit import checkpoint
 from dashboard.domain.history import record_evaluation
 from dashboard.domain.models import Cluster, Run, Schedule
@@ -61,11 +61,13 @@ def execute_or_wait(run_id: int, *, worker: str = "", task_id: str = "") -> str:
         waiting = Run.objects.filter(pk=run_id, state=Run.State.QUEUED)
         created = waiting.values_list("created", flat=True).first()
         if created is not None and now() - created > BUSY_MAX_WAIT:
-            waiting.update(
-                state=Run.State.ERROR,
-                finished=now(),
-                error="the cluster stayed busy with another run for an hour",
-            )
+            with transaction.atomic():
+                waiting.update(
+                    state=Run.State.ERROR,
+                    finished=now(),
+                    error="the cluster stayed busy with another run for an hour",
+                )
+                heads.refresh_runs([run_id])
             return GAVE_UP
         # Still in flight: dispatch_pending must not take it for lost and send it a second time.
         waiting.update(dispatched=now())
@@ -104,11 +106,16 @@ def reap_stale() -> list[int]:
     )
     reaped = []
     for run_id, cluster_id, heartbeat in stale:
-        done = Run.objects.filter(pk=run_id, state=Run.State.RUNNING, heartbeat__lt=cutoff).update(
-            state=Run.State.ERROR,
-            finished=now(),
-            error=f"worker lost: no heartbeat since {heartbeat:%Y-%m-%d %H:%M:%S} UTC",
-        )
+        with transaction.atomic():
+            done = Run.objects.filter(
+                pk=run_id, state=Run.State.RUNNING, heartbeat__lt=cutoff
+            ).update(
+                state=Run.State.ERROR,
+                finished=now(),
+                error=f"worker lost: no heartbeat since {heartbeat:%Y-%m-%d %H:%M:%S} UTC",
+            )
+            if done:
+                heads.refresh_runs([run_id])
         if done:
             reaped.append(run_id)
             release_dead_lease(cluster_id, run_id)

@@ -40,6 +40,7 @@ from django.db import transaction
 from django.utils.dateparse import parse_datetime
 from django.utils.timezone import now
 
+from dashboard.domain import heads
 from dashboard.domain.catalog import Battery, Outcome, Proxier, keys_of, kubernetes_minor
 from dashboard.domain.models import AuditEvent, Cluster, Plugin, Run, Vendor
 from dashboard.domain.runs import after_run, end_state, finish
@@ -435,8 +436,10 @@ def _store(cluster: Cluster, plugin: Plugin, data: dict[str, Any]) -> Run:
     state, error = end_state(report)
     # The same bookkeeping as a worker's run: flags, detected proxier, emulated (from the
     # fingerprint, marking the cluster too), release; then the time the agent's run ended.
-    finish(run, state, error, report)
-    Run.objects.filter(pk=run.pk).update(finished=data["finished"])
+    with transaction.atomic():
+        finish(run, state, error, report)
+        Run.objects.filter(pk=run.pk).update(finished=data["finished"])
+        heads.refresh(clusters=[run.cluster_id], schedules=[run.schedule_id])
     run.refresh_from_db()
     return run
 

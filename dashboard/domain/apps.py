@@ -13,7 +13,7 @@ class DashboardConfig(AppConfig):
     def ready(self) -> None:
         # Django's idiom: models, signals and what hangs off them load once the registry is ready.
         from django.contrib.auth import get_user_model
-        from django.db.models.signals import m2m_changed, post_delete, post_save
+        from django.db.models.signals import m2m_changed, post_delete, post_migrate, post_save
         from django.test.signals import setting_changed
 
         from dashboard.domain import (
@@ -66,6 +66,20 @@ class DashboardConfig(AppConfig):
             post_delete.connect(
                 invalidate, sender=model, dispatch_uid=f"readiness-cache-delete-{model.__name__}"
             )
+        # Evidence heads (the newest evidence of each cluster, plugin and schedule) follow every
+        # save and delete of a run or submission, before the evaluation is dropped.
+        from dashboard.domain import heads
+
+        for model, receiver in (
+            (models.Run, heads.on_run_changed),
+            (models.Submission, heads.on_submission_changed),
+        ):
+            for name, signal in (("save", post_save), ("delete", post_delete)):
+                signal.connect(
+                    receiver, sender=model, dispatch_uid=f"evidence-heads-{name}-{model.__name__}"
+                )
+        # ...and are filled from the history after every migrate (a new table, an old history).
+        post_migrate.connect(heads.on_migrated, sender=self, dispatch_uid="evidence-heads-migrate")
         # A criterion that stops being met is announced (importing notify also registers its tasks).
         if notify.on_readiness_change not in LISTENERS:
             LISTENERS.append(notify.on_readiness_change)

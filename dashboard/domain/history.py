@@ -8,6 +8,7 @@ from typing import Any
 
 from django.db import transaction
 
+from dashboard.domain import heads
 from dashboard.domain.models import ReadinessSnapshot
 from dashboard.domain.publication import remember
 from dashboard.domain.readiness import evaluate
@@ -23,7 +24,9 @@ def statuses_of(evaluation: dict[str, Any]) -> dict[str, str]:
 
 
 def record_evaluation(reason: str = "") -> bool:
-    """Evaluates readiness; stores a snapshot and tells the listeners when a status changed."""
+    """Evaluates readiness; stores a snapshot and tells the listeners when a status changed.
+    The evidence heads are rebuilt first: a change that bypassed them lasts until here."""
+    heads.rebuild()
     evaluation = evaluate()
     remember(evaluation)
     statuses = statuses_of(evaluation)

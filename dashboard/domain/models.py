@@ -538,6 +538,50 @@ class PublishedReadiness(models.Model):
         return f"readiness published at {self.computed}"
 
 
+class EvidenceHead(models.Model):
+    """Pre-aggregated: for one cluster, plugin or schedule, the ids of its newest evidence of
+    each kind, which are the candidates a readiness evaluation reads (dashboard/domain/heads.py).
+
+    Rows are kept up to date when evidence changes: a run's or submission's save or delete
+    refreshes its scopes; the code that changes runs with a bulk UPDATE refreshes them
+    itself; every readiness recording (after a run, and every minute) rebuilds them all.
+    Only ids are kept, never a verdict: whether a candidate counts is decided at evaluation
+    time, as before (dashboard.domain.policy)."""
+
+    cluster = models.OneToOneField(
+        Cluster, models.CASCADE, null=True, blank=True, related_name="evidence_head"
+    )
+    plugin = models.OneToOneField(
+        Plugin, models.CASCADE, null=True, blank=True, related_name="evidence_head"
+    )
+    schedule = models.OneToOneField(
+        Schedule, models.CASCADE, null=True, blank=True, related_name="evidence_head"
+    )
+    heads = models.JSONField(default=dict, help_text="slot -> id, or a list of ids")
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=(
+                    models.Q(cluster__isnull=False, plugin__isnull=True, schedule__isnull=True)
+                    | models.Q(cluster__isnull=True, plugin__isnull=False, schedule__isnull=True)
+                    | models.Q(cluster__isnull=True, plugin__isnull=True, schedule__isnull=False)
+                ),
+                name="evidence_head_one_scope",
+            )
+        ]
+
+    def __str__(self) -> str:
+        scope = (
+            f"cluster {self.cluster_id}"
+            if self.cluster_id
+            else f"plugin {self.plugin_id}"
+            if self.plugin_id
+            else f"schedule {self.schedule_id}"
+        )
+        return f"evidence heads of {scope}"
+
+
 # --- Operations: schedule health and notifications (dashboard/domain/schedules.py, dashboard/domain/notify.py) ---
 
 

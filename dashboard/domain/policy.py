@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import cached_property
 from typing import Any
 
 from django.conf import settings
@@ -114,9 +115,10 @@ class Item:
     def outcome(self, key: str) -> str:
         return self.outcomes.get(key) or Outcome.NOT_RUN
 
-    @property
+    @cached_property
     def label(self) -> str:
-        day = self.when.strftime("%Y-%m-%d") if self.when else "no date"
+        # asked for every evidence entry of every criterion: worked out once per item
+        day = self.when.date().isoformat() if self.when else "no date"
         mark = ", emulated" if self.emulated else ""
         if self.self_reported:
             mark += ", self-reported" + (" and verified" if self.verified else "")

@@ -21,6 +21,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils.timezone import now
 
+from dashboard.domain import heads
 from dashboard.domain.catalog import ALL_KEYS, Battery, Outcome, Proxier, keys_of, kubernetes_minor
 from dashboard.domain.evidence import summarize
 from dashboard.domain.history import record_evaluation
@@ -255,8 +256,13 @@ def finish(run: Run, state: str, error: str, report: Report | None) -> None:
     seen_minor = kubernetes_minor(fingerprint.get("kubernetes_version"))
     if seen_minor is not None:
         fields["kubernetes_minor"] = seen_minor
-    # Only a run still ours is finished here: the reaper may have given up on it already.
-    Run.objects.filter(pk=run.id, state=Run.State.RUNNING).update(**fields)
+    # Only a run still ours is finished here: the reaper may have given up on it already. The
+    # run's end and its cluster's evidence heads commit together: nobody (a page, a test, the
+    # next evaluation) sees the run ended while the heads still say otherwise, and a worker
+    # killed between the two leaves neither.
+    with transaction.atomic():
+        Run.objects.filter(pk=run.id, state=Run.State.RUNNING).update(**fields)
+        heads.refresh(clusters=[run.cluster_id], schedules=[run.schedule_id])
     if fingerprint.get("emulated") and not run.cluster.emulated:
         # A cluster registered through the API that turns out to be an emulator is one from now on.
         Cluster.objects.filter(pk=run.cluster_id).update(emulated=True)

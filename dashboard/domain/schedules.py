@@ -34,12 +34,12 @@ from django.utils.timezone import now as tz_now
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from dashboard.domain.catalog import Battery, Outcome
+from dashboard.domain.heads import TERMINAL
 from dashboard.domain.models import AuditEvent, Cluster, Run, Schedule, ScheduleHealth, TestResult
 
 log = logging.getLogger(__name__)
 
 TASK = "workers.tasks.run_schedule"
-TERMINAL = [Run.State.FINISHED, Run.State.ERROR, Run.State.CANCELLED]
 STATES = ("up", "late", "down", "paused", "new")
 
 

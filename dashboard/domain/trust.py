@@ -14,6 +14,7 @@ from typing import Any
 from django.db import transaction
 from django.utils.timezone import now
 
+from dashboard.domain import heads
 from dashboard.domain.catalog import Battery
 from dashboard.domain.models import AuditEvent, Cluster, Plugin, Run, Schedule
 from dashboard.domain.publication import invalidate
@@ -193,6 +194,7 @@ def verify_agent_run(run: Run, actor: Any, reason: str = "") -> Run:
         Run.objects.filter(pk=run.pk).update(
             agent_verified_by=_user(actor), agent_verified_at=now()
         )
+        heads.refresh(clusters=[run.cluster_id])
         AuditEvent.record(
             actor,
             "run.verify",
@@ -212,6 +214,7 @@ def unverify_agent_run(run: Run, actor: Any, reason: str) -> Run:
         raise TrustError(400, "withdrawing a verification needs a reason")
     with transaction.atomic():
         Run.objects.filter(pk=run.pk).update(agent_verified_by=None, agent_verified_at=None)
+        heads.refresh(clusters=[run.cluster_id])
         AuditEvent.record(
             actor, "run.unverify", f"run {run.pk}", cluster=run.cluster.name, reason=reason[:300]
         )

@@ -39,3 +39,18 @@ def test_identity_v2_reads_every_stored_file_again_and_keeps_one_submission_per_
     assert rows[reordered_copy.pk] == ""  # the earlier submission is that run's evidence
     assert rows[unreadable.pk] == ""
     assert Submission.objects.get(pk=first.pk).near_id == expected.near_id
+
+
+@pytest.mark.parametrize("migration", ["0021_run_identity_v4", "0022_near_identity_v5"])
+def test_a_new_identity_is_given_to_every_stored_file(migration: str):
+    identity_v4 = importlib.import_module(f"dashboard.domain.migrations.{migration}")
+    document = with_sctp_status(real_v130(), "passed")
+    expected = ingest(document)
+    assert len(expected.content_id) == 64 and len(expected.near_id) == 64
+    stored = factories.submission("calico")
+    Submission.objects.filter(pk=stored.pk).update(
+        content=document, content_id="a v3 identity", near_id="a v3 near identity"
+    )
+    identity_v4.reidentify(apps, None)
+    row = Submission.objects.get(pk=stored.pk)
+    assert (row.content_id, row.near_id) == (expected.content_id, expected.near_id)

@@ -190,6 +190,7 @@ def test_the_payload_stays_within_what_the_dashboard_accepts():
 
 @pytest.mark.django_db
 def test_the_dashboard_refuses_to_run_a_cluster_it_only_knows_from_its_agent():
+    from dashboard.domain import heads
     from dashboard.domain.models import Cluster, Run
     from dashboard.domain.runs import RunRequestError, request_run
     from tests import factories
@@ -197,6 +198,7 @@ def test_the_dashboard_refuses_to_run_a_cluster_it_only_knows_from_its_agent():
     cluster = factories.cluster("agent-only")  # no kubeconfig
     factories.run(cluster)
     Run.objects.filter(cluster=cluster).update(trigger=Run.Trigger.AGENT)
+    heads.refresh(clusters=[cluster.pk])
     Cluster.objects.filter(pk=cluster.pk).update(mode=Cluster.Mode.AGENT)
     with pytest.raises(RunRequestError) as refused:
         request_run(Cluster.objects.get(pk=cluster.pk), "basic")

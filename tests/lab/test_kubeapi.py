@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 
-from lab import watch
+from lab import fields, watch
 from lab.server import LabServer
 from tests.lab.kube import profile
+from tests.lab.test_kubectl import Kubectl, kubectl_on
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
@@ -182,7 +183,10 @@ def test_field_validation_strict_warn_and_dry_run(lab: LabServer) -> None:
         "POST", "/api/v1/namespaces/default/services?fieldValidation=Strict", typo
     )
     assert code == 400
-    assert status["message"] == 'strict decoding error: unknown field "spec.prots"'
+    assert status["message"] == (
+        'Service in version "v1" cannot be handled as a Service: '
+        'strict decoding error: unknown field "spec.prots"'
+    )
     code, _, headers = raw("POST", "/api/v1/namespaces/default/services", typo)
     assert code == 201
     assert headers["Warning"] == '299 - "unknown field \\"spec.prots\\""'
@@ -190,6 +194,129 @@ def test_field_validation_strict_warn_and_dry_run(lab: LabServer) -> None:
     code, made, _ = raw("POST", "/api/v1/namespaces/default/services?dryRun=All", dry)
     assert code == 201 and made["metadata"]["name"] == "dry"
     assert raw("GET", "/api/v1/namespaces/default/services/dry")[0] == 404
+
+
+def test_an_old_release_shows_no_field_it_lacks_and_takes_back_what_it_showed(
+    lab: LabServer,
+) -> None:
+    # A 1.20 API server has no Service spec.internalTrafficPolicy (1.21): the lab keeps it on
+    # every release but does not show it there, so an object read back and sent again, or
+    # copied into a new one, passes strict validation; an unknown field the caller adds
+    # (spec.trafficDistribution came with 1.30) does not.
+    raw = Raw(lab, "old")
+    path = "/api/v1/namespaces/default/services"
+    assert raw("POST", f"{path}?fieldValidation=Strict", SVC)[0] == 201
+    code, read_back, _ = raw("GET", f"{path}/s")
+    assert code == 200
+    assert fields.unknown_fields("Service", read_back, "v1.20") == []
+    assert "internalTrafficPolicy" not in read_back["spec"] and "clusterIPs" in read_back["spec"]
+    copy = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "s-copy"},
+        "spec": {
+            k: v for k, v in read_back["spec"].items() if k not in ("clusterIP", "clusterIPs")
+        },
+    }
+    code, made, _ = raw("POST", f"{path}?fieldValidation=Strict", copy)
+    assert code == 201, made
+    code, replaced, headers = raw("PUT", f"{path}/s?fieldValidation=Strict", read_back)
+    assert code == 200, replaced
+    code, _, headers = raw("PUT", f"{path}/s", replaced)
+    assert code == 200 and headers["Warning"] is None
+    merge = "application/merge-patch+json"
+    code, patched, headers = raw(
+        "PATCH",
+        f"{path}/s?fieldValidation=Strict",
+        {"metadata": {"labels": {"a": "b"}}},
+        content_type=merge,
+    )
+    assert code == 200 and patched["metadata"]["labels"] == {"a": "b"}
+    again = {**patched, "spec": {**patched["spec"], "trafficDistribution": "PreferClose"}}
+    code, status, _ = raw("PUT", f"{path}/s?fieldValidation=Strict", again)
+    assert code == 400
+    assert status["message"] == (
+        'Service in version "v1" cannot be handled as a Service: '
+        'strict decoding error: unknown field "spec.trafficDistribution"'
+    )
+    code, status, _ = raw(
+        "PATCH",
+        f"{path}/s?fieldValidation=Strict",
+        {"spec": {"trafficDistribution": "PreferClose"}},
+        content_type=merge,
+    )
+    assert code == 400
+    assert status["message"] == 'strict decoding error: unknown field "spec.trafficDistribution"'
+    # the same check, unit by unit: the lab's fields pass when the live object has them
+    assert fields.check("Service", read_back, "Strict", decoded=True, live=read_back) == []
+    assert fields.check("Service", read_back, "Warn") == []  # on the current release
+
+
+@pytest.fixture(scope="module")
+def releases(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubectl]:
+    profiles = [
+        profile("v119", kubernetes_version="1.19.16"),
+        profile("v129", kubernetes_version="1.29.4"),
+        profile("v130", kubernetes_version="1.30.2"),
+    ]
+    with kubectl_on(profiles, tmp_path_factory.mktemp("releases")) as tool:
+        yield tool
+
+
+TRAFFIC = """apiVersion: v1
+kind: Service
+metadata:
+  name: {name}
+spec:
+  selector: {{app: x}}
+  ports: [{{port: 80}}]
+  trafficDistribution: PreferClose
+"""
+
+
+def test_kubectl_validates_fields_against_the_clusters_release(releases: Kubectl) -> None:
+    # Service spec.trafficDistribution came with v1.30: a 1.29 API server refuses it under
+    # Strict (kubectl's default) and warns under Warn, a 1.30 one takes it
+    refused = releases(
+        "v129", "apply", "--validate=strict", "-f", "-", stdin=TRAFFIC.format(name="t"), ok=False
+    )
+    assert refused.returncode != 0
+    assert (
+        'Service in version "v1" cannot be handled as a Service: strict decoding error: '
+        'unknown field "spec.trafficDistribution"'
+    ) in refused.stderr, refused.stderr
+    assert releases("v129", "get", "service", "t", ok=False).returncode != 0
+    created = releases(
+        "v129", "create", "--validate=strict", "-f", "-", stdin=TRAFFIC.format(name="t"), ok=False
+    )
+    assert 'strict decoding error: unknown field "spec.trafficDistribution"' in created.stderr
+
+    warned = releases("v129", "apply", "--validate=warn", "-f", "-", stdin=TRAFFIC.format(name="w"))
+    assert 'Warning: unknown field "spec.trafficDistribution"' in warned.stderr, warned.stderr
+    assert "service/w created" in warned.stdout
+
+    taken = releases(
+        "v130", "apply", "--validate=strict", "-f", "-", stdin=TRAFFIC.format(name="t")
+    )
+    assert "service/t created" in taken.stdout and not taken.stderr, taken.stderr
+    got = json.loads(releases("v130", "get", "service", "t", "-o", "json").stdout)
+    assert got["spec"]["trafficDistribution"] == "PreferClose"
+
+    # what the lab keeps on every release (clusterIPs, ipFamilies, ipFamilyPolicy,
+    # internalTrafficPolicy: none of them a 1.19 field) a 1.19 cluster does not show, so kubectl
+    # sends back what it read, whole (replace: a PUT) or as a patch (apply, label)
+    plain = TRAFFIC.format(name="p").replace("  trafficDistribution: PreferClose\n", "")
+    releases("v119", "apply", "--validate=strict", "-f", "-", stdin=plain)
+    read_back = releases("v119", "get", "service", "p", "-o", "json").stdout
+    assert "ipFamilyPolicy" not in read_back and "internalTrafficPolicy" not in read_back
+    replaced = releases("v119", "replace", "--validate=strict", "-f", "-", stdin=read_back)
+    assert "service/p replaced" in replaced.stdout and not replaced.stderr, replaced.stderr
+    labelled = releases("v119", "label", "service", "p", "a=b")
+    assert not labelled.stderr, labelled.stderr
+    reapplied = releases(
+        "v119", "apply", "--validate=strict", "-f", "-", stdin=plain.replace("80", "81")
+    )
+    assert "service/p configured" in reapplied.stdout and not reapplied.stderr
 
 
 def test_updates_keep_allocations_refuse_stale_versions_and_immutable_fields(

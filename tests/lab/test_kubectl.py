@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -119,14 +120,36 @@ INVALID = {
             "apiVersion: v1\nkind: Service\nmetadata: {name: bad-field}\n"
             "spec:\n  portz: []\n  ports:\n  - {port: 5060, protocol: SCTP}\n"
         ),
-        'strict decoding error: unknown field "spec.portz"',
+        (
+            'Service in version "v1" cannot be handled as a Service: '
+            'strict decoding error: unknown field "spec.portz"'
+        ),
+    ),
+    "unknown-pod-field": (
+        (
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: bad-pod-field}\n"
+            f"spec:\n  containers:\n  - {{name: c, image: {AGNHOST}, imagePullPolcy: Always}}\n"
+        ),
+        (
+            'Pod in version "v1" cannot be handled as a Pod: '
+            'strict decoding error: unknown field "spec.containers[0].imagePullPolcy"'
+        ),
     ),
 }
 
 
 class Kubectl:
-    def __init__(self, binary: str, kubeconfig: Path, cache: Path) -> None:
+    def __init__(
+        self, binary: str, kubeconfig: Path, cache: Path, lab: LabServer | None = None
+    ) -> None:
         self.binary, self.kubeconfig, self.cache = binary, kubeconfig, cache
+        self._lab = lab
+
+    @property
+    def lab(self) -> LabServer:
+        """The lab kubectl talks to (for the raw calls a test makes beside kubectl)."""
+        assert self._lab is not None
+        return self._lab
 
     def env(self) -> dict[str, str]:
         return {
@@ -155,24 +178,30 @@ class Kubectl:
         return done
 
 
-@pytest.fixture(scope="module")
-def kubectl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubectl]:
+@contextmanager
+def kubectl_on(profiles: list[dict[str, Any]], tmp: Path) -> Iterator[Kubectl]:
+    """The real kubectl pointed at a lab serving `profiles` (the lab's kubeconfig, a context per
+    cluster); the test is unavailable when kubectl is not installed."""
     binary = shutil.which("kubectl")
     if binary is None:
         unavailable("kubectl is not installed (Debian: apt-get install -y kubernetes-client)")
         raise AssertionError("unreachable")
-    tmp = tmp_path_factory.mktemp("kubectl")
+    lab = LabServer(profiles, state_dir=tmp / "state").start()
+    try:
+        yield Kubectl(binary, lab.write_kubeconfig(tmp / "kubeconfig"), tmp, lab)
+    finally:
+        lab.stop()
+
+
+@pytest.fixture(scope="module")
+def kubectl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubectl]:
     profiles = []
     for prof in PROFILES.values():
         # Pods start quickly; everything else as the profile says.
         faults = {**prof.get("faults", {}), "pod_start_delay_s": 0.2}
         profiles.append({**prof, "faults": faults})
-    lab = LabServer(profiles, state_dir=tmp / "state").start()
-    try:
-        path = lab.write_kubeconfig(tmp / "kubeconfig")
-        yield Kubectl(binary, path, tmp)
-    finally:
-        lab.stop()
+    with kubectl_on(profiles, tmp_path_factory.mktemp("kubectl")) as tool:
+        yield tool
 
 
 def _subset(wanted: Any, got: Any) -> bool:
@@ -253,33 +282,71 @@ def test_kubectl_works_against_every_lab_profile(kubectl: Kubectl, name: str) ->
     assert "service/sctp-ssa serverside-applied" in out, out
     ports = json.loads(k("get", "svc", "sctp-ssa", "-n", ns, "-o", "jsonpath={.spec.ports}").stdout)
     assert [(p["port"], p["protocol"]) for p in ports] == [(5062, protocol)]
+
+    def as_ops(manifest: str, *flags: str, ok: bool = True) -> Any:
+        """A server-side apply by a second field manager, "ops"."""
+        return k(
+            "apply",
+            "--server-side",
+            "--field-manager=ops",
+            *flags,
+            "-n",
+            ns,
+            "-f",
+            "-",
+            stdin=manifest,
+            ok=ok,
+        )
+
     # another field manager that changes a field kubectl applied: upstream's conflict, then
     # --force-conflicts takes the field over
     other = ssa.replace("5060", "5062").replace("- name: sctp\n", "- name: sctp-main\n")
-    refused = k(
-        "apply", "--server-side", "--field-manager=ops", "-n", ns, "-f", "-", stdin=other, ok=False
-    )
+    refused = as_ops(other, ok=False)
     assert refused.returncode != 0
     assert (
-        'Apply failed with 1 conflict: conflict with "kubectl": .spec.ports[port=5062].name'
-        in refused.stderr
+        'Apply failed with 1 conflict: conflict with "kubectl": '
+        f'.spec.ports[port=5062,protocol="{protocol}"].name' in refused.stderr
     ), refused.stderr
-    taken = k(
-        "apply",
-        "--server-side",
-        "--field-manager=ops",
-        "--force-conflicts",
-        "-n",
-        ns,
-        "-f",
-        "-",
-        stdin=other,
-    ).stdout
+    taken = as_ops(other, "--force-conflicts").stdout
     assert "service/sctp-ssa serverside-applied" in taken, taken
     shown = k("get", "svc", "sctp-ssa", "-n", ns, "-o", "yaml", "--show-managed-fields").stdout
     got = yaml.safe_load(shown)
     assert got["spec"]["ports"][0]["name"] == "sctp-main"
     assert {e["manager"] for e in got["metadata"]["managedFields"]} == {"kubectl", "ops"}
+
+    # kubectl create records an Update entry for kubectl-create: an applier changing one of
+    # its fields meets upstream's conflict, naming the manager with its apiVersion
+    made = ssa.replace("sctp-ssa", "sctp-made", 1)
+    assert "service/sctp-made created" in k("create", "-n", ns, "-f", "-", stdin=made).stdout
+    shown = k("get", "svc", "sctp-made", "-n", ns, "-o", "yaml", "--show-managed-fields").stdout
+    (entry,) = yaml.safe_load(shown)["metadata"]["managedFields"]
+    assert (entry["manager"], entry["operation"], entry["apiVersion"]) == (
+        "kubectl-create",
+        "Update",
+        "v1",
+    )
+    # its fields are the body's as decoded with defaulting, before the registry allocated the
+    # cluster IP (upstream's create handler runs the field manager in between)
+    shown = k("get", "svc", "sctp-made", "-n", ns, "-o", "json", "--show-managed-fields").stdout
+    (entry,) = json.loads(shown)["metadata"]["managedFields"]
+    assert {"f:type", "f:sessionAffinity"} <= set(entry["fieldsV1"]["f:spec"]), entry
+    assert "f:clusterIP" not in entry["fieldsV1"]["f:spec"], entry
+    renamed = made.replace("- name: sctp\n", "- name: sctp-main\n")
+    refused = as_ops(renamed, ok=False)
+    assert refused.returncode != 0
+    assert (
+        'Apply failed with 1 conflict: conflict with "kubectl-create" using v1: '
+        f'.spec.ports[port=5060,protocol="{protocol}"].name' in refused.stderr
+    ), refused.stderr
+    taken = as_ops(renamed, "--force-conflicts").stdout
+    assert "service/sctp-made serverside-applied" in taken, taken
+    shown = k("get", "svc", "sctp-made", "-n", ns, "-o", "yaml", "--show-managed-fields").stdout
+    owners = {
+        e["manager"]: e["fieldsV1"] for e in yaml.safe_load(shown)["metadata"]["managedFields"]
+    }
+    port = f'k:{{"port":5060,"protocol":"{protocol}"}}'
+    assert "f:name" in owners["ops"]["f:spec"]["f:ports"][port]
+    assert "f:name" not in owners["kubectl-create"]["f:spec"]["f:ports"][port]
 
     # get -o yaml: what was applied comes back, plus the server's fields; replace takes it
     got = yaml.safe_load(k("get", "svc", "sctp-echo", "-n", ns, "-o", "yaml").stdout)
@@ -303,6 +370,20 @@ def test_kubectl_works_against_every_lab_profile(kubectl: Kubectl, name: str) ->
         "wait", "--for=condition=Ready", "pod", "-l", "app=sctp-echo", "-n", ns, "--timeout=30s"
     )
     assert waited.stdout.count("condition met") == 2, waited.stdout
+    # the kubelet that started them wrote their status: its entry, through /status
+    started = json.loads(
+        k(
+            "get", "pods", "-l", "app=sctp-echo", "-n", ns, "-o", "json", "--show-managed-fields"
+        ).stdout
+    )["items"][0]
+    (kubelet,) = [e for e in started["metadata"]["managedFields"] if e["manager"] == "kubelet"]
+    # (ManagedFieldsEntry.subresource came with v1.22: an older release does not show it)
+    minor = int(PROFILES[name]["kubernetes_version"].split(".")[1])
+    assert (kubelet["operation"], kubelet.get("subresource")) == (
+        "Update",
+        "status" if minor >= 22 else None,
+    ), kubelet
+    assert "f:podIP" in kubelet["fieldsV1"]["f:status"], kubelet
     deploy = json.loads(k("get", "deploy", "sctp-echo", "-n", ns, "-o", "json").stdout)
     assert deploy["status"]["readyReplicas"] == 2
 
@@ -358,7 +439,19 @@ def test_kubectl_works_against_every_lab_profile(kubectl: Kubectl, name: str) ->
     assert "FIELD: protocol <string>" in explained
     assert 'Supports "TCP", "UDP", and "SCTP"' in explained
     explained = k("explain", "networkpolicy.spec.ingress.ports.protocol").stdout
-    assert "The protocol (TCP, UDP, or SCTP) which traffic must match." in explained
+    # (the profile's release's words: "The protocol ..." before v1.27's "protocol represents ...")
+    assert "protocol (TCP, UDP, or SCTP) which traffic must" in explained, explained
+    explained = k("explain", "pods.spec.containers").stdout
+    assert "FIELD: containers <[]Container>" in explained
+    assert "imagePullPolicy\t<string>" in explained, explained
+    for path, field in (
+        ("deployments.spec.strategy", "FIELD: strategy <DeploymentStrategy>"),
+        ("nodes.status.nodeInfo", "FIELD: nodeInfo <NodeSystemInfo>"),
+        ("endpointslices.endpoints", "FIELD: endpoints <[]Endpoint>"),
+        ("namespaces.spec", "FIELD: spec <NamespaceSpec>"),
+    ):
+        if path.split(".")[0] in resources:  # EndpointSlices from 1.21 on
+            assert field in k("explain", path).stdout, path
 
     # invalid manifests: upstream's messages through kubectl
     for case, (text, words) in INVALID.items():

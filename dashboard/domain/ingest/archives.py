@@ -29,7 +29,7 @@ from typing import IO, Any
 from dashboard.domain.ingest import cluster_facts
 from dashboard.domain.ingest.e2elog import E2ELog, parse_e2e_log
 from dashboard.domain.ingest.errors import UNSUPPORTED, IngestError
-from dashboard.domain.ingest.identity import JUnitScan, Scanner, Tee
+from dashboard.domain.ingest.identity import JUnitScan, StampTee
 from dashboard.domain.ingest.junit import JUnitResult, parse_junit
 from dashboard.domain.ingest.limits import Deadline, Limits, MiB, Readable
 
@@ -142,9 +142,10 @@ def read(source: IO[bytes], limits: Limits, deadline: Deadline) -> Contents:
 
 
 def _plain_junit(source: Readable, label: str, limits: Limits, deadline: Deadline) -> Contents:
-    scanner = Scanner()
-    result = parse_junit(Tee(source, scanner), label, limits, deadline)
-    return Contents(kind="junit", junit=[("JUnit file", result)], scan=scanner.close())
+    tee = StampTee(source)
+    result = parse_junit(tee, label, limits, deadline)
+    result.scan.ginkgo_time = tee.ginkgo_time
+    return Contents(kind="junit", junit=[("JUnit file", result)], scan=result.scan)
 
 
 # --- detection ------------------------------------------------------------------------
@@ -334,13 +335,12 @@ class _Collector:
         """Parse one wanted member straight from its stream. Member dates (``mtime``) are
         never a run time: a re-packed archive has today's."""
         if _SONOBUOY_JUNIT.match(path) or _TOP_JUNIT.match(path):
-            scanner = Scanner()
-            result = parse_junit(
-                Tee(stream, scanner), path, self.limits, self.deadline, self.sctp_cases
-            )
+            tee = StampTee(stream)
+            result = parse_junit(tee, path, self.limits, self.deadline, self.sctp_cases)
+            result.scan.ginkgo_time = tee.ginkgo_time
             self.sctp_cases += len(result.cases)
             self.junit[path] = result
-            self.scans[path] = scanner.close()
+            self.scans[path] = result.scan
         elif _SONOBUOY_LOG.match(path) or _TOP_LOG.match(path):
             self.logs[path] = parse_e2e_log(stream, self.limits, self.deadline)
         elif _SERVER_VERSION.match(path):

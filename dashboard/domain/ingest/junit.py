@@ -7,8 +7,14 @@ matter (``testsuite@timestamp``, the ``emulated`` property, testcase names) and 
 ``<property>`` children or a 40 MB failure message cost a few megabytes at most. The one
 thing expat holds whole is a single token (a tag with its attributes, or a text run), so
 the feeder refuses the file once expat holds more than ``Limits.max_xml_token_bytes``
-it has not reported (a tag, comment or processing instruction: text is reported as it
+it has not reported (a tag, comment or processing instruction: text is passed over as it
 comes, so a long text node costs nothing).
+
+Python runs once per element, at its start tag (the element and depth limits, the
+testcase's outcome children); end tags are counted by a C-level ``list.append`` except
+within the few SCTP testcases, and character data reaches Python only for an SCTP
+testcase's failure or skip text (_Reader). A non-SCTP testcase is counted when the next
+element outside it starts, or at the end of the document.
 
 As defusedxml does, a DTD, entity declarations and external references are refused.
 Only names that mention SCTP are normalised and looked up: every catalog name does, and
@@ -26,23 +32,29 @@ never ``skipped`` (which means the environment could not run the test); pending 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import NoReturn
 from xml.parsers import expat
 
 from dashboard.domain.ingest.errors import IngestError
+from dashboard.domain.ingest.identity import FIELD, MAX_PROPERTIES, PROPERTY_VALUE, JUnitScan
 from dashboard.domain.ingest.limits import Deadline, Limits, Readable
 from dashboard.domain.ingest.upstream_names import catalog_key, normalise
 
 # ginkgo v2 writes status=; anything that is not a pass or a skip is a failure for us.
 _FAILED_STATUSES = frozenset({"failed", "timedout", "aborted", "panicked", "interrupted"})
 _SKIPPED_STATUSES = frozenset({"skipped", "pending"})
-# Suite-level nodes are testcases in ginkgo v2's JUnit but not "Specs" in its summary.
-_SUITE_NODE = re.compile(
-    r"^\[(?:Synchronized)?(?:Before|After)Suite\]|^\[Report(?:Before|After)Suite\]"
-    r"|^\[DeferCleanup \(Suite\)\]"
+# Suite-level nodes are testcases in ginkgo v2's JUnit but not "Specs" in its summary: the
+# names that start with one of these.
+_SUITE_NODE_PREFIXES = (
+    "[BeforeSuite]",
+    "[AfterSuite]",
+    "[SynchronizedBeforeSuite]",
+    "[SynchronizedAfterSuite]",
+    "[ReportBeforeSuite]",
+    "[ReportAfterSuite]",
+    "[DeferCleanup (Suite)]",
 )
 _MAX_REASON = 2000
 _MAX_DEPTH = 64
@@ -72,6 +84,9 @@ class JUnitResult:
     properties: dict[str, str] = field(default_factory=dict)
     truncated_names: int = 0
     bad_timestamps: int = 0
+    # What identifies the run (identity.py), kept as the reader goes; merged by the caller
+    # for the documents it chooses, not by merge().
+    scan: JUnitScan = field(default_factory=JUnitScan, repr=False)
 
     def merge(self, other: JUnitResult) -> None:
         self.testcase_count += other.testcase_count
@@ -106,27 +121,31 @@ def parse_junit(
     limits = limits or Limits()
     reader = _Reader(label, limits, sctp_cases_before)
     parser = reader.parser
+    parse = parser.Parse
+    read = source.read
+    max_member = limits.max_member_bytes
+    max_token = limits.max_xml_token_bytes
     fed = 0
     try:
         while True:
-            chunk = source.read(_CHUNK)
+            chunk = read(_CHUNK)
             if deadline is not None:
                 deadline.check()
             if not chunk:
-                parser.Parse(b"", True)
+                parse(b"", True)
                 break
             fed += len(chunk)
-            if fed > limits.max_member_bytes:
-                raise IngestError(
-                    f"{label} refused: it is larger than {limits.max_member_bytes >> 20} MB"
-                )
-            parser.Parse(chunk, False)
+            if fed > max_member:
+                raise IngestError(f"{label} refused: it is larger than {max_member >> 20} MB")
+            parse(chunk, False)
             # What expat holds without having reported it: a tag, comment or PI it buffers
-            # whole (text is reported as it comes). Past the bound, the file is refused.
-            if fed - max(reader.position, parser.CurrentByteIndex) > limits.max_xml_token_bytes:
+            # whole (text is reported as it comes, handler or none). After Parse returns,
+            # CurrentByteIndex is where that unfinished token starts; past the bound, the
+            # file is refused.
+            if fed - parser.CurrentByteIndex > max_token:
                 raise IngestError(
                     f"{label} refused: one tag, comment or processing instruction in it is "
-                    f"longer than {limits.max_xml_token_bytes >> 20} MB"
+                    f"longer than {max_token >> 20} MB"
                 )
     except expat.ExpatError as exc:
         raise IngestError(
@@ -135,25 +154,79 @@ def parse_junit(
         ) from None
     if reader.root is None:
         raise IngestError(f"{label} is not well-formed XML: no element found")
+    reader.close_case()
     if reader.result.testcase_count == 0:
         raise IngestError(f"{label} is a JUnit report with no testcases")
     return reader.result
 
 
+# A testcase's direct children that decide its outcome: failure and error mark it failed,
+# skipped skipped (the bits of _Reader.kids).
+_KID_BITS = {"failure": 1, "error": 1, "skipped": 2}
+
+
 class _Reader:
-    """expat handlers that keep only what the report needs."""
+    """expat handlers that keep only what the report needs.
+
+    One Python call per element, at its start tag. End tags are recorded by a C-level
+    ``list.append`` (the depth of an element is the start tags so far less the end tags),
+    except within an SCTP testcase, whose end and whose failure or skip text need Python
+    (:meth:`_end_kept`). Character data is reported only while such a text is read. A
+    non-SCTP testcase is kept as three values (status, suite node or not, the outcome
+    children it has) and counted when the next element outside it starts, or at the end.
+    """
+
+    __slots__ = (
+        "capture_depth",
+        "case",
+        "case_depth",
+        "elements",
+        "ends",
+        "kids",
+        "label",
+        "limits",
+        "max_elements",
+        "max_name",
+        "name",
+        "parser",
+        "records",
+        "result",
+        "root",
+        "scan",
+        "sctp_before",
+        "status",
+        "suite_node",
+        "text",
+        "text_len",
+        "time",
+    )
 
     def __init__(self, label: str, limits: Limits, sctp_cases_before: int) -> None:
         self.label = label
         self.limits = limits
         self.result = JUnitResult()
         self.root: str | None = None
-        self.depth = 0
-        self.case: dict[str, object] | None = None
+        self.elements = 0  # start tags so far
+        self.ends: list[str] = []  # end tags so far (expat appends them; bounded by elements)
+        self.max_elements = limits.max_xml_elements
+        self.max_name = limits.max_name_chars
+        # The open testcase: its depth (0: none), lower-cased status, the outcome children
+        # seen (_KID_BITS), whether it is a suite node; for an SCTP one, ``case`` holds its
+        # name, status and first failure/error/skipped (message, type, text) as _outcome reads.
         self.case_depth = 0
-        self.text: list[str] | None = None  # capturing the text of failure/skipped
+        self.name = ""
+        self.time = ""
+        self.status = ""
+        self.kids = 0
+        self.suite_node = False
+        self.case: dict[str, object] | None = None
+        self.text: list[str] = []  # the failure/skip text being read (SCTP testcases only)
         self.text_len = 0
+        self.capture_depth = 0  # the depth of the element whose text is read (0: none)
         self.sctp_before = sctp_cases_before
+        self.scan = self.result.scan
+        self.records: list[str] = []  # this document's testcases, as identity.py keys them
+        self.scan.parts.append(self.records)
         parser = expat.ParserCreate()
         parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
         parser.StartDoctypeDeclHandler = self._forbidden
@@ -161,17 +234,13 @@ class _Reader:
         parser.UnparsedEntityDeclHandler = self._forbidden
         parser.ExternalEntityRefHandler = self._forbidden
         parser.NotationDeclHandler = self._forbidden
-        parser.StartElementHandler = self._start
-        parser.EndElementHandler = self._end
-        # Text arrives in pieces of up to 64 KB (not one call per line); outside a captured
-        # failure/skip text only its position is kept.
+        parser.StartElementHandler = self._root  # then _start, from the second element on
+        parser.EndElementHandler = self.ends.append
+        # Text arrives in pieces of up to 64 KB (not one call per line), and only while
+        # CharacterDataHandler is set: while an SCTP testcase's failure or skip text is read.
         parser.buffer_text = True
         parser.buffer_size = _CHUNK
-        parser.CharacterDataHandler = self._data
         self.parser = parser
-        self.elements = 0
-        self.max_elements = limits.max_xml_elements
-        self.position = 0  # byte index of the newest event expat reported
 
     def _forbidden(self, *args: object) -> NoReturn:
         raise IngestError(
@@ -179,58 +248,133 @@ class _Reader:
             "references is not accepted"
         )
 
+    def _root(self, tag: str, attrs: dict[str, str]) -> None:
+        self.root = tag
+        if tag not in ("testsuites", "testsuite"):
+            raise IngestError(
+                f"{self.label} is XML but not a JUnit report "
+                f"(root element <{tag[:100]}>, expected <testsuites> or <testsuite>)"
+            )
+        self.parser.StartElementHandler = self._start
+        self._start(tag, attrs)
+
     def _start(self, tag: str, attrs: dict[str, str]) -> None:
-        self.position = self.parser.CurrentByteIndex
-        self.depth += 1
-        self.elements += 1
-        if self.elements > self.max_elements or self.depth > _MAX_DEPTH:
-            self._too_large()
-        if self.root is None:
-            self.root = tag
-            if tag not in ("testsuites", "testsuite"):
-                raise IngestError(
-                    f"{self.label} is XML but not a JUnit report "
-                    f"(root element <{tag[:100]}>, expected <testsuites> or <testsuite>)"
-                )
-        if self.case is not None:
-            if self.depth == self.case_depth + 1 and tag in ("failure", "error", "skipped"):
-                if tag not in self.case:  # the first of each kind, as ElementTree's find()
-                    self.case[tag] = attrs.get("message") or ""
-                    self.case[f"{tag}_type"] = attrs.get("type") or ""
-                    self.text, self.text_len = [], 0
-                    self.case[f"{tag}_text"] = self.text
-            return
+        elements = self.elements = self.elements + 1
+        depth = elements - len(self.ends)  # this element's (the root's is 1)
+        if elements > self.max_elements or depth > _MAX_DEPTH:
+            self._too_large(depth)
+        case_depth = self.case_depth
+        if case_depth:
+            if depth > case_depth:  # inside the open testcase
+                if depth == case_depth + 1 and tag in _KID_BITS:
+                    self.kids |= _KID_BITS[tag]
+                    case = self.case
+                    if case is not None and tag not in case:
+                        # The first of each kind, as ElementTree's find(); its text is read
+                        # (up to _MAX_REASON characters) until its end tag.
+                        case[tag] = attrs.get("message") or ""
+                        case[f"{tag}_type"] = attrs.get("type") or ""
+                        self.text, self.text_len = [], 0
+                        case[f"{tag}_text"] = self.text
+                        self.capture_depth = depth
+                        self.parser.CharacterDataHandler = self._data
+                return
+            self.close_case()  # it ended before this element
         if tag == "testcase":
-            self.case = {"name": attrs.get("name") or "", "status": attrs.get("status") or ""}
-            self.case_depth = self.depth
+            name = attrs.get("name") or ""
+            status = attrs.get("status") or ""
+            if len(name) > self.max_name:
+                name = name[: self.max_name]
+                self.result.truncated_names += 1
+            self.case_depth = depth
+            self.name = name
+            self.time = attrs.get("time") or ""
+            self.status = status.lower()
+            self.kids = 0
+            self.suite_node = name.startswith(_SUITE_NODE_PREFIXES)
+            # Only the SCTP cases are kept (with their failure and skip texts); the
+            # thousands of others count by their JUnit-level outcome alone.
+            if "sctp" in name.lower():
+                self.case = {"name": name, "status": status}
+                self.scan.sctp_names.append(name)
+                self.parser.EndElementHandler = self._end_kept
         elif tag == "testsuite":
-            self._timestamp(attrs.get("timestamp"))
+            self._suite(attrs)
         elif tag == "property":
             name = attrs.get("name") or ""
+            value = attrs.get("value") or ""
             if name in _PROPERTIES and name not in self.result.properties:
-                self.result.properties[name] = (attrs.get("value") or "")[:100]
+                self.result.properties[name] = value[:100]
+            properties = self.scan.properties
+            if name and name not in properties and len(properties) < MAX_PROPERTIES:
+                properties[name[:100]] = value[:PROPERTY_VALUE]
 
-    def _too_large(self) -> NoReturn:
-        if self.depth > _MAX_DEPTH:
+    def _too_large(self, depth: int) -> NoReturn:
+        if depth > _MAX_DEPTH:
             raise IngestError(f"{self.label} refused: elements nested deeper than {_MAX_DEPTH}")
         raise IngestError(f"{self.label} refused: more than {self.max_elements:,} XML elements")
 
     def _data(self, text: str) -> None:
-        self.position = self.parser.CurrentByteIndex
-        if self.text is not None and self.text_len < _MAX_REASON:
+        if self.text_len < _MAX_REASON:
             piece = text[: _MAX_REASON - self.text_len]
             self.text.append(piece)
             self.text_len += len(piece)
 
-    def _end(self, tag: str) -> None:
-        self.position = self.parser.CurrentByteIndex
-        if self.case is not None:
-            if self.depth == self.case_depth:
-                self._testcase(self.case)
-                self.case = None
-            elif self.depth == self.case_depth + 1:
-                self.text = None
-        self.depth -= 1
+    def _end_kept(self, tag: str) -> None:
+        """The end tags within an SCTP testcase (and its own)."""
+        depth = self.elements - len(self.ends)  # the element that ends
+        self.ends.append(tag)
+        if depth == self.case_depth:
+            self.parser.EndElementHandler = self.ends.append
+            self.close_case()
+        elif depth == self.capture_depth:
+            self.capture_depth = 0
+            self.parser.CharacterDataHandler = None
+
+    def close_case(self) -> None:
+        """Count the testcase that ended (if one is open): an SCTP one is kept."""
+        if not self.case_depth:
+            return
+        self.case_depth = 0
+        result = self.result
+        case = self.case
+        if case is not None:
+            self.case = None
+            raw, outcome, reason = _outcome(case)
+        else:
+            # _raw_outcome's conditions, on the status and the children's bits.
+            status = self.status
+            kids = self.kids
+            if status in _FAILED_STATUSES or (kids & 1 and status not in _SKIPPED_STATUSES):
+                raw = "failed"
+            elif status in _SKIPPED_STATUSES or kids & 2:
+                raw = "skipped"
+            else:
+                raw = "passed"
+        self.records.append(f"{self.name}{FIELD}{raw}{FIELD}{self.time}")
+        result.testcase_count += 1
+        result.totals[raw] += 1
+        if not self.suite_node:
+            result.spec_totals[raw] += 1
+        if case is None:
+            return
+        if len(result.cases) + self.sctp_before >= self.limits.max_sctp_cases:
+            raise IngestError(
+                f"{self.label} refused: more than {self.limits.max_sctp_cases} SCTP "
+                "testcases (a real run has 13 per JUnit file)"
+            )
+        normalised = normalise(str(case["name"]))
+        result.cases.append(Case(normalised, catalog_key(normalised), outcome, reason))
+
+    def _suite(self, attrs: dict[str, str]) -> None:
+        value = attrs.get("timestamp")
+        if value:
+            self.scan.timestamps.append(value.strip()[:40])
+        try:
+            self.scan.suite_times.append(float(attrs.get("time") or ""))
+        except ValueError:
+            pass
+        self._timestamp(value)
 
     def _timestamp(self, value: str | None) -> None:
         if not value:
@@ -244,29 +388,6 @@ class _Reader:
             when = when.replace(tzinfo=UTC)
         if self.result.run_at is None or when < self.result.run_at:
             self.result.run_at = when
-
-    def _testcase(self, case: dict[str, object]) -> None:
-        result = self.result
-        name = str(case["name"])
-        if len(name) > self.limits.max_name_chars:
-            name = name[: self.limits.max_name_chars]
-            result.truncated_names += 1
-        sctp = "sctp" in name.lower()
-        # The outcome's reason (failure and skip texts) only for the SCTP cases kept; the
-        # thousands of others count by their JUnit-level outcome alone.
-        raw, outcome, reason = _outcome(case) if sctp else (_raw_outcome(case), "", "")
-        result.testcase_count += 1
-        result.totals[raw] += 1
-        if not _SUITE_NODE.match(name):
-            result.spec_totals[raw] += 1
-        if sctp:
-            if len(result.cases) + self.sctp_before >= self.limits.max_sctp_cases:
-                raise IngestError(
-                    f"{self.label} refused: more than {self.limits.max_sctp_cases} SCTP "
-                    "testcases (a real run has 13 per JUnit file)"
-                )
-            normalised = normalise(name)
-            result.cases.append(Case(normalised, catalog_key(normalised), outcome, reason))
 
 
 def _text(case: dict[str, object], tag: str) -> str:

@@ -12,10 +12,10 @@ from collections.abc import Iterable
 from types import SimpleNamespace
 from typing import Any
 
-from django.db.models import Case, F, OuterRef, Q, Subquery, Value, When, Window
+from django.db.models import Case, F, Q, Value, When, Window
 from django.db.models.functions import RowNumber
 
-from dashboard.domain import policy
+from dashboard.domain import heads, policy
 from dashboard.domain.catalog import Proxier
 from dashboard.domain.models import Cluster, Plugin, Run, Submission, TestResult
 from dashboard.domain.policy import Item
@@ -28,7 +28,6 @@ _RUN_FIELDS = (
     "id",
     "state",
     "finished",
-    "created",
     "plugin_id",
     "plugin_version",
     "kubernetes_version",
@@ -60,7 +59,6 @@ _SUB_FIELDS = (
     "results",
     "run_at",
     "run_at_source",
-    "created",
     "emulated",
     "withdrawn_at",
     "withdrawn_by",
@@ -128,12 +126,6 @@ def newest_first(items: Iterable[Item]) -> list[Item]:
     return sorted(items, key=lambda i: (i.when is not None, i.when, i.kind, i.id), reverse=True)
 
 
-def _newest(qs: Any, outer: str, order: str, **match: Any) -> Subquery:
-    return Subquery(
-        qs.filter(**{outer: OuterRef("pk")}, **match).order_by(order, "-id").values("id")[:1]
-    )
-
-
 def connectivity_candidates(plugins: dict[int, Any], plugin_id: int | None = None) -> list[Item]:
     """Connectivity evidence worth assessing: per cluster, its newest connectivity run, newest
     qualifying run and newest run with pod-to-service passed; per plugin and per proxier, the
@@ -144,32 +136,18 @@ def connectivity_candidates(plugins: dict[int, Any], plugin_id: int | None = Non
     The plain lookups, one plugin or the fleet at a time (a plugin's page, the plain evaluation
     the property test compares with); an evaluation uses ConnectivitySets, the same answer for
     the fleet and every plugin at once."""
-    runs = Run.objects.filter(state=Run.State.FINISHED)
-    # The newest qualifying (or pod-to-service) run among those that may count: an unverified
-    # self-reported run must not hide an older verified one. The newest connectivity run of
-    # each cluster is found whatever its trust, to be shown.
-    trusted = runs.exclude(trigger=Run.Trigger.AGENT, agent_verified_at__isnull=True).filter(
-        withdrawn_at__isnull=True
-    )
     clusters = Cluster.objects.all()
     if plugin_id is not None:
         clusters = clusters.filter(plugin_id=plugin_id)
-    ids = list(
-        clusters.annotate(
-            c_run=_newest(runs.filter(has_connectivity__in=[True]), "cluster", "-finished"),
-            q_run=_newest(trusted.filter(qualifying__in=[True]), "cluster", "-finished"),
-            p_run=_newest(trusted.filter(pod_to_service_passed__in=[True]), "cluster", "-finished"),
-        ).values_list("c_run", "q_run", "p_run")
-    )
+    slots = heads.cluster_slots()
+    ids = list(clusters.annotate(**slots).values_list(*slots))
     run_ids = {i for row in ids for i in row if i}
 
     subs = Submission.objects.filter(status=Submission.Status.VERIFIED, withdrawn_at__isnull=True)
     plugin_rows = Plugin.objects.all() if plugin_id is None else Plugin.objects.filter(pk=plugin_id)
     sub_ids: set[int] = set()
-    for row in plugin_rows.annotate(
-        q_sub=_newest(subs.filter(qualifying__in=[True]), "plugin", "-created"),
-        c_sub=_newest(subs.filter(has_connectivity__in=[True]), "plugin", "-created"),
-    ).values_list("q_sub", "c_sub"):
+    sub_slots = heads.plugin_slots()
+    for row in plugin_rows.annotate(**sub_slots).values_list(*sub_slots):
         sub_ids.update(i for i in row if i)
     recent = Submission.objects.filter(
         has_connectivity__in=[True],
@@ -201,46 +179,36 @@ class ConnectivitySets:
         self,
         plugins: dict[int, Any] | None,
         store: dict[tuple[str, int], Item] | None = None,
+        stored_heads: dict[str, dict[int, Any]] | None = None,
     ) -> None:
-        """`plugins`: by id, or None to read them with the lookups (one query fewer)."""
+        """`plugins`: by id, or None to read them here; `stored_heads`: heads.read()'s, or
+        None to read them here."""
         self.plugins = plugins
+        self.heads = stored_heads
         self.store = store if store is not None else {}
         self._found: tuple[Any, ...] | None = None
 
     def _lookups(self) -> tuple[Any, ...]:
         if self._found is not None:
             return self._found
-        runs = Run.objects.filter(state=Run.State.FINISHED)
-        # The newest qualifying (or pod-to-service) run among those that may count: an unverified
-        # self-reported run must not hide an older verified one. The newest connectivity run of
-        # each cluster is found whatever its trust, to be shown.
-        trusted = runs.exclude(trigger=Run.Trigger.AGENT, agent_verified_at__isnull=True).filter(
-            withdrawn_at__isnull=True
-        )
-        clusters, plugins = Cluster.objects.all(), Plugin.objects.all()
+        # Per cluster and per plugin, its newest evidence of each kind: the pre-aggregated rows
+        # (dashboard.domain.heads), one query whatever the history.
+        stored = self.heads if self.heads is not None else heads.read()
+        cluster_rows = [
+            (plugin_id, h.get("c_run"), h.get("q_run"), h.get("p_run"))
+            for plugin_id, h in stored["cluster"].values()
+        ]
+        if self.plugins is None:
+            self.plugins = plugins_by_id()
+        plugin_rows = [
+            (
+                pid,
+                stored["plugin"].get(pid, {}).get("q_sub"),
+                stored["plugin"].get(pid, {}).get("c_sub"),
+            )
+            for pid in self.plugins
+        ]
         submissions = Submission.objects.all()
-        cluster_rows = list(
-            clusters.annotate(
-                c_run=_newest(runs.filter(has_connectivity__in=[True]), "cluster", "-finished"),
-                q_run=_newest(trusted.filter(qualifying__in=[True]), "cluster", "-finished"),
-                p_run=_newest(
-                    trusted.filter(pod_to_service_passed__in=[True]), "cluster", "-finished"
-                ),
-            ).values_list("plugin_id", "c_run", "q_run", "p_run")
-        )
-        subs = Submission.objects.filter(
-            status=Submission.Status.VERIFIED, withdrawn_at__isnull=True
-        )
-        annotated = plugins.annotate(
-            q_sub=_newest(subs.filter(qualifying__in=[True]), "plugin", "-created"),
-            c_sub=_newest(subs.filter(has_connectivity__in=[True]), "plugin", "-created"),
-        )
-        if self.plugins is None:  # the plugins themselves come with their lookups
-            found = list(annotated)
-            self.plugins = {p.id: p for p in found}
-            plugin_rows = [(p.id, p.q_sub, p.c_sub) for p in found]
-        else:
-            plugin_rows = list(annotated.values_list("id", "q_sub", "c_sub"))
         # Per plugin its newest connectivity submissions (verified or pending), per proxier the
         # newest verified one with pod-to-service passed: one query, two rankings, each over
         # the rows of its kind (the kind is part of the partition).
@@ -362,7 +330,7 @@ def connectivity_sets(ctx: Any) -> ConnectivitySets:
 
     def make() -> ConnectivitySets:
         known = ctx._cache.get("plugins")
-        sets = ConnectivitySets(known, ctx.memo("items", dict))
+        sets = ConnectivitySets(known, ctx.memo("items", dict), ctx.memo("heads", heads.read))
         if known is None:
             ctx.memo("plugins", sets.all_plugins)
         return sets

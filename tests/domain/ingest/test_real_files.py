@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from dashboard.domain.ingest import IngestError, ingest
-from dashboard.domain.ingest.identity import Scanner
+from dashboard.domain.ingest import IngestError, archives, ingest
+from dashboard.domain.ingest.limits import Deadline, Limits
 from dashboard.domain.ingest.upstream_names import CHECKED, RELEASE_NAMES, RELEASES
 
 from . import real_files as rf
@@ -274,15 +274,29 @@ def test_reordering_the_testcases_or_the_documents_keeps_the_identity():
     assert repeated.content_id != plain.content_id
 
 
-def test_the_identity_pass_and_the_general_tokenizer_agree():
+def test_the_identity_is_the_xml_content_not_its_spelling():
+    """Identity v4 is read from what the XML says (the reader's records): quoting, attribute
+    order, character references, comments and CDATA around it do not change the run; an
+    outcome or a time does."""
     document = with_sctp_status(real_v130(), "passed")
-    fast, slow = Scanner(), Scanner()
-    for start in range(0, len(document), 4096):
-        fast.feed(document[start : start + 4096])
-    slow.feed(b"<!-- force the general path -->" + document[document.index(b"<testsuites") :])
-    a, b = fast.close(), slow.close()
-    assert a.digest("cases") == b.digest("cases") and a.count == b.count == 7201
-    assert a.timestamps == ["2024-05-01T14:20:30"] and a.properties["DryRun"] == "false"
+    plain = ingest(document, received_at=UPLOAD)
+    name = b'name="[It] [sig-network] Networking Granular Checks: Services should function for node-Service: udp"'
+    assert document.count(name) == 1
+    respelled = document.replace(name, name.replace(b"Granular", b"&#71;ranular")).replace(
+        b"<testsuite ", b"<!-- a comment --><testsuite ", 1
+    )
+    respelled = respelled.replace(
+        b'classname="Kubernetes e2e suite" status="skipped" time="0"',
+        b"time='0' status='skipped' classname='Kubernetes e2e suite'",
+        1,
+    )
+    again = ingest(respelled, received_at=UPLOAD)
+    assert again.content_id == plain.content_id and again.near_id == plain.near_id
+    slower = document.replace(b'time="0"', b'time="0.5"', 1)
+    assert ingest(slower, received_at=UPLOAD).content_id != plain.content_id
+    scan = archives.read(archives.open_source(document, Limits()), Limits(), Deadline(60)).scan
+    assert scan.count == 7201 and scan.timestamps == ["2024-05-01T14:20:30"]
+    assert scan.properties["DryRun"] == "false"
 
 
 # --- 8: refusals that help ----------------------------------------------------------------------

@@ -21,7 +21,7 @@ from dashboard.domain.catalog import Outcome
 from dashboard.domain.models import AuditEvent, NotificationChannel, Run, SignOff, Submission
 from dashboard.domain.roles import maintainers_group
 from tests import factories
-from tests.chromium import accessibility_problems
+from tests.chromium import WAIT_MS, accessibility_problems
 
 pytestmark = [
     pytest.mark.browser,
@@ -213,7 +213,7 @@ def test_every_page_fits_the_screen_for_every_role(browser, live_server, shot) -
         context = browser.new_context(
             viewport={"width": WIDTHS[0], "height": 900}, base_url=live_server.url
         )
-        context.set_default_timeout(10_000)
+        context.set_default_timeout(WAIT_MS)
         page = context.new_page()
         if role in logins:
             page.goto("/login/")
@@ -312,7 +312,7 @@ def test_every_link_answers_for_every_role(browser, live_server) -> None:
     problems: list[str] = []
     for role, pages in _pages(ids).items():
         context = browser.new_context(base_url=live_server.url)
-        context.set_default_timeout(10_000)
+        context.set_default_timeout(WAIT_MS)
         page = context.new_page()
         if role in logins:
             page.goto("/login/")

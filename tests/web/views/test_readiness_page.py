@@ -133,3 +133,23 @@ def test_a_pending_message_is_shown_to_a_visitor(client: Client) -> None:
     assert "Thanks for the upload" in client.get("/").content.decode()
     del client.cookies[CookieStorage.cookie_name]
     assert "Thanks for the upload" not in client.get("/").content.decode()
+
+
+def test_a_large_fleet_shows_its_first_25_schedules_and_says_where_the_rest_are(
+    client: Client,
+) -> None:
+    for i in range(27):
+        c = factories.cluster(name=f"fleet-{i:02d}")
+        s = factories.schedule(c)
+        if i % 9 == 0:  # three passing schedules: listed first
+            for d in (3, 2, 1):
+                factories.run(c, battery="basic", days_ago=d / 24, trigger="periodic", schedule=s)
+    body = client.get("/").content.decode()
+    section = body[body.index("Periodic schedules (27)") :]
+    section = section[: section.index("</table>")]
+    assert section.count('<tr><td><a href="/clusters/') == 25
+    assert "The first 25 of 27 schedules, passing ones first" in section
+    assert '<a href="/api/v1/readiness/">readiness API</a>' in section
+    assert '<a href="/schedules/">schedules page</a>' in section
+    first = section.index("fleet-00"), section.index("fleet-09"), section.index("fleet-18")
+    assert max(first) < section.index("fleet-01")  # the met ones come first

@@ -7,7 +7,9 @@ import socket
 import time
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 
+from dashboard.domain import heads
 from dashboard.domain.catalog import Battery, Outcome
 from dashboard.domain.models import Cluster, Run
 from dashboard.domain.runs import RunRequestError, missing_reason, request_run, results_of
@@ -54,9 +56,11 @@ class Command(BaseCommand):
         worker = f"run_battery@{socket.gethostname()}"
         while runner.execute(run.id, worker=worker) == runner.BUSY:
             if time.monotonic() > deadline:
-                Run.objects.filter(pk=run.id, state=Run.State.QUEUED).update(
-                    state=Run.State.ERROR, error="another run held the cluster for too long"
-                )
+                with transaction.atomic():
+                    Run.objects.filter(pk=run.id, state=Run.State.QUEUED).update(
+                        state=Run.State.ERROR, error="another run held the cluster for too long"
+                    )
+                    heads.refresh_runs([run.id])
                 break
             time.sleep(1)
         run = Run.objects.select_related("cluster", "plugin").get(pk=run.id)
