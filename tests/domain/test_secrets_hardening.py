@@ -171,8 +171,9 @@ def test_a_submission_shows_only_the_tokens_public_id(client, vendor_token):
         client.get(f"/api/v1/submissions/{resp.json()['id']}/").content.decode(),
         client.get(f"/submissions/{resp.json()['id']}/").content.decode(),
     ):
-        # not even the first characters of the secret part
-        assert secret_part[:3] not in text.replace(public_id, "")
+        # not even the secret part's first eight characters (three, as this once asked, turn up
+        # by chance in a page of ids and digests: one run in a dozen failed on it)
+        assert secret_part[:8] not in text.replace(public_id, "")
 
 
 def test_kubeconfig_yaml_errors_name_the_line_never_its_text(client, vendor_token):
