@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from types import SimpleNamespace
 from typing import Any
 
+from django.db import connection
 from django.db.models import Case, F, Q, Value, When, Window
 from django.db.models.functions import RowNumber
 
@@ -208,53 +209,21 @@ class ConnectivitySets:
             )
             for pid in self.plugins
         ]
-        submissions = Submission.objects.all()
         # Per plugin its newest connectivity submissions (verified or pending), per proxier the
-        # newest verified one with pod-to-service passed: one query, two rankings, each over
-        # the rows of its kind (the kind is part of the partition).
-        shown = Q(
-            has_connectivity__in=[True],
-            status__in=[Submission.Status.VERIFIED, Submission.Status.PENDING],
-        )
-        per_proxier = Q(
-            status=Submission.Status.VERIFIED,
-            proxier__in=Proxier.values,
-            pod_to_service_passed__in=[True],
-        )
-
-        def kind(q: Q) -> Case:
-            return Case(When(q, then=Value(1)), default=Value(0))
-
-        ranked = list(
-            submissions.filter(shown | per_proxier)
-            .annotate(
-                shown_rank=Window(
-                    RowNumber(), partition_by=[F("plugin_id"), kind(shown)], order_by=_NEWEST_SUB
-                ),
-                proxier_rank=Window(
-                    RowNumber(),
-                    partition_by=[F("proxier"), kind(per_proxier)],
-                    order_by=_NEWEST_SUB,
-                ),
-                is_shown=kind(shown),
-                is_per_proxier=kind(per_proxier),
-            )
-            .filter(
-                Q(is_shown=1, shown_rank__lte=RECENT_SUBMISSIONS)
-                | Q(is_per_proxier=1, proxier_rank=1)
-            )
-            .values_list(
-                "id",
-                "plugin_id",
-                "created",
-                "is_shown",
-                "shown_rank",
-                "is_per_proxier",
-                "proxier_rank",
-            )
-        )
-        proxier_subs = [r[0] for r in ranked if r[5] == 1 and r[6] == 1]
-        recent = [(r[0], r[1], r[2]) for r in ranked if r[3] == 1 and r[4] <= RECENT_SUBMISSIONS]
+        # newest verified one with pod-to-service passed; ranked here.
+        found = _newest_submissions()
+        rows = sorted({r[0]: r for r in found}.values(), key=lambda r: (r[2], r[0]), reverse=True)
+        proxier_subs, recent, seen_proxiers = [], [], set()
+        per_plugin: dict[int, int] = {}
+        for sid, pid, created, mode, status, connectivity, passed in rows:
+            if status == Submission.Status.VERIFIED and passed and mode in Proxier.values:
+                if mode not in seen_proxiers:
+                    seen_proxiers.add(mode)
+                    proxier_subs.append(sid)
+            if connectivity and status in _SHOWN_STATUSES:
+                if per_plugin.get(pid, 0) < RECENT_SUBMISSIONS:
+                    per_plugin[pid] = per_plugin.get(pid, 0) + 1
+                    recent.append((sid, pid, created))
         self._found = (cluster_rows, plugin_rows, proxier_subs, recent)
         return self._found
 
@@ -301,6 +270,68 @@ class ConnectivitySets:
 
 
 _NEWEST_SUB = [F("created").desc(), F("id").desc()]
+
+_SUB_COLUMNS = (
+    "id",
+    "plugin_id",
+    "created",
+    "proxier",
+    "status",
+    "has_connectivity",
+    "pod_to_service_passed",
+)
+_SHOWN_STATUSES = (Submission.Status.VERIFIED, Submission.Status.PENDING)
+
+
+def _newest_submissions() -> list[tuple[Any, ...]]:
+    """Rows (_SUB_COLUMNS) holding, per plugin and status, its newest RECENT_SUBMISSIONS
+    connectivity submissions (verified or pending), and per proxier its newest verified one
+    with pod-to-service passed (rows may repeat; other rows may come along: the caller ranks).
+
+    PostgreSQL: one query of LATERAL "LIMIT n" lookups, each an index range of its own
+    ((plugin, status, has_connectivity, -created) and (proxier, status, pod_to_service_passed,
+    -created)), so its cost does not grow with the number of submissions (a window over every
+    submission took 13 ms at 2,000). Elsewhere (SQLite, no LATERAL): that window."""
+    if connection.vendor == "postgresql":
+        table, columns = Submission._meta.db_table, ", ".join(f"s.{c}" for c in _SUB_COLUMNS)
+        statuses = ", ".join(["(%s)"] * len(_SHOWN_STATUSES))
+        modes = ", ".join(["(%s)"] * len(Proxier.values))
+        sql = (
+            f"SELECT {columns} FROM {Plugin._meta.db_table} p CROSS JOIN (VALUES {statuses})"
+            f" AS st(status) CROSS JOIN LATERAL (SELECT * FROM {table} s WHERE s.plugin_id = p.id"
+            " AND s.status = st.status AND s.has_connectivity"
+            " ORDER BY s.created DESC, s.id DESC LIMIT %s) s"
+            f" UNION ALL SELECT {columns} FROM (VALUES {modes}) AS px(mode) CROSS JOIN LATERAL"
+            f" (SELECT * FROM {table} s WHERE s.proxier = px.mode AND s.status = %s"
+            " AND s.pod_to_service_passed ORDER BY s.created DESC, s.id DESC LIMIT 1) s"
+        )
+        params = [*_SHOWN_STATUSES, RECENT_SUBMISSIONS, *Proxier.values, Submission.Status.VERIFIED]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return list(cursor.fetchall())
+    shown = Q(has_connectivity__in=[True], status__in=_SHOWN_STATUSES)
+    per_proxier = Q(
+        status=Submission.Status.VERIFIED,
+        proxier__in=Proxier.values,
+        pod_to_service_passed__in=[True],
+    )
+
+    def kind(q: Q) -> Case:
+        return Case(When(q, then=Value(1)), default=Value(0))
+
+    return list(
+        Submission.objects.filter(shown | per_proxier)
+        .annotate(
+            shown_rank=Window(
+                RowNumber(), partition_by=[F("plugin_id"), kind(shown)], order_by=_NEWEST_SUB
+            ),
+            proxier_rank=Window(
+                RowNumber(), partition_by=[F("proxier"), kind(per_proxier)], order_by=_NEWEST_SUB
+            ),
+        )
+        .filter(Q(shown_rank__lte=RECENT_SUBMISSIONS) | Q(proxier_rank=1))
+        .values_list(*_SUB_COLUMNS)
+    )
 
 
 def store_of(ctx: Any) -> dict[tuple[str, int], Item] | None:
