@@ -157,13 +157,41 @@ def _table_or(
     version = tables.wants_table(_request_header("Accept"))
     if version is None:
         return obj
+    return _table(resource, [obj], cluster, query, version)
+
+
+def _table(
+    resource: str,
+    items: list[dict[str, Any]],
+    cluster: Cluster,
+    query: dict[str, list[str]],
+    version: str,
+) -> Any:
+    """The Table of these objects at the cluster's resourceVersion (`includeObject` as asked)."""
     return tables.table(
         resource,
-        [obj],
+        items,
         resource_version=str(cluster.resource_version),
         api_version=version,
         include=_q(query, "includeObject") or "Metadata",
     )
+
+
+def _list_answer(
+    resource: str,
+    list_kind: str,
+    api_version: str,
+    items: list[dict[str, Any]],
+    cluster: Cluster,
+    query: dict[str, list[str]],
+) -> tuple[int, Any]:
+    """A list, or its Table when the client asked for `as=Table`."""
+    version = tables.wants_table(_request_header("Accept"))
+    if version is None:
+        return 200, _list(list_kind, api_version, items, cluster)
+    kind, item_version = ITEM_TYPE[resource]
+    typed = [{"kind": kind, "apiVersion": item_version, **i} for i in items]
+    return 200, _table(resource, typed, cluster, query, version)
 
 
 def _list_or_watch(
@@ -193,18 +221,7 @@ def _list_or_watch(
     check_list_resource_version(cluster, query)
     selector = _q(query, "fieldSelector")
     items = [i for i in produce() if field_matches(selector, i)]
-    version = tables.wants_table(_request_header("Accept"))
-    if version is not None:
-        kind, item_version = ITEM_TYPE[resource]
-        full = [{"kind": kind, "apiVersion": item_version, **i} for i in items]
-        return 200, tables.table(
-            resource,
-            full,
-            resource_version=str(cluster.resource_version),
-            api_version=version,
-            include=_q(query, "includeObject") or "Metadata",
-        )
-    return 200, _list(list_kind, api_version, items, cluster)
+    return _list_answer(resource, list_kind, api_version, items, cluster, query)
 
 
 def _read_only_list(
@@ -232,17 +249,7 @@ def _read_only_list(
     items = produce()
     selector = _q(query, "fieldSelector")
     items = [i for i in items if matches(selector, i) and _labels_ok(query, i)]
-    version = tables.wants_table(_request_header("Accept"))
-    if version is not None:
-        kind, item_version = ITEM_TYPE[resource]
-        return 200, tables.table(
-            resource,
-            [{"kind": kind, "apiVersion": item_version, **i} for i in items],
-            resource_version=str(cluster.resource_version),
-            api_version=version,
-            include=_q(query, "includeObject") or "Metadata",
-        )
-    return 200, _list(list_kind, api_version, items, cluster)
+    return _list_answer(resource, list_kind, api_version, items, cluster, query)
 
 
 def _rbac_answer(
@@ -259,13 +266,7 @@ def _rbac_answer(
         kind, api_version = kind.removesuffix("List"), payload.get("apiVersion", "v1")
         items = [{"kind": kind, "apiVersion": api_version, **i} for i in items]
     resource = {"ServiceAccount": "serviceaccounts"}.get(kind, kind.lower() + "s")
-    return 200, tables.table(
-        resource,
-        items,
-        resource_version=str(cluster.resource_version),
-        api_version=version,
-        include=_q(query, "includeObject") or "Metadata",
-    )
+    return 200, _table(resource, items, cluster, query, version)
 
 
 def _q(query: dict[str, list[str]], key: str) -> str | None:

@@ -298,17 +298,22 @@ def test_kubectl_works_against_every_lab_profile(kubectl: Kubectl, name: str) ->
             ok=ok,
         )
 
+    def conflict_then_force(manifest: str, conflict: str, name: str) -> None:
+        """The apply is refused with upstream's words; --force-conflicts takes the field over."""
+        refused = as_ops(manifest, ok=False)
+        assert refused.returncode != 0
+        assert f"Apply failed with 1 conflict: {conflict}" in refused.stderr, refused.stderr
+        taken = as_ops(manifest, "--force-conflicts").stdout
+        assert f"service/{name} serverside-applied" in taken, taken
+
     # another field manager that changes a field kubectl applied: upstream's conflict, then
     # --force-conflicts takes the field over
     other = ssa.replace("5060", "5062").replace("- name: sctp\n", "- name: sctp-main\n")
-    refused = as_ops(other, ok=False)
-    assert refused.returncode != 0
-    assert (
-        'Apply failed with 1 conflict: conflict with "kubectl": '
-        f'.spec.ports[port=5062,protocol="{protocol}"].name' in refused.stderr
-    ), refused.stderr
-    taken = as_ops(other, "--force-conflicts").stdout
-    assert "service/sctp-ssa serverside-applied" in taken, taken
+    conflict_then_force(
+        other,
+        f'conflict with "kubectl": .spec.ports[port=5062,protocol="{protocol}"].name',
+        "sctp-ssa",
+    )
     shown = k("get", "svc", "sctp-ssa", "-n", ns, "-o", "yaml", "--show-managed-fields").stdout
     got = yaml.safe_load(shown)
     assert got["spec"]["ports"][0]["name"] == "sctp-main"
@@ -332,14 +337,12 @@ def test_kubectl_works_against_every_lab_profile(kubectl: Kubectl, name: str) ->
     assert {"f:type", "f:sessionAffinity"} <= set(entry["fieldsV1"]["f:spec"]), entry
     assert "f:clusterIP" not in entry["fieldsV1"]["f:spec"], entry
     renamed = made.replace("- name: sctp\n", "- name: sctp-main\n")
-    refused = as_ops(renamed, ok=False)
-    assert refused.returncode != 0
-    assert (
-        'Apply failed with 1 conflict: conflict with "kubectl-create" using v1: '
-        f'.spec.ports[port=5060,protocol="{protocol}"].name' in refused.stderr
-    ), refused.stderr
-    taken = as_ops(renamed, "--force-conflicts").stdout
-    assert "service/sctp-made serverside-applied" in taken, taken
+    conflict_then_force(
+        renamed,
+        'conflict with "kubectl-create" using v1: '
+        f'.spec.ports[port=5060,protocol="{protocol}"].name',
+        "sctp-made",
+    )
     shown = k("get", "svc", "sctp-made", "-n", ns, "-o", "yaml", "--show-managed-fields").stdout
     owners = {
         e["manager"]: e["fieldsV1"] for e in yaml.safe_load(shown)["metadata"]["managedFields"]
