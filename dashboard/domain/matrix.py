@@ -17,6 +17,7 @@ from typing import Any
 from django.db.models import F, OuterRef, Subquery
 
 from dashboard.domain.catalog import ALL_KEYS, Battery, Outcome, Proxier, keys_of
+from dashboard.domain.lookups import any_of
 from dashboard.domain.models import Cluster, Plugin, Run, Submission, TestResult
 from kernel.vocabulary import PROXIERS
 
@@ -157,11 +158,11 @@ def load_sources(plugin_runs: set[int], plugin_subs: set[int]) -> list[Source]:
     if run_ids:
         results: dict[int, dict[str, tuple[str, str]]] = {}
         for run_id, key, outcome, reason in TestResult.objects.filter(
-            run_id__in=run_ids
+            any_of("run_id", run_ids)
         ).values_list("run_id", "test_key", "outcome", "reason"):
             results.setdefault(run_id, {})[key] = (outcome, reason)
         for r in (
-            Run.objects.filter(id__in=run_ids)
+            Run.objects.filter(any_of("id", run_ids))
             .select_related("cluster")
             .only(
                 "id",
@@ -202,7 +203,7 @@ def load_sources(plugin_runs: set[int], plugin_subs: set[int]) -> list[Source]:
     if sub_ids:
         for s in (
             Submission.objects.without_content()
-            .filter(id__in=sub_ids)
+            .filter(any_of("id", sub_ids))
             .only(
                 "id",
                 "plugin_id",

@@ -286,8 +286,19 @@ def lb_skip_counts(reason: str) -> bool:
 
 def verdict_keys(item: Item) -> list[str]:
     """The catalog tests this evidence gives a verdict for (tests-written)."""
-    keys = [k for k in BASIC_KEYS + CONNECTIVITY_KEYS if item.outcome(k) in VERDICTS]
-    if item.outcome(LB_KEY) == Outcome.SKIPPED and lb_skip_counts(item.reasons.get(LB_KEY, "")):
+    return _verdict_keys(item.outcomes, item.reasons)
+
+
+def submission_verdict_keys(results: Mapping[str, Any] | None) -> list[str]:
+    """verdict_keys() of a submission's item, from its stored results alone (what tests-written
+    reads of the many submissions it looks through, without making items of them)."""
+    results = results or {}
+    return _verdict_keys(_outcomes(results), _reasons(results))
+
+
+def _verdict_keys(outcomes: Mapping[str, str], reasons: Mapping[str, str]) -> list[str]:
+    keys = [k for k in BASIC_KEYS + CONNECTIVITY_KEYS if outcomes.get(k) in VERDICTS]
+    if outcomes.get(LB_KEY) == Outcome.SKIPPED and lb_skip_counts(reasons.get(LB_KEY, "")):
         keys.append(LB_KEY)
     return keys
 
@@ -492,8 +503,8 @@ def submission_item(sub: Any, plugin: PluginFacts) -> Item:
         )
     )
     results = sub.results or {}
-    outcomes = submission_outcomes(sub)
-    reasons = {k: (v.get("reason") or "") for k, v in results.items() if isinstance(v, Mapping)}
+    outcomes = _outcomes(results)
+    reasons = _reasons(results)
     # Age: when the e2e run happened, from the file (or a maintainer's date); a file that does
     # not say is not fresh until a maintainer enters the date when verifying.
     return Item(
@@ -518,9 +529,16 @@ def submission_item(sub: Any, plugin: PluginFacts) -> Item:
 
 
 def submission_outcomes(sub: Any) -> dict[str, str]:
-    results = sub.results or {}
+    return _outcomes(sub.results or {})
+
+
+def _outcomes(results: Mapping[str, Any]) -> dict[str, str]:
     outcomes = {k: (v.get("outcome") if isinstance(v, Mapping) else v) for k, v in results.items()}
     return {k: str(v) for k, v in outcomes.items() if v}
+
+
+def _reasons(results: Mapping[str, Any]) -> dict[str, str]:
+    return {k: (v.get("reason") or "") for k, v in results.items() if isinstance(v, Mapping)}
 
 
 def submission_qualifying(sub: Any) -> tuple[bool, str]:

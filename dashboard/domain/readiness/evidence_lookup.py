@@ -18,6 +18,7 @@ from django.db.models.functions import RowNumber
 
 from dashboard.domain import heads, policy
 from dashboard.domain.catalog import Proxier
+from dashboard.domain.lookups import any_of
 from dashboard.domain.models import Cluster, Plugin, Run, Submission, TestResult
 from dashboard.domain.policy import Item
 from kernel.vocabulary import PROXIERS
@@ -99,19 +100,19 @@ def load(
         outcomes: dict[int, dict[str, str]] = {}
         reasons: dict[int, dict[str, str]] = {}
         for run_id, key, outcome, reason in TestResult.objects.filter(
-            run_id__in=missing_runs
+            any_of("run_id", missing_runs)
         ).values_list("run_id", "test_key", "outcome", "reason"):
             outcomes.setdefault(run_id, {})[key] = outcome
             reasons.setdefault(run_id, {})[key] = reason[:300]
         own = [f for f in _RUN_FIELDS if not f.startswith("cluster__")]
-        for row in Run.objects.filter(id__in=missing_runs).values(*_RUN_FIELDS):
+        for row in Run.objects.filter(any_of("id", missing_runs)).values(*_RUN_FIELDS):
             run = _Row(**{f: row[f] for f in own})
             run.cluster = _Row(**{f: row[f"cluster__{f}"] for f in _CLUSTER_FIELDS})
             store[("run", run.id)] = policy.run_item(
                 run, outcomes.get(run.id, {}), reasons.get(run.id, {}), facts[run.plugin_id]
             )
     if missing_subs:
-        for s in Submission.objects.filter(id__in=missing_subs).values(*_SUB_FIELDS):
+        for s in Submission.objects.filter(any_of("id", missing_subs)).values(*_SUB_FIELDS):
             sub = _Row(**s)
             store[("submission", sub.id)] = policy.submission_item(sub, facts[sub.plugin_id])
     out = {("run", i): store[("run", i)] for i in rids if ("run", i) in store}

@@ -401,6 +401,50 @@ def test_the_battery_implements_every_catalog_test():
     assert tests_written.implemented_keys() == set(ALL_KEYS)
 
 
+def test_tests_written_finds_each_tests_newest_submission_with_a_verdict_among_newer_ones():
+    """Submissions are read per test: the basic tests' verdict comes from an older submission
+    when the newer ones (only connectivity, or only skips) give none for them."""
+    basic_only = dict.fromkeys(BASIC_KEYS, Outcome.PASSED)
+    older = f.submission("calico", basic_only, days_ago=5)
+    connectivity = {k: Outcome.PASSED for k in ALL_KEYS if k not in BASIC_KEYS}
+    newer = f.submission("cilium", connectivity, days_ago=2)
+    f.submission("antrea", dict.fromkeys(ALL_KEYS, Outcome.SKIPPED), days_ago=1)
+    f.submission("flannel", dict.fromkeys(ALL_KEYS, Outcome.PASSED), status="pending_review")
+    v = verdict(tests_written)
+    by_key = {r["key"]: r["evidence"]["id"] for r in v.rows if r["evidence"]}
+    assert {by_key[k] for k in BASIC_KEYS} == {older.id}
+    connectivity_keys = [k for k in ALL_KEYS if k not in BASIC_KEYS and k != "pod-to-loadbalancer"]
+    assert {by_key[k] for k in connectivity_keys} == {newer.id}
+    # no submission gives pod-to-loadbalancer a verdict (no upstream test feeds it)
+    assert v.status == "unmet" and "pod-to-loadbalancer" in v.detail
+
+
+def test_a_submissions_verdict_keys_read_from_its_results_are_its_items():
+    """What tests-written reads of the submissions it looks through (their results alone)
+    is what their items say: nested and bare outcomes, skips, and the load balancer's skip
+    that counts only for want of a load balancer."""
+    from dashboard.domain.policy import (
+        plugin_facts,
+        submission_item,
+        submission_verdict_keys,
+        verdict_keys,
+    )
+
+    sub = f.submission("calico", dict.fromkeys(ALL_KEYS, Outcome.PASSED))
+    cases = [
+        {},
+        {"pod-to-pod": {"outcome": "passed"}, "pod-to-service": {"outcome": "error"}},
+        {"pod-to-pod": "failed", "declare-sctp-ports": "skipped"},  # the bare form
+        {"pod-to-loadbalancer": {"outcome": "skipped", "reason": "No LoadBalancer here"}},
+        {"pod-to-loadbalancer": {"outcome": "skipped", "reason": "timed out"}},
+        {"pod-to-loadbalancer": {"outcome": "passed"}, "hostport-kubenet": {"outcome": ""}},
+    ]
+    for results in cases:
+        sub.results = results
+        item = submission_item(sub, plugin_facts(sub.plugin))
+        assert submission_verdict_keys(results) == verdict_keys(item), results
+
+
 # -- the whole evaluation ----------------------------------------------------------------------
 
 

@@ -16,6 +16,7 @@ from dashboard.domain.policy import (
     countable_runs_q,
     countable_submissions_q,
     evidence_entry,
+    submission_verdict_keys,
     verdict_keys,
 )
 from dashboard.domain.readiness.base import Context, Verdict
@@ -24,8 +25,8 @@ from dashboard.domain.readiness.whatif import with_what_if
 from kernel.battery.implemented import implemented_keys as battery_implemented_keys
 
 KEY = TESTS_WRITTEN
-TITLE = criterion_title(KEY)
 RECENT_SUBMISSIONS = 200
+TITLE = criterion_title(KEY)
 
 
 def implemented_keys() -> set[str]:
@@ -37,16 +38,17 @@ def evaluate(ctx: Context) -> Verdict:
     return with_what_if(_evaluate, ctx)
 
 
-def candidates(ctx: Context, relax: frozenset[str]) -> tuple[list[dict[str, Any]], list[int]]:
-    """Per catalog test the newest counted runs with each verdict and its newest run at all,
-    and the newest counted submissions: two queries, once per evaluation and relaxation."""
-    found: tuple[list[dict[str, Any]], list[int]] = ctx.memo(
+def candidates(ctx: Context, relax: frozenset[str]) -> list[dict[str, Any]]:
+    """Per catalog test the newest counted runs with each verdict, its newest run at all and
+    its newest counted submission with a verdict (among the newest RECENT_SUBMISSIONS): two
+    queries, once per evaluation and relaxation."""
+    found: list[dict[str, Any]] = ctx.memo(
         f"tests-written-candidates-{','.join(sorted(relax))}", lambda: _candidates(ctx, relax)
     )
     return found
 
 
-def _candidates(ctx: Context, relax: frozenset[str]) -> tuple[list[dict[str, Any]], list[int]]:
+def _candidates(ctx: Context, relax: frozenset[str]) -> list[dict[str, Any]]:
     pol = ctx.policy
     runs = Run.objects.filter(countable_runs_q(pol, relax=relax))
 
@@ -62,7 +64,7 @@ def _candidates(ctx: Context, relax: frozenset[str]) -> tuple[list[dict[str, Any
     latest_any = Subquery(
         TestResult.objects.filter(test_key=OuterRef("key")).order_by("-id").values("run_id")[:1]
     )
-    tests: list[dict[str, Any]] = [
+    tests = [
         dict(row)
         for row in CatalogTest.objects.annotate(
             passed_run=newest(Outcome.PASSED),
@@ -72,23 +74,34 @@ def _candidates(ctx: Context, relax: frozenset[str]) -> tuple[list[dict[str, Any
             latest_run=latest_any,
         ).values("key", "passed_run", "failed_run", "skip_run", "latest_run")
     ]
-    sub_ids = list(
+    # Per test, its candidate submission: the newest counted one that gives it a verdict, read
+    # from the newest counted submissions' results (the same reading as their items', without
+    # making items of them).
+    newest_subs = (
         Submission.objects.filter(countable_submissions_q(pol, relax=relax))
         .order_by("-created", "-id")
-        .values_list("id", flat=True)[:RECENT_SUBMISSIONS]
+        .values_list("id", "results")[:RECENT_SUBMISSIONS]
     )
-    return tests, sub_ids
+    first: dict[str, int] = {}
+    for sub_id, results in newest_subs:
+        for key in submission_verdict_keys(results):
+            first.setdefault(key, sub_id)
+        if len(first) == len(ALL_KEYS):
+            break
+    for t in tests:
+        t["submission"] = first.get(str(t["key"]))
+    return tests
 
 
 def candidate_ids(ctx: Context, relax: frozenset[str]) -> tuple[set[int], set[int]]:
-    tests, sub_ids = candidates(ctx, relax)
+    tests = candidates(ctx, relax)
     runs = {t[k] for t in tests for k in ("passed_run", "failed_run", "skip_run", "latest_run")}
-    return runs - {None}, set(sub_ids)
+    return runs - {None}, {t["submission"] for t in tests} - {None}
 
 
 def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
     pol = ctx.policy
-    tests, sub_ids = candidates(ctx, relax)
+    tests = candidates(ctx, relax)
     absent = [k for k in ALL_KEYS if k not in {t["key"] for t in tests}]
     if absent:  # the catalog itself is incomplete (its seed migration did not run)
         return Verdict(
@@ -96,9 +109,8 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
         ), set()
 
     plugins = ctx.memo("plugins", plugins_by_id)
-    run_ids = [t[k] for t in tests for k in ("passed_run", "failed_run", "skip_run", "latest_run")]
+    run_ids, sub_ids = candidate_ids(ctx, relax)
     items = load(run_ids, sub_ids, plugins, store_of(ctx))
-    submissions = [items[("submission", i)] for i in sub_ids if ("submission", i) in items]
 
     implemented = implemented_keys()
     used: set[str] = set()
@@ -113,12 +125,11 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
                 if a.counts and key in verdict_keys(item):
                     found = (item, a)
                     break
-        if found is None:
-            for item in submissions:
-                a = pol.assess(item, KEY, relax)
-                if a.counts and key in verdict_keys(item):
-                    found = (item, a)
-                    break
+        item = items.get(("submission", t["submission"])) if t["submission"] else None
+        if found is None and item is not None:
+            a = pol.assess(item, KEY, relax)
+            if a.counts and key in verdict_keys(item):
+                found = (item, a)
         row = {
             "key": key,
             "implemented": key in implemented,
