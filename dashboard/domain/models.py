@@ -531,7 +531,10 @@ class PublishedReadiness(models.Model):
     version = models.PositiveBigIntegerField(default=0)
     computed_version = models.BigIntegerField(default=-1)
     computed = models.DateTimeField(null=True, blank=True)
-    data = models.JSONField(default=dict)
+    # The evaluation as the API's JSON text: written once per publication and served as it is
+    # (a jsonb column parsed and rebuilt its ~280 KB on every write and read, for no query
+    # that ever looks inside it).
+    data = models.TextField(default="{}")
     badges = models.JSONField(default=dict, help_text="plugin slug -> {status, message, why}")
 
     def __str__(self) -> str:

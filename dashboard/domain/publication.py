@@ -100,7 +100,16 @@ def _load(computed: datetime) -> dict[str, Any]:
             return _memo
 
     row = PublishedReadiness.objects.filter(pk=1).values_list("data", "badges", "computed").first()
-    entry = {"computed": row[2], "data": row[0], "badges": row[1]} if row else {}
+    entry = (
+        {
+            "computed": row[2],
+            "data": json.loads(row[0] or "{}"),
+            "badges": row[1],
+            "derived": {"json": (row[0] or "{}").encode()},  # the API's body, as stored
+        }
+        if row
+        else {}
+    )
     with _memo_lock:
         _memo.clear()
         _memo.update(entry)
@@ -243,7 +252,9 @@ def publish(evaluation: dict[str, Any] | None = None, version: int | None = None
     evaluation = evaluation if evaluation is not None else evaluate(ctx)
     badges = _badges(ctx)  # from the evaluation's candidates: no second look
     computed = tz_now()
-    fields = {"data": evaluation, "badges": badges, "computed_version": version}
+    # Encoded once: the stored text is the API's body, and decoded it is what pages read.
+    document = json.dumps(evaluation, cls=DjangoJSONEncoder)
+    fields = {"data": document, "badges": badges, "computed_version": version}
     # Stored under the version it was computed at; when that is still the version (no evidence
     # changed meanwhile), this process knows the row is current without looking again.
     current = bool(
@@ -252,11 +263,19 @@ def publish(evaluation: dict[str, Any] | None = None, version: int | None = None
     if not current:
         PublishedReadiness.objects.filter(pk=1).update(**fields, computed=computed)
     # What this process will serve next, as it would come back from the database: the JSON
-    # the field stored, decoded (no second read of a document this size).
-    stored = json.loads(json.dumps(evaluation, cls=DjangoJSONEncoder))
+    # text stored, decoded (no second read of a document this size), and that text as the
+    # API's body (published_json() would encode the decoded document back to the same text).
+    stored = json.loads(document)
     with _memo_lock:
         _memo.clear()
-        _memo.update({"computed": computed, "data": stored, "badges": badges})
+        _memo.update(
+            {
+                "computed": computed,
+                "data": stored,
+                "badges": badges,
+                "derived": {"json": document.encode()},
+            }
+        )
     with _memo_lock:  # the next reader looks at the new row (unless known current)
         _look.clear()
         if current:

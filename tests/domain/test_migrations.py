@@ -54,3 +54,24 @@ def test_a_new_identity_is_given_to_every_stored_file(migration: str):
     identity_v4.reidentify(apps, None)
     row = Submission.objects.get(pk=stored.pk)
     assert (row.content_id, row.near_id) == (expected.content_id, expected.near_id)
+
+
+def test_a_publication_stored_as_jsonb_is_dropped_and_evaluated_afresh(client):
+    """0023 stores the publication as text; the one stored before is forgotten (jsonb's text
+    orders keys otherwise), and the next reader evaluates and stores it anew."""
+    import json
+
+    from dashboard.domain import publication
+    from dashboard.domain.models import PublishedReadiness
+
+    as_text = importlib.import_module("dashboard.domain.migrations.0023_publication_as_text")
+    factories.run(factories.cluster())
+    client.get("/api/v1/readiness/")
+    as_text.forget(apps, None)
+    row = PublishedReadiness.objects.get()
+    assert (row.data, row.computed, row.computed_version) == ("{}", None, -1)
+    with publication._memo_lock:
+        publication._memo.clear()
+        publication._look.clear()
+    body = client.get("/api/v1/readiness/").content
+    assert json.loads(body)["feature"] == "sctp" and PublishedReadiness.objects.get().data

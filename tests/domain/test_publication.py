@@ -221,3 +221,23 @@ def test_changed_evidence_is_never_served_from_the_previous_publication(client, 
     assert cache.add(publication.LEASE_KEY, 1, 30)  # even while another process computes
     f.run(f.cluster(proxier="ipvs"))
     assert status(client, "iptables-and-ipvs")[0] == "met"
+
+
+def test_the_api_serves_the_stored_text_and_another_process_reads_the_same(client):
+    """The publication is stored as the API's JSON text: the body is that text, byte for byte,
+    in the process that published it and in one that only reads the row."""
+    import json
+
+    from dashboard.domain import publication
+    from dashboard.domain.models import PublishedReadiness
+
+    f.run(f.cluster(plugin_slug="calico", proxier="iptables"))
+    body = client.get("/api/v1/readiness/").content
+    stored = PublishedReadiness.objects.get().data
+    assert isinstance(stored, str) and body == stored.encode()
+    assert json.loads(stored)["transitions"][0]["criteria"]
+    with publication._memo_lock:  # another process: nothing in memory, the row as it is
+        publication._memo.clear()
+        publication._look.clear()
+    assert client.get("/api/v1/readiness/").content == body
+    assert publication.published() == json.loads(stored)
