@@ -100,20 +100,23 @@ def _load(computed: datetime) -> dict[str, Any]:
             return _memo
 
     row = PublishedReadiness.objects.filter(pk=1).values_list("data", "badges", "computed").first()
-    entry = (
-        {
-            "computed": row[2],
-            "data": json.loads(row[0] or "{}"),
-            "badges": row[1],
-            "derived": {"json": (row[0] or "{}").encode()},  # the API's body, as stored
-        }
-        if row
-        else {}
-    )
+    entry = _stored_entry(row[2], row[0] or "{}", row[1]) if row else {}
     with _memo_lock:
         _memo.clear()
         _memo.update(entry)
         return dict(_memo)
+
+
+def _stored_entry(computed: datetime | None, document: str, badges: Any) -> dict[str, Any]:
+    """This process's copy of a publication from its stored JSON text: the text decoded (what
+    pages read) and the text itself as the API's body (published_json() would encode the
+    decoded document back to the same text)."""
+    return {
+        "computed": computed,
+        "data": json.loads(document),
+        "badges": badges,
+        "derived": {"json": document.encode()},
+    }
 
 
 def published() -> dict[str, Any]:
@@ -262,20 +265,11 @@ def publish(evaluation: dict[str, Any] | None = None, version: int | None = None
     )
     if not current:
         PublishedReadiness.objects.filter(pk=1).update(**fields, computed=computed)
-    # What this process will serve next, as it would come back from the database: the JSON
-    # text stored, decoded (no second read of a document this size), and that text as the
-    # API's body (published_json() would encode the decoded document back to the same text).
-    stored = json.loads(document)
+    # What this process will serve next, as it would come back from the database (no second
+    # read of a document this size).
     with _memo_lock:
         _memo.clear()
-        _memo.update(
-            {
-                "computed": computed,
-                "data": stored,
-                "badges": badges,
-                "derived": {"json": document.encode()},
-            }
-        )
+        _memo.update(_stored_entry(computed, document, badges))
     with _memo_lock:  # the next reader looks at the new row (unless known current)
         _look.clear()
         if current:

@@ -36,6 +36,6 @@ def test_the_statement_is_the_same_whatever_the_count():
         qs = Run.objects.filter(any_of("id", range(10**9, 10**9 + n)))
         compiled.append(qs.query.get_compiler(using="default").as_sql())
     (one_sql, one_params), (many_sql, many_params) = compiled
-    # the ids travel as one parameter: one statement text, whose plan is prepared once
+    # the ids travel as one parameter: one statement text whatever their count
     assert one_sql == many_sql and len(one_params) == len(many_params) == 1
     assert Run.objects.filter(any_of("id", range(10**9, 10**9 + 500))).count() == 0

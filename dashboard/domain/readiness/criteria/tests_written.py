@@ -25,8 +25,8 @@ from dashboard.domain.readiness.whatif import with_what_if
 from kernel.battery.implemented import implemented_keys as battery_implemented_keys
 
 KEY = TESTS_WRITTEN
-RECENT_SUBMISSIONS = 200
 TITLE = criterion_title(KEY)
+RECENT_SUBMISSIONS = 200
 
 
 def implemented_keys() -> set[str]:
