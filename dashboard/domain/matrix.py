@@ -19,6 +19,7 @@ from django.db.models import F, OuterRef, Subquery
 from dashboard.domain.catalog import ALL_KEYS, Battery, Outcome, Proxier, keys_of
 from dashboard.domain.lookups import any_of
 from dashboard.domain.models import Cluster, Plugin, Run, Submission, TestResult
+from dashboard.domain.readiness.evidence_lookup import fingerprint_keys
 from kernel.vocabulary import PROXIERS
 
 RUN_TRUSTS = ("run", "agent", "agent-pending")  # sources that are runs (the others: files)
@@ -133,13 +134,14 @@ def _plugins() -> tuple[list[dict[str, Any]], set[int], set[int]]:
     return plugins, run_ids, sub_ids
 
 
-def demonstrated(run: Run) -> str:
+def demonstrated(run: Run, service_dataplane: Any) -> str:
     """The proxier a run's row is under: the mode its Service's rules demonstrated (contract:
     demonstrated proxier), else the dataplane that carried the traffic instead ("ebpf
-    (cilium)"), else the registered mode, marked as not demonstrated."""
+    (cilium)": the fingerprint's `service_dataplane`), else the registered mode, marked as not
+    demonstrated."""
     if run.proxier_detected:
         return run.proxier_detected
-    dataplane = str((run.fingerprint or {}).get("service_dataplane") or "")
+    dataplane = str(service_dataplane or "")
     if dataplane and dataplane not in PROXIERS:
         return dataplane[:60]
     return f"{run.proxier} (not demonstrated)"
@@ -164,6 +166,8 @@ def load_sources(plugin_runs: set[int], plugin_subs: set[int]) -> list[Source]:
         for r in (
             Run.objects.filter(any_of("id", run_ids))
             .select_related("cluster")
+            # one key of the fingerprint, not the whole document (kilobytes per run)
+            .annotate(**fingerprint_keys(["service_dataplane"]))
             .only(
                 "id",
                 "plugin_id",
@@ -176,7 +180,6 @@ def load_sources(plugin_runs: set[int], plugin_subs: set[int]) -> list[Source]:
                 "trigger",
                 "agent_verified_at",
                 "proxier_detected",
-                "fingerprint",
                 "cluster__name",
             )
         ):
@@ -191,7 +194,7 @@ def load_sources(plugin_runs: set[int], plugin_subs: set[int]) -> list[Source]:
                     r.id,
                     r.finished or r.created,
                     r.plugin_id,
-                    demonstrated(r),
+                    demonstrated(r, getattr(r, "fp__service_dataplane", None)),
                     r.kubernetes_version,
                     {k: got[k][0] for k in keys if k in got},
                     {k: got[k][1] for k in keys if k in got},

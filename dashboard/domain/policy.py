@@ -443,6 +443,11 @@ def withdrawn_text(row: Any) -> str:
     )
 
 
+# The keys of a run's fingerprint that run_item() reads: the readiness evaluation loads only
+# these (dashboard.domain.readiness.evidence_lookup.fingerprint_keys).
+RUN_FINGERPRINT_KEYS = ("proxier_detected", "emulated", "sctp_module_before")
+
+
 def run_item(
     run: Any, outcomes: Mapping[str, str], reasons: Mapping[str, str], plugin: PluginFacts
 ) -> Item:
