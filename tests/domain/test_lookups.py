@@ -39,3 +39,27 @@ def test_the_statement_is_the_same_whatever_the_count():
     # the ids travel as one parameter: one statement text whatever their count
     assert one_sql == many_sql and len(one_params) == len(many_params) == 1
     assert Run.objects.filter(any_of("id", range(10**9, 10**9 + 500))).count() == 0
+
+
+@pytest.mark.parametrize("old_sqlite", [False, True])
+def test_json_key_reads_a_key_as_the_decoded_document_does(monkeypatch, old_sqlite):
+    from django.db import connection
+
+    from dashboard.domain.lookups import JSONKey
+
+    if old_sqlite:
+        if connection.vendor != "sqlite":
+            pytest.skip("SQLite before 3.38 (no ->) only")
+        monkeypatch.setattr(connection.Database, "sqlite_version_info", (3, 37, 2))
+    c = f.cluster()
+    run = f.run(c)
+    values = ["false", "0", "", "ipvs", 0, 1, True, False, None, [], ["a"], {"n": False}, {}]
+    for value in [*values, "absent"]:
+        document = {"other": "x"} if value == "absent" else {"k": value, "other": "x"}
+        Run.objects.filter(pk=run.pk).update(fingerprint=document)
+        got = Run.objects.annotate(v=JSONKey("fingerprint", "k")).get(pk=run.pk).v
+        expected = document.get("k")
+        if old_sqlite and isinstance(expected, bool):
+            assert got == int(expected)  # json_extract gives SQLite's 1 and 0: the same truth
+        else:
+            assert got == expected and type(got) is type(expected), (value, got)

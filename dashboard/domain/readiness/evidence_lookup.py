@@ -14,12 +14,11 @@ from typing import Any
 
 from django.db import connection
 from django.db.models import Case, F, Q, Value, When, Window
-from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import RowNumber
 
 from dashboard.domain import heads, policy
 from dashboard.domain.catalog import Proxier
-from dashboard.domain.lookups import any_of
+from dashboard.domain.lookups import JSONKey, any_of
 from dashboard.domain.models import Cluster, Plugin, Run, Submission, TestResult
 from dashboard.domain.policy import Item
 from kernel.vocabulary import PROXIERS
@@ -68,14 +67,14 @@ _SUB_FIELDS = (
 )
 
 
-def fingerprint_keys(keys: Iterable[str]) -> dict[str, KeyTransform]:
+def fingerprint_keys(keys: Iterable[str]) -> dict[str, JSONKey]:
     """Annotations reading only these top-level keys of a run's fingerprint (`fp__<key>`).
 
     A fingerprint holds the battery's record of the cluster (nodes, boot IDs, every object it
     created, the CNI detection): about 5 KB on a three-node cluster and more on a larger one.
     The evaluation reads a few hundred runs and needs three keys of each, so the database
     extracts them instead of sending and decoding whole documents."""
-    return {f"fp__{key}": KeyTransform(key, "fingerprint") for key in keys}
+    return {f"fp__{key}": JSONKey("fingerprint", key) for key in keys}
 
 
 _FP = tuple(f"fp__{key}" for key in policy.RUN_FINGERPRINT_KEYS)
