@@ -19,6 +19,7 @@ from dashboard.domain.crypto import (
     token_hint,
 )
 from dashboard.domain.evidence import EvidenceFlags
+from dashboard.domain.lookups import JSONKey
 
 
 class Vendor(models.Model):
@@ -266,6 +267,24 @@ class Run(EvidenceMixin):
     finished = models.DateTimeField(null=True, blank=True)
     error = models.TextField(blank=True)
     fingerprint = models.JSONField(default=dict, blank=True)
+    # The fingerprint's keys a readiness evaluation reads (policy.RUN_FINGERPRINT_KEYS), kept by
+    # the database itself on every write of the fingerprint: an evaluation reads hundreds of runs,
+    # and a fingerprint is kilobytes (nodes, boot IDs, every object the battery created).
+    fp_proxier_detected = models.GeneratedField(
+        expression=JSONKey("fingerprint", "proxier_detected"),
+        output_field=models.JSONField(null=True),
+        db_persist=True,
+    )
+    fp_emulated = models.GeneratedField(
+        expression=JSONKey("fingerprint", "emulated"),
+        output_field=models.JSONField(null=True),
+        db_persist=True,
+    )
+    fp_sctp_module_before = models.GeneratedField(
+        expression=JSONKey("fingerprint", "sctp_module_before"),
+        output_field=models.JSONField(null=True),
+        db_persist=True,
+    )
     # From the fingerprint when the run ends (evidence policy): the lab's /version mark, and the
     # proxier mode detected on the cluster ("" when it could not be determined).
     emulated = models.BooleanField(default=False)

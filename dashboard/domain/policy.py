@@ -444,7 +444,7 @@ def withdrawn_text(row: Any) -> str:
 
 
 # The keys of a run's fingerprint that run_item() reads: the readiness evaluation loads only
-# these (dashboard.domain.readiness.evidence_lookup.fingerprint_keys).
+# these, which the database keeps as columns (Run.fp_<key>, kept in step by a test).
 RUN_FINGERPRINT_KEYS = ("proxier_detected", "emulated", "sctp_module_before")
 
 

@@ -72,21 +72,21 @@ def fingerprint_keys(keys: Iterable[str]) -> dict[str, JSONKey]:
 
     A fingerprint holds the battery's record of the cluster (nodes, boot IDs, every object it
     created, the CNI detection): about 5 KB on a three-node cluster and more on a larger one.
-    The evaluation reads a few hundred runs and needs three keys of each, so the database
-    extracts them instead of sending and decoding whole documents."""
+    A page that reads a few hundred runs for one key has the database extract it instead of
+    sending and decoding whole documents. (The keys the evaluation reads are stored columns:
+    Run.fp_*.)"""
     return {f"fp__{key}": JSONKey("fingerprint", key) for key in keys}
 
 
-_FP = tuple(f"fp__{key}" for key in policy.RUN_FINGERPRINT_KEYS)
+# The keys of policy.RUN_FINGERPRINT_KEYS as the database keeps them (Run.fp_<key>).
+_FP = tuple(f"fp_{key}" for key in policy.RUN_FINGERPRINT_KEYS)
 
 
-def fingerprint_of(row: dict[str, Any], prefix: str = "fp__") -> dict[str, Any]:
-    """The fingerprint as far as fingerprint_keys() read it: the keys it has (a key that is
+def fingerprint_of(row: dict[str, Any]) -> dict[str, Any]:
+    """The fingerprint as far as its stored keys (Run.fp_*) go: the keys it has (a key that is
     absent, or null, reads as absent, which is how `.get()` on the whole document sees it)."""
     return {
-        name[len(prefix) :]: value
-        for name, value in row.items()
-        if name.startswith(prefix) and value is not None
+        key: row[f"fp_{key}"] for key in policy.RUN_FINGERPRINT_KEYS if row[f"fp_{key}"] is not None
     }
 
 
@@ -129,7 +129,6 @@ def load(
         own = [f for f in _RUN_FIELDS if not f.startswith("cluster__")]
         for row in (
             Run.objects.filter(any_of("id", missing_runs))
-            .annotate(**fingerprint_keys(policy.RUN_FINGERPRINT_KEYS))
             .order_by()  # kept by id: no sort
             .values(*_RUN_FIELDS, *_FP)
         ):

@@ -93,6 +93,30 @@ def test_the_evaluation_never_reads_the_whole_fingerprint():
     with CaptureQueriesContext(connection) as queries:
         load([run.id], [])
     run_query = next(q["sql"] for q in queries.captured_queries if '"dashboard_run"' in q["sql"])
-    # only the three keys, never the column itself
-    assert 'AS "fingerprint"' not in run_query
-    assert run_query.count('AS "fp__') == len(policy.RUN_FINGERPRINT_KEYS)
+    # only the columns the database keeps of it, never the document itself
+    assert '"dashboard_run"."fingerprint"' not in run_query
+    for key in policy.RUN_FINGERPRINT_KEYS:
+        assert f'"dashboard_run"."fp_{key}"' in run_query
+
+
+def test_the_stored_keys_are_the_keys_run_item_reads():
+    """Run.fp_<key> for every key of policy.RUN_FINGERPRINT_KEYS, each computed from that key."""
+    stored = {f.name: f.expression.key for f in Run._meta.get_fields() if f.name.startswith("fp_")}
+    assert stored == {f"fp_{key}": key for key in policy.RUN_FINGERPRINT_KEYS}
+
+
+def test_the_stored_keys_follow_every_write_of_the_fingerprint():
+    c = f.cluster()
+    run = f.run(c, module_before={"node-1": False})  # save()
+    assert load([run.id], [])[("run", run.id)].invariant == "conclusive"
+    run.fingerprint = {"sctp_module_before": {"node-1": True}, "emulated": True}
+    run.save(update_fields=["fingerprint"])
+    stored = Run.objects.values("fp_sctp_module_before", "fp_emulated").get(pk=run.pk)
+    assert stored == {"fp_sctp_module_before": {"node-1": True}, "fp_emulated": True}
+    Run.objects.filter(pk=run.pk).update(fingerprint={})  # a bulk UPDATE
+    stored = Run.objects.values("fp_sctp_module_before", "fp_emulated").get(pk=run.pk)
+    assert stored == {"fp_sctp_module_before": None, "fp_emulated": None}
+    (made,) = Run.objects.bulk_create(
+        [Run(cluster=c, plugin=c.plugin, fingerprint={"emulated": 1})]
+    )
+    assert Run.objects.values_list("fp_emulated", flat=True).get(pk=made.pk) == 1
