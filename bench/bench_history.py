@@ -118,7 +118,7 @@ class Generator:
 
     def fingerprint(self, cluster: Any) -> dict[str, Any]:
         """A fingerprint of the battery's shape and size (kernel/battery/runner.py: nodes, boot
-        IDs, the objects it created, the CNI detection, the demonstrated proxier), about 4 KB as
+        IDs, the objects it created, the CNI detection, the demonstrated proxier), about 5 KB as
         a three-node cluster's is: an evaluation that read whole fingerprints would pay for them
         here as it would on real runs. One per cluster, shared by its runs."""
         found = self._fingerprints.get(cluster.pk)

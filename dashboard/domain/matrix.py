@@ -17,9 +17,8 @@ from typing import Any
 from django.db.models import F, OuterRef, Subquery
 
 from dashboard.domain.catalog import ALL_KEYS, Battery, Outcome, Proxier, keys_of
-from dashboard.domain.lookups import any_of
+from dashboard.domain.lookups import JSONKey, any_of
 from dashboard.domain.models import Cluster, Plugin, Run, Submission, TestResult
-from dashboard.domain.readiness.evidence_lookup import fingerprint_keys
 from kernel.vocabulary import PROXIERS
 
 RUN_TRUSTS = ("run", "agent", "agent-pending")  # sources that are runs (the others: files)
@@ -167,7 +166,7 @@ def load_sources(plugin_runs: set[int], plugin_subs: set[int]) -> list[Source]:
             Run.objects.filter(any_of("id", run_ids))
             .select_related("cluster")
             # one key of the fingerprint, not the whole document (kilobytes per run)
-            .annotate(**fingerprint_keys(["service_dataplane"]))
+            .annotate(service_dataplane=JSONKey("fingerprint", "service_dataplane"))
             .only(
                 "id",
                 "plugin_id",
@@ -194,7 +193,7 @@ def load_sources(plugin_runs: set[int], plugin_subs: set[int]) -> list[Source]:
                     r.id,
                     r.finished or r.created,
                     r.plugin_id,
-                    demonstrated(r, getattr(r, "fp__service_dataplane", None)),
+                    demonstrated(r, getattr(r, "service_dataplane", None)),
                     r.kubernetes_version,
                     {k: got[k][0] for k in keys if k in got},
                     {k: got[k][1] for k in keys if k in got},

@@ -18,7 +18,7 @@ from django.db.models.functions import RowNumber
 
 from dashboard.domain import heads, policy
 from dashboard.domain.catalog import Proxier
-from dashboard.domain.lookups import JSONKey, any_of
+from dashboard.domain.lookups import any_of
 from dashboard.domain.models import Cluster, Plugin, Run, Submission, TestResult
 from dashboard.domain.policy import Item
 from kernel.vocabulary import PROXIERS
@@ -65,17 +65,6 @@ _SUB_FIELDS = (
     "withdrawn_by",
     "withdrawn_reason",
 )
-
-
-def fingerprint_keys(keys: Iterable[str]) -> dict[str, JSONKey]:
-    """Annotations reading only these top-level keys of a run's fingerprint (`fp__<key>`).
-
-    A fingerprint holds the battery's record of the cluster (nodes, boot IDs, every object it
-    created, the CNI detection): about 5 KB on a three-node cluster and more on a larger one.
-    A page that reads a few hundred runs for one key has the database extract it instead of
-    sending and decoding whole documents. (The keys the evaluation reads are stored columns:
-    Run.fp_*.)"""
-    return {f"fp__{key}": JSONKey("fingerprint", key) for key in keys}
 
 
 # The keys of policy.RUN_FINGERPRINT_KEYS as the database keeps them (Run.fp_<key>).

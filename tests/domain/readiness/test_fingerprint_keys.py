@@ -1,9 +1,10 @@
 """The evaluation reads three keys of a run's fingerprint, not the whole document.
 
 A fingerprint is the battery's record of the cluster (nodes, boot IDs, every object it created,
-the CNI detection): kilobytes per run, and an evaluation reads hundreds of runs. load() has the
-database extract the keys run_item() reads (policy.RUN_FINGERPRINT_KEYS); the items it builds
-must be the ones run_item() builds from the whole run, whatever the fingerprint holds.
+the CNI detection): kilobytes per run, and an evaluation reads hundreds of runs. load() reads the
+columns the database keeps of the keys run_item() reads (Run.fp_*, policy.RUN_FINGERPRINT_KEYS);
+the items it builds must be the ones run_item() builds from the whole run, whatever the
+fingerprint holds.
 """
 
 from __future__ import annotations
