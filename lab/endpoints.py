@@ -24,6 +24,16 @@ class EndpointsController:
 
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
+        # While derived() renders every Service (nothing changes meanwhile): each Service's
+        # backends, read once instead of once per rendering (Endpoints, slices, their times).
+        self._backends: dict[Key, list[tuple[Key, bool]]] | None = None
+
+    def service_backends(self, key: Key) -> list[tuple[Key, bool]]:
+        if self._backends is None:
+            return self.runtime.service_backends(key)
+        if key not in self._backends:
+            self._backends[key] = self.runtime.service_backends(key)
+        return self._backends[key]
 
     @property
     def serves_endpointslices(self) -> bool:
@@ -35,7 +45,7 @@ class EndpointsController:
         """Backends grouped by their resolved port list, as the controllers split subsets/slices."""
         svc = self.runtime.objects["services"][key]
         groups: dict[tuple, tuple[list[dict[str, Any]], list]] = {}
-        for pod_key, ready in self.runtime.service_backends(key):
+        for pod_key, ready in self.service_backends(key):
             ports = []
             for sp in svc["spec"].get("ports") or []:
                 target = self.runtime.resolve_target_port(sp, pod_key)
@@ -105,7 +115,7 @@ class EndpointsController:
         tells: the Service's creation, or the start of its latest backend."""
         svc = self.runtime.objects["services"][key]
         times = [str(svc["metadata"]["creationTimestamp"])]
-        for pod_key, _ready in self.runtime.service_backends(key):
+        for pod_key, _ready in self.service_backends(key):
             times.append(timestamp(self.runtime.pod_rt[pod_key].start_at))
         manager = (
             "kube-apiserver" if key == ("default", "kubernetes") else "kube-controller-manager"
@@ -209,6 +219,13 @@ class EndpointsController:
         raise not_found("endpointslices", name, "discovery.k8s.io")
 
     def derived(self) -> dict[DerivedId, dict[str, Any]]:
+        self._backends = {}
+        try:
+            return self._derived()
+        finally:
+            self._backends = None
+
+    def _derived(self) -> dict[DerivedId, dict[str, Any]]:
         out: dict[DerivedId, dict[str, Any]] = {}
         for key in self.runtime.objects["services"]:
             if not self.has_endpoints_object(key):

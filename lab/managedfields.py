@@ -424,10 +424,25 @@ def controller_entry(
     # (the schemas read are the release's of the request's cluster, where lab/openapi.py
     # keeps one per release: its name is part of the key)
     release = getattr(openapi, "current_release", lambda: "")()
-    found = _controller_entry(
-        json.dumps([kind, before, after, manager, when, subresource, api_version, release])
-    )
+    # The key leaves out the top-level metadata no field set holds (_UNREAD_META): a rendering
+    # that differs only in its resourceVersion (every derived object, on every change) is the
+    # same question.
+    question = [kind, _unstripped(before), _unstripped(after), manager, when, subresource]
+    found = _controller_entry(json.dumps([*question, api_version, release]))
     return json.loads(found) if found else None
+
+
+# What no field set holds and record_update never reads (managedFields it does: the entries
+# a request sends).
+_UNREAD_META = STRIPPED_META - {"managedFields"}
+
+
+def _unstripped(obj: dict[str, Any]) -> dict[str, Any]:
+    """OBJ without the top-level metadata record_update never reads (_UNREAD_META)."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or not _UNREAD_META.intersection(meta):
+        return obj
+    return {**obj, "metadata": {k: v for k, v in meta.items() if k not in _UNREAD_META}}
 
 
 @functools.lru_cache(maxsize=4096)

@@ -176,3 +176,60 @@ def test_a_load_balancer_owns_the_ingress_it_published(make_kube: Any) -> None:
     assert found["controller", "Update", "status"]["fieldsV1"] == {
         "f:status": {"f:loadBalancer": {"f:ingress": {}}}
     }
+
+
+def test_a_controller_entry_is_the_same_answer_whatever_the_metadata_no_field_set_holds() -> None:
+    """The answers are cached by the question without the metadata record_update never reads
+    (every derived object is rendered again with a new resourceVersion on every change): such a
+    rendering hits the cache and gets the same entry; the request's own managedFields, which
+    record_update does read, stay part of the question."""
+    from lab import managedfields
+
+    def slice_(rv: str, uid: str, **meta: Any) -> dict[str, Any]:
+        return {
+            "metadata": {"name": "s-abc", "resourceVersion": rv, "uid": uid, **meta},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": ["10.244.1.2"], "conditions": {"ready": True}}],
+        }
+
+    def ask(obj: dict[str, Any]) -> Any:
+        return managedfields.controller_entry(
+            "EndpointSlice",
+            {},
+            obj,
+            "kube-controller-manager",
+            "2026-12-04T00:00:00Z",
+            api_version="discovery.k8s.io/v1",
+        )
+
+    first = ask(slice_("10", "u-1"))
+    hits = managedfields._controller_entry.cache_info().hits
+    assert ask(slice_("11", "u-2")) == first
+    assert managedfields._controller_entry.cache_info().hits == hits + 1
+    assert first["manager"] == "kube-controller-manager"
+    assert "f:endpoints" in first["fieldsV1"] and "f:resourceVersion" not in json.dumps(first)
+    # A request's entries are read (the update takes theirs over): a different question.
+    theirs = [
+        {
+            "manager": "someone",
+            "operation": "Update",
+            "apiVersion": "discovery.k8s.io/v1",
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:addressType": {}},
+        }
+    ]
+    assert managedfields._unstripped(slice_("12", "u-3", managedFields=theirs))["metadata"] == {
+        "managedFields": theirs
+    }
+
+
+def test_the_store_s_copies_are_deep_and_keep_every_value() -> None:
+    from lab.store import clone
+
+    obj = {"a": [1, 2.5, {"b": None, "c": True}], "d": {"e": "f", "g": []}, "h": (1, [2])}
+    copied = clone(obj)
+    assert copied == obj
+    copied["a"][2]["b"] = "changed"
+    copied["d"]["g"].append(1)
+    copied["h"][1].append(3)
+    assert obj == {"a": [1, 2.5, {"b": None, "c": True}], "d": {"e": "f", "g": []}, "h": (1, [2])}
