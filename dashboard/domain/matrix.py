@@ -133,17 +133,17 @@ def _plugins() -> tuple[list[dict[str, Any]], set[int], set[int]]:
     return plugins, run_ids, sub_ids
 
 
-def demonstrated(run: Run, service_dataplane: Any) -> str:
+def demonstrated(proxier_detected: str, proxier: str, service_dataplane: Any) -> str:
     """The proxier a run's row is under: the mode its Service's rules demonstrated (contract:
     demonstrated proxier), else the dataplane that carried the traffic instead ("ebpf
     (cilium)": the fingerprint's `service_dataplane`), else the registered mode, marked as not
     demonstrated."""
-    if run.proxier_detected:
-        return run.proxier_detected
+    if proxier_detected:
+        return proxier_detected
     dataplane = str(service_dataplane or "")
     if dataplane and dataplane not in PROXIERS:
         return dataplane[:60]
-    return f"{run.proxier} (not demonstrated)"
+    return f"{proxier} (not demonstrated)"
 
 
 def _proxier_order(label: str) -> tuple[int, str]:
@@ -162,12 +162,13 @@ def load_sources(plugin_runs: set[int], plugin_subs: set[int]) -> list[Source]:
             any_of("run_id", run_ids)
         ).values_list("run_id", "test_key", "outcome", "reason"):
             results.setdefault(run_id, {})[key] = (outcome, reason)
+        # Plain rows, not model instances: a year's matrix reads hundreds of runs.
         for r in (
             Run.objects.filter(any_of("id", run_ids))
-            .select_related("cluster")
+            .order_by()
             # one key of the fingerprint, not the whole document (kilobytes per run)
             .annotate(service_dataplane=JSONKey("fingerprint", "service_dataplane"))
-            .only(
+            .values(
                 "id",
                 "plugin_id",
                 "proxier",
@@ -179,34 +180,35 @@ def load_sources(plugin_runs: set[int], plugin_subs: set[int]) -> list[Source]:
                 "trigger",
                 "agent_verified_at",
                 "proxier_detected",
+                "service_dataplane",
                 "cluster__name",
             )
         ):
-            got = results.get(r.id, {})
-            keys = keys_of(r.battery)
+            got = results.get(r["id"], {})
+            keys = keys_of(r["battery"])
             kind = "run"
-            if r.trigger == Run.Trigger.AGENT:
-                kind = "agent" if r.agent_verified_at else "agent-pending"
+            if r["trigger"] == Run.Trigger.AGENT:
+                kind = "agent" if r["agent_verified_at"] else "agent-pending"
             sources.append(
                 Source(
                     kind,
-                    r.id,
-                    r.finished or r.created,
-                    r.plugin_id,
-                    demonstrated(r, getattr(r, "service_dataplane", None)),
-                    r.kubernetes_version,
+                    r["id"],
+                    r["finished"] or r["created"],
+                    r["plugin_id"],
+                    demonstrated(r["proxier_detected"], r["proxier"], r["service_dataplane"]),
+                    r["kubernetes_version"],
                     {k: got[k][0] for k in keys if k in got},
                     {k: got[k][1] for k in keys if k in got},
                     keys,
-                    name=r.cluster.name,
-                    emulated=r.emulated,
+                    name=r["cluster__name"],
+                    emulated=r["emulated"],
                 )
             )
     if sub_ids:
         for s in (
-            Submission.objects.without_content()
-            .filter(any_of("id", sub_ids))
-            .only(
+            Submission.objects.filter(any_of("id", sub_ids))
+            .order_by()
+            .values(
                 "id",
                 "plugin_id",
                 "proxier",
@@ -217,21 +219,22 @@ def load_sources(plugin_runs: set[int], plugin_subs: set[int]) -> list[Source]:
                 "emulated",
             )
         ):
-            trust = "verified" if s.status == Submission.Status.VERIFIED else "pending"
-            outcomes = {k: v.get("outcome", Outcome.NOT_RUN) for k, v in (s.results or {}).items()}
-            reasons = {k: "; ".join(v.get("reasons", [])[:2]) for k, v in (s.results or {}).items()}
+            trust = "verified" if s["status"] == Submission.Status.VERIFIED else "pending"
+            results_of = s["results"] or {}
+            outcomes = {k: v.get("outcome", Outcome.NOT_RUN) for k, v in results_of.items()}
+            reasons = {k: "; ".join(v.get("reasons", [])[:2]) for k, v in results_of.items()}
             sources.append(
                 Source(
                     trust,
-                    s.id,
-                    s.created,
-                    s.plugin_id,
-                    s.proxier,
-                    s.kubernetes_version,
+                    s["id"],
+                    s["created"],
+                    s["plugin_id"],
+                    s["proxier"],
+                    s["kubernetes_version"],
                     outcomes,
                     reasons,
-                    name=f"submission {s.id}",
-                    emulated=s.emulated,
+                    name=f"submission {s['id']}",
+                    emulated=s["emulated"],
                 )
             )
     return sources
