@@ -53,6 +53,46 @@ SMOKE = {
 }
 
 
+def _cpu_times() -> list[int]:
+    try:
+        with open("/proc/stat") as f:
+            return [int(x) for x in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return []
+
+
+def calibration_ms() -> float:
+    """A fixed pure-Python loop, best of five (ms): how fast this machine runs Python just now.
+    On a shared host the same machine slows down and speeds up as its neighbours come and go;
+    time targets met or missed at different calibrations are not comparable (README)."""
+    best = float("inf")
+    for _ in range(5):
+        started = time.perf_counter()
+        total = 0
+        for i in range(400_000):
+            total += i % 7
+        best = min(best, time.perf_counter() - started)
+    return best * 1000
+
+
+def machine_state() -> dict[str, object]:
+    return {"load": os.getloadavg()[0], "cpu": _cpu_times(), "loop_ms": calibration_ms()}
+
+
+def describe(before: dict[str, object], after: dict[str, object]) -> str:
+    """The machine while a benchmark ran: the load average when it began, the share of CPU time
+    busy and stolen by the hypervisor meanwhile, and the calibration loop before and after."""
+    words = [f"load {before['load']:.2f} at the start"]
+    a, b = before["cpu"], after["cpu"]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b) == 8:
+        delta = [y - x for x, y in zip(a, b, strict=True)]
+        total = sum(delta) or 1
+        busy = total - delta[3] - delta[4]  # idle, iowait
+        words.append(f"CPU {100 * busy / total:.0f} % busy, {100 * delta[7] / total:.0f} % stolen")
+    words.append(f"calibration loop {before['loop_ms']:.0f} -> {after['loop_ms']:.0f} ms")
+    return "; ".join(words)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", choices=[name for name, _ in BENCHES])
@@ -63,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.only and name not in args.only:
             continue
         print(f"\n#### {name} ({script})", flush=True)
+        before = machine_state()
         started = time.monotonic()
         extra = SMOKE[name] if args.smoke else []
         env = {**os.environ, "BENCH_TIMINGS_ADVISORY": "1"} if args.smoke else None
@@ -73,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
             f"#### {name}: {'ok' if code == 0 else f'exit {code}'} in {time.monotonic() - started:.0f} s",
             flush=True,
         )
+        print(f"#### {name}: machine {describe(before, machine_state())}", flush=True)
         if code:
             failed.append(name)
     if failed:
