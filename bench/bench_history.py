@@ -3,9 +3,11 @@
 Generates 200 clusters x 365 daily periodic runs x 8 tests (584,000 results) and 2,000
 submissions with bulk inserts into its own PostgreSQL database (sctp_bench, dropped and
 created anew), with evidence flags set by dashboard.domain.evidence as the worker sets them and one
-periodic schedule per cluster. Measures each page after one day of history, after a week and
-after the full year, in the same process, evaluating afresh on every request (a cold
-evaluation: no published copy, no cache): median time, the year / week ratio and query counts.
+periodic schedule per cluster. Keeps a copy of the database after one day of history and after
+a week (CREATE DATABASE ... TEMPLATE), and measures each page on the three points at the end,
+their requests interleaved so that the machine's drift does not go into the ratios, evaluating
+afresh on every request (a cold evaluation: no published copy, no cache): median time, the
+year / week ratio and query counts.
 Targets: after the full history each page's median <= 150 ms and <= 1.2 x the week's, at most
 20 queries, the same count after 1 day, a week and the full history.
 A page over target gets its slowest queries EXPLAIN ANALYZEd.
@@ -36,7 +38,15 @@ os.environ.setdefault(
 # Every request looks at the stored row (a deterministic query count, not one that depends on
 # whether a request outlasted the one-second recheck window).
 os.environ.setdefault("READINESS_RECHECK_SECONDS", "0")
-from common import median, migrate, recreate_database, setup_django, table, timings_advisory
+from common import (
+    PG_ADMIN,
+    median,
+    migrate,
+    recreate_database,
+    setup_django,
+    table,
+    timings_advisory,
+)
 
 DB_NAME = "sctp_bench"
 PAGES = ["/", "/matrix/", "/api/v1/readiness/"]
@@ -307,39 +317,92 @@ class Generator:
         self.rows["submissions"] += len(made)
 
 
-def measure(paths: list[str], rounds: int = ROUNDS) -> dict[str, dict[str, Any]]:
+def snapshot(source: str, name: str) -> str:
+    """A copy of the database `source` as it is now (CREATE DATABASE ... TEMPLATE), so that a
+    point of the history can be measured later, beside the others."""
+    import psycopg
+    from django.db import connections
+
+    assert name.startswith("sctp_bench"), name
+    connections.close_all()  # a template database must have no other session
+    with psycopg.connect(PG_ADMIN.replace("postgres://", "postgresql://"), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{source}"')
+    return name
+
+
+def drop(name: str) -> None:
+    import psycopg
+    from django.db import connections
+
+    assert name.startswith("sctp_bench"), name
+    connections.close_all()
+    with psycopg.connect(PG_ADMIN.replace("postgres://", "postgresql://"), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def use_database(name: str) -> None:
+    """This process's requests go to the database `name` from now on."""
+    from django.db import connection
+
+    connection.close()
+    connection.settings_dict["NAME"] = name
+    connection.ensure_connection()
+
+
+def measure_interleaved(
+    paths: list[str], databases: list[str], rounds: int = ROUNDS
+) -> list[dict[str, dict[str, Any]]]:
+    """measure() of each database (a point of the history), their timed requests interleaved:
+    round after round, each database in turn (a warm-up request on its new connection, then one
+    timed request per page). A shared 2-core machine drifts by tens of per cent within minutes;
+    measured one point after the other, the drift went into the ratios between points."""
     from django.db import connection
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
     client = Client()
-    measured: dict[str, dict[str, Any]] = {}
-    for path in paths:
-        first = client.get(path)
-        if first.status_code == 404:
-            measured[path] = {"missing": True}
-            continue
-        assert first.status_code == 200, (path, first.status_code)
-        client.get(path)
-        times, counts = [], set()
-        for _ in range(rounds):
-            started = time.perf_counter()
-            resp = client.get(path)
-            times.append(time.perf_counter() - started)
-            assert resp.status_code == 200
-        # Counted apart from the timed requests: capturing makes the debug cursor write out every
-        # statement with its parameters (the publication's 280 KB document among them), which
-        # added 25-40 ms to a request here, a cost no server has.
-        for _ in range(CAPTURED_ROUNDS):
-            with CaptureQueriesContext(connection) as queries:
-                assert client.get(path).status_code == 200
-            counts.add(len(queries))
-        measured[path] = {
-            "median": median(times),
-            "queries": sorted(counts),
-            "captured": list(queries.captured_queries),
-        }
-    return measured
+    found: list[dict[str, dict[str, Any]]] = []
+    for name in databases:
+        use_database(name)
+        measured: dict[str, dict[str, Any]] = {}
+        for path in paths:
+            first = client.get(path)
+            if first.status_code == 404:
+                measured[path] = {"missing": True}
+                continue
+            assert first.status_code == 200, (path, first.status_code)
+            client.get(path)
+            # Counted apart from the timed requests: capturing makes the debug cursor write out
+            # every statement with its parameters (the publication's 280 KB document among
+            # them), which added 25-40 ms to a request here, a cost no server has.
+            counts = set()
+            for _ in range(CAPTURED_ROUNDS):
+                with CaptureQueriesContext(connection) as queries:
+                    assert client.get(path).status_code == 200
+                counts.add(len(queries))
+            measured[path] = {
+                "times": [],
+                "queries": sorted(counts),
+                "captured": list(queries.captured_queries),
+            }
+        found.append(measured)
+    for _ in range(rounds):
+        for name, measured in zip(databases, found, strict=True):
+            use_database(name)
+            present = [p for p in paths if not measured[p].get("missing")]
+            if present:
+                assert client.get(present[0]).status_code == 200  # warm the new connection
+            for path in present:
+                started = time.perf_counter()
+                resp = client.get(path)
+                measured[path]["times"].append(time.perf_counter() - started)
+                assert resp.status_code == 200
+    for measured in found:
+        for m in measured.values():
+            if not m.get("missing"):
+                m["median"] = median(m.pop("times"))
+    return found
 
 
 def explain_slowest(captured: list[dict[str, str]], top: int = 3) -> list[str]:
@@ -384,11 +447,14 @@ def main(argv: list[str] | None = None) -> int:
     # Measured after 1 day, after a week (every criterion's working set complete: the periodic
     # criterion reads the last 3 runs of each schedule) and after the full history.
     points = [1, min(7, args.days), args.days]
-    rows_at, seconds_at, measured = [], [], []
+    rows_at, seconds_at = [], []
+    # Each earlier point is kept as a copy of the database then; all are measured at the end,
+    # beside each other (measure_interleaved).
+    databases: list[str] = []
     started = time.perf_counter()
     gen.fleet()
     done = 0
-    for point in points:
+    for index, point in enumerate(points):
         step = time.perf_counter()
         gen.runs(range(done, point))
         share = args.submissions * point // args.days
@@ -401,7 +467,16 @@ def main(argv: list[str] | None = None) -> int:
             cursor.execute("ANALYZE")
         seconds_at.append(time.perf_counter() - (started if point == 1 else step))
         rows_at.append(dict(gen.rows))
-        measured.append(measure(PAGES, args.rounds))
+        if index == len(points) - 1:
+            databases.append(args.database)
+        else:
+            databases.append(snapshot(args.database, f"{args.database}_{point}d"))
+    try:
+        measured = measure_interleaved(PAGES, databases, args.rounds)
+    finally:
+        use_database(args.database)  # the EXPLAINs below read the full history
+        for name in set(databases) - {args.database}:
+            drop(name)
 
     print(
         table(
