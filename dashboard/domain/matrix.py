@@ -162,10 +162,10 @@ def load_sources(plugin_runs: set[int], plugin_subs: set[int]) -> list[Source]:
             any_of("run_id", run_ids)
         ).values_list("run_id", "test_key", "outcome", "reason"):
             results.setdefault(run_id, {})[key] = (outcome, reason)
-        # Plain rows, not model instances: a year's matrix reads hundreds of runs.
+        # Plain rows, not model instances: a year's matrix reads hundreds of runs. (Newest first,
+        # the models' order, as before: a cell's ties go to the first source.)
         for r in (
             Run.objects.filter(any_of("id", run_ids))
-            .order_by()
             # one key of the fingerprint, not the whole document (kilobytes per run)
             .annotate(service_dataplane=JSONKey("fingerprint", "service_dataplane"))
             .values(
@@ -205,19 +205,15 @@ def load_sources(plugin_runs: set[int], plugin_subs: set[int]) -> list[Source]:
                 )
             )
     if sub_ids:
-        for s in (
-            Submission.objects.filter(any_of("id", sub_ids))
-            .order_by()
-            .values(
-                "id",
-                "plugin_id",
-                "proxier",
-                "kubernetes_version",
-                "status",
-                "results",
-                "created",
-                "emulated",
-            )
+        for s in Submission.objects.filter(any_of("id", sub_ids)).values(
+            "id",
+            "plugin_id",
+            "proxier",
+            "kubernetes_version",
+            "status",
+            "results",
+            "created",
+            "emulated",
         ):
             trust = "verified" if s["status"] == Submission.Status.VERIFIED else "pending"
             results_of = s["results"] or {}
