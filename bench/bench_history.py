@@ -39,7 +39,7 @@ os.environ.setdefault(
 # whether a request outlasted the one-second recheck window).
 os.environ.setdefault("READINESS_RECHECK_SECONDS", "0")
 from common import (
-    PG_ADMIN,
+    drop_database,
     median,
     migrate,
     recreate_database,
@@ -320,25 +320,11 @@ class Generator:
 def snapshot(source: str, name: str) -> str:
     """A copy of the database `source` as it is now (CREATE DATABASE ... TEMPLATE), so that a
     point of the history can be measured later, beside the others."""
-    import psycopg
     from django.db import connections
 
-    assert name.startswith("sctp_bench"), name
     connections.close_all()  # a template database must have no other session
-    with psycopg.connect(PG_ADMIN.replace("postgres://", "postgresql://"), autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{source}"')
+    recreate_database(name, template=source)
     return name
-
-
-def drop(name: str) -> None:
-    import psycopg
-    from django.db import connections
-
-    assert name.startswith("sctp_bench"), name
-    connections.close_all()
-    with psycopg.connect(PG_ADMIN.replace("postgres://", "postgresql://"), autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def use_database(name: str) -> None:
@@ -476,7 +462,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         use_database(args.database)  # the EXPLAINs below read the full history
         for name in set(databases) - {args.database}:
-            drop(name)
+            drop_database(name)
 
     print(
         table(

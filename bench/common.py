@@ -17,15 +17,25 @@ def database_url(name: str) -> str:
     return f"{base}/{name}"
 
 
-def recreate_database(name: str) -> str:
-    """Drops and creates `name` (never the suite's or the demo's database); returns its URL."""
+def recreate_database(name: str, template: str | None = None) -> str:
+    """Drops and creates `name` (never the suite's or the demo's database), empty or as a copy
+    of the database `template` (which must have no session open); returns its URL."""
+    import psycopg
+
+    assert name.startswith("sctp_bench"), name
+    copy_of = f' TEMPLATE "{template}"' if template else ""
+    with psycopg.connect(PG_ADMIN.replace("postgres://", "postgresql://"), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"{copy_of}')
+    return database_url(name)
+
+
+def drop_database(name: str) -> None:
     import psycopg
 
     assert name.startswith("sctp_bench"), name
     with psycopg.connect(PG_ADMIN.replace("postgres://", "postgresql://"), autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return database_url(name)
 
 
 def setup_django(db_url: str | None = None, **env: str) -> None:
