@@ -347,6 +347,9 @@ def measure_interleaved(
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
+    from dashboard.process import settle
+
+    settle()  # as a served process does once its application is loaded (dashboard/wsgi.py)
     client = Client()
     found: list[dict[str, dict[str, Any]]] = []
     for name in databases:

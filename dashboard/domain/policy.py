@@ -286,17 +286,12 @@ def lb_skip_counts(reason: str) -> bool:
 
 def verdict_keys(item: Item) -> list[str]:
     """The catalog tests this evidence gives a verdict for (tests-written)."""
-    return _verdict_keys(item.outcomes, item.reasons)
+    return outcome_verdict_keys(item.outcomes, item.reasons)
 
 
-def submission_verdict_keys(results: Mapping[str, Any] | None) -> list[str]:
-    """verdict_keys() of a submission's item, from its stored results alone (what tests-written
-    reads of the many submissions it looks through, without making items of them)."""
-    results = results or {}
-    return _verdict_keys(_outcomes(results), _reasons(results))
-
-
-def _verdict_keys(outcomes: Mapping[str, str], reasons: Mapping[str, str]) -> list[str]:
+def outcome_verdict_keys(outcomes: Mapping[str, str], reasons: Mapping[str, str]) -> list[str]:
+    """verdict_keys() of evidence with these outcomes and reasons (what tests-written reads of
+    the many submissions it looks through, without making items of them)."""
     keys = [k for k in BASIC_KEYS + CONNECTIVITY_KEYS if outcomes.get(k) in VERDICTS]
     if outcomes.get(LB_KEY) == Outcome.SKIPPED and lb_skip_counts(reasons.get(LB_KEY, "")):
         keys.append(LB_KEY)

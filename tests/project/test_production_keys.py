@@ -67,6 +67,30 @@ def test_the_web_starts_on_real_keys(tmp_path) -> None:
     assert "serving" in result.stdout
 
 
+def test_the_served_process_has_its_views_loaded_and_kept_out_of_the_collectors_scans(
+    tmp_path,
+) -> None:
+    """dashboard.process.settle(): what the application loaded (its views among it) is frozen,
+    so that a full collection does not scan it again in the middle of some request."""
+    code = (
+        "import gc, sys, dashboard.wsgi; "
+        "print(gc.get_freeze_count(), 'dashboard.web.views.matrix' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=production_env(
+            tmp_path, SECRET_KEY=REAL_SECRET, FIELD_ENCRYPTION_KEY=Fernet.generate_key().decode()
+        ),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    frozen, views = result.stdout.split()
+    assert int(frozen) > 10_000 and views == "True"
+
+
 def test_a_worker_refuses_to_start_on_the_built_in_key(tmp_path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "celery", "-A", "dashboard", "worker", "-c", "1"],

@@ -420,29 +420,36 @@ def test_tests_written_finds_each_tests_newest_submission_with_a_verdict_among_n
 
 
 def test_a_submissions_verdict_keys_read_from_its_results_are_its_items():
-    """What tests-written reads of the submissions it looks through (their results alone)
-    is what their items say: nested and bare outcomes, skips, and the load balancer's skip
-    that counts only for want of a load balancer."""
-    from dashboard.domain.policy import (
-        plugin_facts,
-        submission_item,
-        submission_verdict_keys,
-        verdict_keys,
-    )
+    """What tests-written reads of the submissions it looks through (the outcomes the database
+    extracts from their results) is what their items say: nested and bare outcomes, skips, the
+    load balancer's skip that counts only for want of a load balancer, and results that are not
+    what a parser writes."""
+    from dashboard.domain.policy import plugin_facts, submission_item, verdict_keys
+    from dashboard.domain.readiness.criteria.tests_written import submission_verdicts
 
     sub = f.submission("calico", dict.fromkeys(ALL_KEYS, Outcome.PASSED))
+    lb = "pod-to-loadbalancer"
     cases = [
         {},
         {"pod-to-pod": {"outcome": "passed"}, "pod-to-service": {"outcome": "error"}},
         {"pod-to-pod": "failed", "declare-sctp-ports": "skipped"},  # the bare form
-        {"pod-to-loadbalancer": {"outcome": "skipped", "reason": "No LoadBalancer here"}},
-        {"pod-to-loadbalancer": {"outcome": "skipped", "reason": "timed out"}},
-        {"pod-to-loadbalancer": {"outcome": "passed"}, "hostport-kubenet": {"outcome": ""}},
+        {lb: {"outcome": "skipped", "reason": "No LoadBalancer here"}},
+        {lb: {"outcome": "skipped", "reason": "no load balancer providers"}},
+        {lb: {"outcome": "skipped", "reason": "timed out"}},
+        {lb: {"outcome": "skipped", "reason": None}},
+        {lb: "skipped"},  # bare: no reason, so the skip does not count
+        {lb: {"outcome": "passed"}, "hostport-kubenet": {"outcome": ""}},
+        {"pod-to-pod": {"reason": "no outcome"}, "pod-to-service": {"outcome": None}},
+        {"pod-to-pod": 1, "pod-to-service": True, "netpol-allow-deny": {"outcome": "PASSED"}},
+        {"pod-to-pod": {"outcome": "passed", "reason": "x" * 5000}, "unknown-test": "failed"},
+        {key: {"outcome": "failed"} for key in ALL_KEYS},
     ]
     for results in cases:
         sub.results = results
+        sub.save(update_fields=["results"])
         item = submission_item(sub, plugin_facts(sub.plugin))
-        assert submission_verdict_keys(results) == verdict_keys(item), results
+        read = dict(submission_verdicts(Submission.objects.filter(pk=sub.pk)))
+        assert read == {sub.pk: verdict_keys(item)}, results
 
 
 # -- the whole evaluation ----------------------------------------------------------------------

@@ -4,13 +4,20 @@ instead have a counted `skipped` for want of an SCTP load balancer, which the KE
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterator
 from typing import Any
 
-from django.db.models import Case, Exists, OuterRef, Subquery, TextField, When
-from django.db.models.functions import Cast
+from django.db.models import Case, Exists, OuterRef, QuerySet, Subquery, When
+from django.db.models.fields.json import KT
+from django.db.models.functions import Coalesce
 
-from dashboard.domain.catalog import ALL_KEYS, Outcome, criterion_title
+from dashboard.domain.catalog import (
+    ALL_KEYS,
+    BASIC_KEYS,
+    CONNECTIVITY_KEYS,
+    Outcome,
+    criterion_title,
+)
 from dashboard.domain.models import CatalogTest, Run, Submission, TestResult
 from dashboard.domain.policy import (
     LB_KEY,
@@ -18,7 +25,7 @@ from dashboard.domain.policy import (
     countable_runs_q,
     countable_submissions_q,
     evidence_entry,
-    submission_verdict_keys,
+    outcome_verdict_keys,
     verdict_keys,
 )
 from dashboard.domain.readiness.base import Context, Verdict
@@ -29,6 +36,17 @@ from kernel.battery.implemented import implemented_keys as battery_implemented_k
 KEY = TESTS_WRITTEN
 TITLE = criterion_title(KEY)
 RECENT_SUBMISSIONS = 200
+
+# What the walk over the newest submissions reads of each one's results: per test its outcome
+# (`{"k": {"outcome": ...}}`, or the older `{"k": "passed"}`), and pod-to-loadbalancer's reason
+# (its skip counts only for want of a load balancer), extracted by the database instead of
+# sending and decoding every whole document (what this lookup grew by over a year).
+_VERDICT_TESTS = (*BASIC_KEYS, *CONNECTIVITY_KEYS)
+_OUTCOME_OF = {
+    f"outcome_{i}": Coalesce(KT(f"results__{key}__outcome"), KT(f"results__{key}"))
+    for i, key in enumerate(_VERDICT_TESTS)
+}
+_LB_REASON = {"lb_reason": KT(f"results__{LB_KEY}__reason")}
 
 
 def implemented_keys() -> set[str]:
@@ -76,27 +94,33 @@ def _candidates(ctx: Context, relax: frozenset[str]) -> list[dict[str, Any]]:
             latest_run=latest_any,
         ).values("key", "passed_run", "failed_run", "skip_run", "latest_run")
     ]
-    # Per test, its candidate submission: the newest counted one that gives it a verdict, read
-    # from the newest counted submissions' results (the same reading as their items', without
-    # making items of them).
-    # Their results as JSON text, decoded only as far as the walk goes (it usually ends at the
-    # first few): decoding all of them was most of what this lookup grew by over a year.
-    newest_subs = (
-        Submission.objects.filter(countable_submissions_q(pol, relax=relax))
-        .order_by("-created", "-id")
-        .annotate(results_text=Cast("results", TextField()))
-        .values_list("id", "results_text")[:RECENT_SUBMISSIONS]
-    )
+    # Per test, its candidate submission: the newest counted one that gives it a verdict, among
+    # the newest counted submissions, by the same rule as their items' (policy.verdict_keys), on
+    # the outcomes the database reads out of their results.
+    newest_subs = Submission.objects.filter(countable_submissions_q(pol, relax=relax)).order_by(
+        "-created", "-id"
+    )[:RECENT_SUBMISSIONS]
     first: dict[str, int] = {}
-    for sub_id, text in newest_subs:
-        results = json.loads(text) if text is not None else None
-        for key in submission_verdict_keys(results):
+    for sub_id, keys in submission_verdicts(newest_subs):
+        for key in keys:
             first.setdefault(key, sub_id)
         if len(first) == len(ALL_KEYS):
             break
     for t in tests:
         t["submission"] = first.get(str(t["key"]))
     return tests
+
+
+def submission_verdicts(submissions: QuerySet[Submission]) -> Iterator[tuple[int, list[str]]]:
+    """Each submission's id and the tests it gives a verdict for (policy.verdict_keys of its
+    item), read from the outcomes (and the load balancer's reason) that the database extracts
+    from its results, in the queryset's order."""
+    rows = submissions.annotate(**_OUTCOME_OF, **_LB_REASON).values_list(
+        "id", *_OUTCOME_OF, *_LB_REASON
+    )
+    for sub_id, *outcomes, lb_reason in rows:
+        found = {k: str(o) for k, o in zip(_VERDICT_TESTS, outcomes, strict=True) if o}
+        yield sub_id, outcome_verdict_keys(found, {LB_KEY: str(lb_reason or "")})
 
 
 def candidate_ids(ctx: Context, relax: frozenset[str]) -> tuple[set[int], set[int]]:
