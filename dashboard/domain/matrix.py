@@ -16,6 +16,7 @@ from typing import Any
 
 from django.db.models import F, OuterRef, Subquery
 
+from dashboard.domain import compiled
 from dashboard.domain.catalog import ALL_KEYS, Battery, Outcome, Proxier, keys_of
 from dashboard.domain.lookups import JSONKey, any_of
 from dashboard.domain.models import Cluster, Plugin, Run, Submission, TestResult
@@ -64,22 +65,26 @@ def minor_of(version: str) -> str:
 
 def _cluster_runs() -> set[int]:
     """Per cluster, the newest finished run covering the basic and the connectivity tests: one
-    "LIMIT 1" step each on the (cluster, state, battery, -created) index."""
+    "LIMIT 1" step each on the (cluster, state, battery, -created) index (compiled once:
+    dashboard.domain.compiled)."""
+    ids: set[int] = set()
+    for basic_run, conn_run in compiled.rows(("matrix-cluster-runs",), _newest_cluster_runs):
+        ids.update(i for i in (basic_run, conn_run) if i)
+    return ids
+
+
+def _newest_cluster_runs() -> Any:
     finished = Run.objects.filter(cluster=OuterRef("pk"), state=Run.State.FINISHED).order_by(
         "-created"
     )
-    newest = Cluster.objects.annotate(
+    return Cluster.objects.annotate(
         basic_run=Subquery(
             finished.filter(battery__in=[Battery.BASIC, Battery.ALL]).values("id")[:1]
         ),
         conn_run=Subquery(
             finished.filter(battery__in=[Battery.CONNECTIVITY, Battery.ALL]).values("id")[:1]
         ),
-    )
-    ids: set[int] = set()
-    for basic_run, conn_run in newest.values_list("basic_run", "conn_run"):
-        ids.update(i for i in (basic_run, conn_run) if i)
-    return ids
+    ).values_list("basic_run", "conn_run")
 
 
 PLUGIN_FIELDS = ("id", "slug", "name", "in_tree", "implements_network_policy")
@@ -97,40 +102,62 @@ def _plugins() -> tuple[list[dict[str, Any]], set[int], set[int]]:
     whole history instead.
     """
 
-    def newest(model, order: Any, **filters):
-        qs = model.objects.filter(plugin=OuterRef("pk"), **filters)
-        return Subquery(qs.order_by(order).values("id")[:1])
+    plugins: list[dict[str, Any]] = []
+    run_ids: set[int] = set()
+    sub_ids: set[int] = set()
+    # Compiled once (dashboard.domain.compiled): eleven subqueries per plugin, no parameter
+    # that changes between requests.
+    for values in compiled.rows(("matrix-plugins",), _plugin_sources):
+        row = dict(zip(_PLUGIN_COLUMNS, values, strict=True))
+        run_ids.update(row[k] for k in _PLUGIN_RUNS if row[k])
+        sub_ids.update(row[k] for k in _PLUGIN_SUBMISSIONS if row[k])
+        plugins.append({k: row[k] for k in PLUGIN_FIELDS})
+    return plugins, run_ids, sub_ids
 
+
+def _newest(model: Any, order: Any, **filters: Any) -> Subquery:
+    qs = model.objects.filter(plugin=OuterRef("pk"), **filters)
+    return Subquery(qs.order_by(order).values("id")[:1])
+
+
+_PLUGIN_RUNS = ("conn_run",)
+_PLUGIN_SUBMISSIONS = (
+    "conn_verified",
+    "conn_pending",
+    *(
+        f"{proxier}_{status}"
+        for proxier in Proxier.values
+        for status in (Submission.Status.VERIFIED, Submission.Status.PENDING)
+    ),
+)
+_PLUGIN_COLUMNS = (*PLUGIN_FIELDS, *_PLUGIN_RUNS, *_PLUGIN_SUBMISSIONS)
+
+
+def _plugin_sources() -> Any:
     # NULLS LAST: only the run_plugin_conn_newest index gives this order (models.Run).
     by_finished = F("finished").desc(nulls_last=True)
     runs = {
-        "conn_run": newest(Run, by_finished, state=Run.State.FINISHED, has_connectivity__in=[True])
+        "conn_run": _newest(Run, by_finished, state=Run.State.FINISHED, has_connectivity__in=[True])
     }
     submissions = {
-        "conn_verified": newest(
+        "conn_verified": _newest(
             Submission, "-created", status=Submission.Status.VERIFIED, has_connectivity__in=[True]
         ),
-        "conn_pending": newest(
+        "conn_pending": _newest(
             Submission, "-created", status=Submission.Status.PENDING, has_connectivity__in=[True]
         ),
         **{
-            f"{proxier}_{status}": newest(Submission, "-created", proxier=proxier, status=status)
+            f"{proxier}_{status}": _newest(Submission, "-created", proxier=proxier, status=status)
             for proxier in Proxier.values
             for status in (Submission.Status.VERIFIED, Submission.Status.PENDING)
         },
     }
-    plugins: list[dict[str, Any]] = []
-    run_ids: set[int] = set()
-    sub_ids: set[int] = set()
-    for row in (
+    assert (*runs, *submissions) == (*_PLUGIN_RUNS, *_PLUGIN_SUBMISSIONS)
+    return (
         Plugin.objects.order_by("name")
         .annotate(**runs, **submissions)
-        .values(*PLUGIN_FIELDS, *runs, *submissions)
-    ):
-        run_ids.update(row[k] for k in runs if row[k])
-        sub_ids.update(row[k] for k in submissions if row[k])
-        plugins.append({k: row[k] for k in PLUGIN_FIELDS})
-    return plugins, run_ids, sub_ids
+        .values_list(*_PLUGIN_COLUMNS)
+    )
 
 
 def demonstrated(proxier_detected: str, proxier: str, service_dataplane: Any) -> str:

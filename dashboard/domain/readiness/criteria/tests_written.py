@@ -5,12 +5,14 @@ instead have a counted `skipped` for want of an SCTP load balancer, which the KE
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db.models import Case, Exists, OuterRef, QuerySet, Subquery, When
 from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce
 
+from dashboard.domain import compiled
 from dashboard.domain.catalog import (
     ALL_KEYS,
     BASIC_KEYS,
@@ -22,6 +24,7 @@ from dashboard.domain.models import CatalogTest, Run, Submission, TestResult
 from dashboard.domain.policy import (
     LB_KEY,
     TESTS_WRITTEN,
+    Policy,
     countable_runs_q,
     countable_submissions_q,
     evidence_entry,
@@ -68,8 +71,11 @@ def candidates(ctx: Context, relax: frozenset[str]) -> list[dict[str, Any]]:
     return found
 
 
-def _candidates(ctx: Context, relax: frozenset[str]) -> list[dict[str, Any]]:
-    pol = ctx.policy
+_CANDIDATE_COLUMNS = ("key", "passed_run", "failed_run", "skip_run", "latest_run")
+
+
+def _candidate_runs(pol: Policy, relax: frozenset[str]) -> QuerySet[CatalogTest]:
+    """Per catalog test, its newest counted runs with each verdict and its newest run at all."""
     runs = Run.objects.filter(countable_runs_q(pol, relax=relax))
 
     def newest(outcome: str) -> Subquery:
@@ -84,16 +90,31 @@ def _candidates(ctx: Context, relax: frozenset[str]) -> list[dict[str, Any]]:
     latest_any = Subquery(
         TestResult.objects.filter(test_key=OuterRef("key")).order_by("-id").values("run_id")[:1]
     )
-    tests = [
-        dict(row)
-        for row in CatalogTest.objects.annotate(
-            passed_run=newest(Outcome.PASSED),
-            failed_run=newest(Outcome.FAILED),
-            # only pod-to-loadbalancer may count a skip (for want of a load balancer)
-            skip_run=Case(When(key=LB_KEY, then=newest(Outcome.SKIPPED))),
-            latest_run=latest_any,
-        ).values("key", "passed_run", "failed_run", "skip_run", "latest_run")
-    ]
+    return CatalogTest.objects.annotate(
+        passed_run=newest(Outcome.PASSED),
+        failed_run=newest(Outcome.FAILED),
+        # only pod-to-loadbalancer may count a skip (for want of a load balancer)
+        skip_run=Case(When(key=LB_KEY, then=newest(Outcome.SKIPPED))),
+        latest_run=latest_any,
+    ).values_list(*_CANDIDATE_COLUMNS)
+
+
+def _with_cutoff(pol: Policy, cutoff: datetime) -> Policy:
+    """The policy of the same release floor whose freshness cutoff is `cutoff`."""
+    days = timedelta(days=pol.fresh_days)
+    return Policy(now=cutoff + days, fresh_days=pol.fresh_days, minimum=pol.minimum)
+
+
+def _candidates(ctx: Context, relax: frozenset[str]) -> list[dict[str, Any]]:
+    pol = ctx.policy
+    # Compiled once per relaxation and release floor (dashboard.domain.compiled): only the
+    # freshness cutoff changes from one evaluation to the next.
+    found = compiled.rows(
+        ("tests-written", relax, pol.minimum),
+        lambda cutoff: _candidate_runs(_with_cutoff(pol, cutoff), relax),
+        pol.fresh_cutoff,
+    )
+    tests = [dict(zip(_CANDIDATE_COLUMNS, row, strict=True)) for row in found]
     # Per test, its candidate submission: the newest counted one that gives it a verdict, among
     # the newest counted submissions, by the same rule as their items' (policy.verdict_keys), on
     # the outcomes the database reads out of their results.
