@@ -78,12 +78,6 @@ def test_tests_written_candidates_are_the_querysets_at_every_cutoff(relax) -> No
     for days_ago in (0, 30, 100, 300):
         pol = Policy(now=now() - timedelta(days=days_ago))
         expected = list(tests_written._candidate_runs(pol, relax))
-        found = compiled.rows(
-            ("tests-written", relax, pol.minimum),
-            lambda cutoff: tests_written._candidate_runs(
-                tests_written._with_cutoff(pol, cutoff), relax
-            ),
-            pol.fresh_cutoff,
-        )
+        found = tests_written.candidate_run_rows(pol, relax)
         assert found == expected
         assert any(any(row[1:]) for row in found)

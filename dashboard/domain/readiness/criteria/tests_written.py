@@ -105,15 +105,19 @@ def _with_cutoff(pol: Policy, cutoff: datetime) -> Policy:
     return Policy(now=cutoff + days, fresh_days=pol.fresh_days, minimum=pol.minimum)
 
 
-def _candidates(ctx: Context, relax: frozenset[str]) -> list[dict[str, Any]]:
-    pol = ctx.policy
-    # Compiled once per relaxation and release floor (dashboard.domain.compiled): only the
-    # freshness cutoff changes from one evaluation to the next.
-    found = compiled.rows(
+def candidate_run_rows(pol: Policy, relax: frozenset[str]) -> list[tuple[Any, ...]]:
+    """The rows of _candidate_runs(), its SQL compiled once per relaxation and release floor
+    (dashboard.domain.compiled): only the freshness cutoff changes between evaluations."""
+    return compiled.rows(
         ("tests-written", relax, pol.minimum),
         lambda cutoff: _candidate_runs(_with_cutoff(pol, cutoff), relax),
         pol.fresh_cutoff,
     )
+
+
+def _candidates(ctx: Context, relax: frozenset[str]) -> list[dict[str, Any]]:
+    pol = ctx.policy
+    found = candidate_run_rows(pol, relax)
     tests = [dict(zip(_CANDIDATE_COLUMNS, row, strict=True)) for row in found]
     # Per test, its candidate submission: the newest counted one that gives it a verdict, among
     # the newest counted submissions, by the same rule as their items' (policy.verdict_keys), on
