@@ -6,6 +6,9 @@ the module was not loaded before), and the newest is younger than twice the sche
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import timedelta
+
 from dashboard.domain import heads
 from dashboard.domain.catalog import Battery, criterion_title
 from dashboard.domain.models import Schedule
@@ -22,36 +25,55 @@ def evaluate(ctx: Context) -> Verdict:
     return with_what_if(_evaluate, ctx)
 
 
-def candidates(ctx: Context) -> tuple[list[Schedule], set[int]]:
+@dataclass(frozen=True)
+class ScheduleRow:
+    """What the criterion reads of a schedule: plain values, not model instances (an
+    evaluation reads every enabled schedule, hundreds, with their clusters)."""
+
+    pk: int
+    interval_minutes: int
+    cluster_name: str
+    runs: tuple[int | None, ...]  # its last n terminal scheduled runs, newest first
+
+    @property
+    def interval(self) -> timedelta:
+        return timedelta(minutes=self.interval_minutes)
+
+
+def candidates(ctx: Context) -> tuple[list[ScheduleRow], set[int]]:
     """The enabled schedules of the basic battery and the ids of their last n terminal runs."""
     return ctx.memo("periodic-candidates", lambda: _candidates(ctx))  # type: ignore[no-any-return]
 
 
-def _candidates(ctx: Context) -> tuple[list[Schedule], set[int]]:
+def _candidates(ctx: Context) -> tuple[list[ScheduleRow], set[int]]:
     n = ctx.periodic_runs
-    schedules = (
-        Schedule.objects.filter(enabled=True, battery__in=[Battery.BASIC, Battery.ALL])
-        .select_related("cluster")
-        .only("id", "interval_minutes", "cluster__name")  # what a row shows
-    )
+    schedules = Schedule.objects.filter(enabled=True, battery__in=[Battery.BASIC, Battery.ALL])
+    fields = ("id", "interval_minutes", "cluster__name")  # what a row shows
     stored = None if ctx.plain else ctx.memo("heads", heads.read)["schedule"]
     if stored is None or any(h.get("n") != n for h in stored.values()):
         # The plain lookups (and, until the next rebuild, a changed READINESS_PERIODIC_RUNS):
         # the last n terminal runs of every schedule, as n correlated "LIMIT 1 OFFSET i"
         # lookups on the (schedule, -created) index.
-        found = list(schedules.annotate(**heads.schedule_slots(n)))
+        slots = heads.schedule_slots(n)
+        found = [
+            ScheduleRow(pk, minutes, name, tuple(ids))
+            for pk, minutes, name, *ids in schedules.annotate(**slots).values_list(*fields, *slots)
+        ]
     else:
         # The pre-aggregated rows (dashboard.domain.heads): no lookup at all.
-        found = list(schedules)
-        for s in found:
-            ids = stored.get(s.pk, {}).get("runs", [])
-            for i in range(n):
-                setattr(s, f"run_{i}", ids[i] if i < len(ids) else None)
-    run_ids = {getattr(s, f"run_{i}") for s in found for i in range(n)} - {None}
-    return found, run_ids
+        found = []
+        for pk, minutes, name in schedules.values_list(*fields):
+            ids = stored.get(pk, {}).get("runs", [])
+            found.append(
+                ScheduleRow(
+                    pk, minutes, name, tuple(ids[i] if i < len(ids) else None for i in range(n))
+                )
+            )
+    run_ids = {rid for s in found for rid in s.runs} - {None}
+    return found, run_ids  # type: ignore[return-value]
 
 
-def _schedules(ctx: Context) -> tuple[list[Schedule], dict[tuple[str, int], Item]]:
+def _schedules(ctx: Context) -> tuple[list[ScheduleRow], dict[tuple[str, int], Item]]:
     schedules, run_ids = candidates(ctx)
     plugins = ctx.memo("plugins", plugins_by_id)
     return schedules, load(run_ids, [], plugins, store_of(ctx))
@@ -67,16 +89,14 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
     pol = ctx.policy
     candidates = []
     for s in schedules:
-        last = [
-            items[("run", rid)] for i in range(n) if ("run", rid := getattr(s, f"run_{i}")) in items
-        ]
+        last = [items[("run", rid)] for rid in s.runs if ("run", rid) in items]
         assessed = [(r, pol.assess(r, KEY, relax)) for r in last]
         evidence = [evidence_entry(r, a) for r, a in assessed]
         bad = [(r, a) for r, a in assessed if not a.counts]
         used = set().union(*(a.relied for _, a in assessed)) if assessed else set()
         row = {
             "schedule": s.pk,
-            "cluster": s.cluster.name,
+            "cluster": s.cluster_name,
             "interval_minutes": s.interval_minutes,
             "runs": [r.id for r in last],
             "evidence": evidence,
@@ -85,19 +105,19 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
         if not last:
             status, why = (
                 "unmet",
-                f"{s.cluster.name}: no scheduled run has ended yet; the last {n} must be conclusive",
+                f"{s.cluster_name}: no scheduled run has ended yet; the last {n} must be conclusive",
             )
         elif bad:
             r, a = bad[0]
             status = "unmet"
-            why = f"{s.cluster.name}: scheduled run {r.id} on {day(r.when)} {a.why}"
+            why = f"{s.cluster_name}: scheduled run {r.id} on {day(r.when)} {a.why}"
             if len(last) < n:
                 why += f" (and only {plural(len(last), 'scheduled run')} of the {n} needed)"
         elif len(last) < n:
             status, why = (
                 "unmet",
                 (
-                    f"{s.cluster.name}: only {plural(len(last), 'scheduled run')} "
+                    f"{s.cluster_name}: only {plural(len(last), 'scheduled run')} "
                     f"of the last {n} needed (all conclusive so far)"
                 ),
             )
@@ -106,12 +126,12 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
             if when is None or ctx.now - when > 2 * s.interval:
                 status = "stale"
                 why = (
-                    f"{s.cluster.name}: last {n} scheduled runs were conclusive, but the newest is from "
+                    f"{s.cluster_name}: last {n} scheduled runs were conclusive, but the newest is from "
                     f"{day(when)}, older than twice the {s.interval_minutes}-minute interval"
                 )
             else:
                 status = "met"
-                why = f"{s.cluster.name}: last {n} scheduled basic runs conclusive and passing, newest {day(when)}"
+                why = f"{s.cluster_name}: last {n} scheduled basic runs conclusive and passing, newest {day(when)}"
         row["status"] = status
         candidates.append((status, why, evidence, row, used))
 
