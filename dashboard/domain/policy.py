@@ -532,13 +532,19 @@ def submission_outcomes(sub: Any) -> dict[str, str]:
     return _outcomes(sub.results or {})
 
 
+def _is_mapping(value: Any) -> bool:
+    # A decoded JSON object is a dict: checked first, the ABC's isinstance() is ten times slower
+    # (an evaluation reads hundreds of submissions' results).
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def _outcomes(results: Mapping[str, Any]) -> dict[str, str]:
-    outcomes = {k: (v.get("outcome") if isinstance(v, Mapping) else v) for k, v in results.items()}
+    outcomes = {k: (v.get("outcome") if _is_mapping(v) else v) for k, v in results.items()}
     return {k: str(v) for k, v in outcomes.items() if v}
 
 
 def _reasons(results: Mapping[str, Any]) -> dict[str, str]:
-    return {k: (v.get("reason") or "") for k, v in results.items() if isinstance(v, Mapping)}
+    return {k: (v.get("reason") or "") for k, v in results.items() if _is_mapping(v)}
 
 
 def submission_qualifying(sub: Any) -> tuple[bool, str]:
