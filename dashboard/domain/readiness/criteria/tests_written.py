@@ -109,7 +109,7 @@ def candidate_run_rows(pol: Policy, relax: frozenset[str]) -> list[tuple[Any, ..
     """The rows of _candidate_runs(), its SQL compiled once per relaxation and release floor
     (dashboard.domain.compiled): only the freshness cutoff changes between evaluations."""
     return compiled.rows(
-        ("tests-written", relax, pol.minimum),
+        (KEY, relax, pol.minimum),
         lambda cutoff: _candidate_runs(_with_cutoff(pol, cutoff), relax),
         pol.fresh_cutoff,
     )
