@@ -3,10 +3,10 @@
 Serves the database bench_history.py filled (sctp_bench: a year of history) in production mode
 (DEBUG off, collected static files) with gunicorn's threaded workers (3 x 4, as the benchmark
 always ran it). The load comes from wrk (Debian's package: an efficient C load generator, not
-Python threads sharing the two cores with the server), one path at a time, starting with a
-trivial view as the baseline: /robots.txt, a constant answer behind every middleware and the URL
-resolver (/healthz is answered by the first middleware, before the stack, and is shown for
-reference only). Reports requests per second, p50/p95 latency and errors per path; the goal
+Python threads sharing the two cores with the server), one path at a time, starting and ending
+with a trivial view as the baseline (the faster of the two counts): /robots.txt, a constant
+answer behind every middleware and the URL resolver (/healthz is answered by the first
+middleware, before the stack, and is shown for reference only). Reports requests per second, p50/p95 latency and errors per path; the goal
 for `/`, `/api/v1/readiness/`, the badge and `/matrix/` is at least half the baseline's
 throughput with p95 <= 150 ms (exit 1 when a path misses it). The publication expires during
 the run (READINESS_MAX_AGE_SECONDS): requests go on being served the previous one while one
@@ -192,9 +192,14 @@ def main(argv: list[str] | None = None) -> int:
     log = ROOT / "var" / "bench-gunicorn.log"
     log.parent.mkdir(exist_ok=True)
     proc = serve(port, args.workers, args.threads, env, log)
+    # (row label, path): the baseline is measured first and again last, and the pages are judged
+    # against the faster of the two. Measured once, first, a busy moment (another worker still
+    # booting, the database analysing what the history bench wrote) halved it in one run and
+    # doubled every page's ratio with it.
+    plan = [(path, path) for path in PATHS] + [(f"{BASELINE} (again)", BASELINE)]
     results: dict[str, dict[str, float]] = {}
     try:
-        for path in PATHS:
+        for label, path in plan:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
             conn.request("GET", path)  # warm: the first request publishes the evaluation
             status = conn.getresponse().status
@@ -202,11 +207,13 @@ def main(argv: list[str] | None = None) -> int:
             if status != 200:
                 print(f"{path}: HTTP {status} before the load; skipped")
                 continue
-            results[path] = wrk(port, path, args.connections, args.seconds, script)
+            results[label] = wrk(port, path, args.connections, args.seconds, script)
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
-    base = results.get(BASELINE, {}).get("rps") or 0.0
+    base = max(
+        (r["rps"] for label, r in results.items() if label.startswith(BASELINE)), default=0.0
+    )
     rows, missed = [], []
     for path, r in results.items():
         ratio = r["rps"] / base if base else 0.0
@@ -227,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r['p50']:.1f}",
                 f"{r['p95']:.1f}",
                 int(r["errors"]),
-                ROLES.get(path, verdict),
+                "baseline" if path.startswith(BASELINE) else ROLES.get(path, verdict),
             ]
         )
     print(
