@@ -453,8 +453,8 @@ def main(argv: list[str] | None = None) -> int:
         # readiness recording does (dashboard/domain/heads.py).
         heads.rebuild()
         # VACUUM as well as ANALYZE: otherwise autovacuum gets to the bulk inserts' tables later,
-        # in the middle of the measurements or of the load benchmark after them (which then
-        # measured its baseline at half its speed), as a served database would have had done.
+        # in the middle of the measurements or of the load benchmark after them; a served
+        # database would have had it done.
         with connection.cursor() as cursor:
             cursor.execute("VACUUM (ANALYZE)")
         seconds_at.append(time.perf_counter() - (started if point == 1 else step))

@@ -193,9 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     log.parent.mkdir(exist_ok=True)
     proc = serve(port, args.workers, args.threads, env, log)
     # (row label, path): the baseline is measured first and again last, and the pages are judged
-    # against the faster of the two. Measured once, first, a busy moment (another worker still
-    # booting, the database analysing what the history bench wrote) halved it in one run and
-    # doubled every page's ratio with it.
+    # against the faster of the two. Measured once, first, right after the history bench in
+    # `make bench`, it ran at less than half its speed (1,828 and 1,883 req/s against 4,100
+    # last; alone, 4,201 first), which doubled every page's ratio. The cause is not known.
     plan = [(path, path) for path in PATHS] + [(f"{BASELINE} (again)", BASELINE)]
     results: dict[str, dict[str, float]] = {}
     try:
