@@ -120,16 +120,14 @@ def _newest(model: Any, order: Any, **filters: Any) -> Subquery:
     return Subquery(qs.order_by(order).values("id")[:1])
 
 
+# The newest verified and pending submission of each (plugin, proxier): column -> (mode, status).
+_PROXIER_SLOTS = {
+    f"{proxier}_{status}": (proxier, status)
+    for proxier in Proxier.values
+    for status in (Submission.Status.VERIFIED, Submission.Status.PENDING)
+}
 _PLUGIN_RUNS = ("conn_run",)
-_PLUGIN_SUBMISSIONS = (
-    "conn_verified",
-    "conn_pending",
-    *(
-        f"{proxier}_{status}"
-        for proxier in Proxier.values
-        for status in (Submission.Status.VERIFIED, Submission.Status.PENDING)
-    ),
-)
+_PLUGIN_SUBMISSIONS = ("conn_verified", "conn_pending", *_PROXIER_SLOTS)
 _PLUGIN_COLUMNS = (*PLUGIN_FIELDS, *_PLUGIN_RUNS, *_PLUGIN_SUBMISSIONS)
 
 
@@ -147,12 +145,10 @@ def _plugin_sources() -> Any:
             Submission, "-created", status=Submission.Status.PENDING, has_connectivity__in=[True]
         ),
         **{
-            f"{proxier}_{status}": _newest(Submission, "-created", proxier=proxier, status=status)
-            for proxier in Proxier.values
-            for status in (Submission.Status.VERIFIED, Submission.Status.PENDING)
+            column: _newest(Submission, "-created", proxier=proxier, status=status)
+            for column, (proxier, status) in _PROXIER_SLOTS.items()
         },
     }
-    assert (*runs, *submissions) == (*_PLUGIN_RUNS, *_PLUGIN_SUBMISSIONS)
     return (
         Plugin.objects.order_by("name")
         .annotate(**runs, **submissions)

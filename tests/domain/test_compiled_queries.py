@@ -52,7 +52,7 @@ def test_each_run_answers_with_its_own_instants_as_the_queryset_does() -> None:
     assert all(r[2].tzinfo is not None for r in found)
 
 
-def test_a_compiled_query_is_one_query_and_its_sql_is_built_once(monkeypatch) -> None:
+def test_a_compiled_query_is_one_query_and_its_sql_is_built_once() -> None:
     _history()
     built = []
 
