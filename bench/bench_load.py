@@ -6,11 +6,11 @@ always ran it). The load comes from wrk (Debian's package: an efficient C load g
 Python threads sharing the two cores with the server), one path at a time, starting and ending
 with a trivial view as the baseline (the faster of the two counts): /robots.txt, a constant
 answer behind every middleware and the URL resolver (/healthz is answered by the first
-middleware, before the stack, and is shown for reference only). Reports requests per second, p50/p95 latency and errors per path; the goal
-for `/`, `/api/v1/readiness/`, the badge and `/matrix/` is at least half the baseline's
-throughput with p95 <= 150 ms (exit 1 when a path misses it). The publication expires during
-the run (READINESS_MAX_AGE_SECONDS): requests go on being served the previous one while one
-process computes the next (stale-while-revalidate).
+middleware, before the stack, and is shown for reference only). Reports requests per second,
+p50/p95 latency and errors per path; the goal for `/`, `/api/v1/readiness/`, the badge and
+`/matrix/` is at least half the baseline's throughput with p95 <= 150 ms (exit 1 when a path
+misses it). The publication expires during the run (READINESS_MAX_AGE_SECONDS): requests go on
+being served the previous one while one process computes the next (stale-while-revalidate).
 
 Run: .venv/bin/python bench/bench_load.py [--connections 50] [--seconds 15] [--workers 3]
 """

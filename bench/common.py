@@ -22,15 +22,15 @@ def recreate_database(name: str, template: str | None = None) -> str:
     of the database `template` (which must have no session open); returns its URL."""
     import psycopg
 
-    assert name.startswith("sctp_bench"), name
+    drop_database(name)
     copy_of = f' TEMPLATE "{template}"' if template else ""
     with psycopg.connect(PG_ADMIN.replace("postgres://", "postgresql://"), autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{name}"{copy_of}')
     return database_url(name)
 
 
 def drop_database(name: str) -> None:
+    """Drops `name`, a benchmark's own database (its name says so), if it exists."""
     import psycopg
 
     assert name.startswith("sctp_bench"), name
