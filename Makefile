@@ -33,7 +33,12 @@ $(TEST_STAMP): $(RUNTIME_STAMP)
 	rm -f $(VENV)/.test-*
 	touch $(TEST_STAMP)
 
-.PHONY: install demo test test-sqlite lint bench bench-smoke clean-demo screenshots
+# PostgreSQL and Redis on loopback, installed from Debian's packages when missing (root), as CI
+# starts them (.ci/services); `make test` with DATABASE_URL/REDIS_URL set uses them.
+services:
+	.ci/services
+
+.PHONY: services install demo test test-sqlite lint bench bench-smoke clean-demo screenshots
 
 install: $(TEST_STAMP)
 
