@@ -555,6 +555,11 @@ class PublishedReadiness(models.Model):
     # that ever looks inside it).
     data = models.TextField(default="{}")
     badges = models.JSONField(default=dict, help_text="plugin slug -> {status, message, why}")
+    # When the newest evaluation raised (dashboard/domain/readiness/failures.py), the page keeps
+    # serving `data` (the last good one) and says so: when it failed, what failed and where.
+    failed_at = models.DateTimeField(null=True, blank=True)
+    failure = models.JSONField(default=dict, blank=True)
+    failures_total = models.PositiveBigIntegerField(default=0)
 
     def __str__(self) -> str:
         return f"readiness published at {self.computed}"
