@@ -138,11 +138,14 @@ class Assessment:
     why: str
     blocked: frozenset[str] = frozenset()  # the conditions that failed
     relied: frozenset[str] = frozenset()  # counted only because these conditions were relaxed
+    dated: bool = True  # the evidence says when it ran (undated evidence is never `stale`)
 
     @property
     def stale_only(self) -> bool:
-        """Every condition holds but the age: the criterion may call it `stale`."""
-        return self.blocked == {AGE}
+        """Every condition holds but the age, and the evidence has a time that is too old: the
+        criterion may call it `stale` (and print that time). Evidence with no time is not stale
+        but not demonstrated: its age is unknown, not old (issue 36)."""
+        return self.blocked == {AGE} and self.dated
 
     @property
     def outcome_only(self) -> bool:
@@ -220,6 +223,7 @@ class Policy:
                 False,
                 "not counted: " + "; ".join(why for _, why in blocking),
                 frozenset(c for c, _ in blocking),
+                dated=item.when is not None,
             )
         else:
             extra = ""

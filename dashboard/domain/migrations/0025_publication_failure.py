@@ -4,25 +4,24 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('dashboard', '0024_fingerprint_keys_stored'),
+        ("dashboard", "0024_fingerprint_keys_stored"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='publishedreadiness',
-            name='failed_at',
+            model_name="publishedreadiness",
+            name="failed_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='publishedreadiness',
-            name='failure',
+            model_name="publishedreadiness",
+            name="failure",
             field=models.JSONField(blank=True, default=dict),
         ),
         migrations.AddField(
-            model_name='publishedreadiness',
-            name='failures_total',
+            model_name="publishedreadiness",
+            name="failures_total",
             field=models.PositiveBigIntegerField(default=0),
         ),
     ]

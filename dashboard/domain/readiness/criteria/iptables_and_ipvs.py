@@ -56,7 +56,8 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
                 used |= a.relied
         elif any(a.stale_only for _, a in pairs):
             item = next(i for i, a in pairs if a.stale_only)
-            state, why = "stale", f"last demonstrated {item.when:%Y-%m-%d}"
+            day = item.when.strftime("%Y-%m-%d") if item.when else "at no known time"
+            state, why = "stale", f"last demonstrated {day}"
             if required:
                 stale.append(f"{mode} ({why})")
         else:
