@@ -17,7 +17,7 @@ from django.core.cache import cache
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Sum
 
 from dashboard.domain.models import Run, Submission, TestResult
-from dashboard.domain.publication import published
+from dashboard.domain.publication import failure_counts, published
 
 log = logging.getLogger(__name__)
 
@@ -166,6 +166,19 @@ def render() -> str:
         ),
     )
     lines += _ingest_lines()
+    failed, serving_last_good = failure_counts()
+    lines += _family(
+        "readiness_evaluation_failures_total",
+        "counter",
+        "Readiness evaluations that raised (a criterion, the lookups or the badges).",
+        [("", {}, failed)],
+    )
+    lines += _family(
+        "readiness_serving_last_good",
+        "gauge",
+        "1 while the newest evaluation failed and the last good one is served.",
+        [("", {}, 1 if serving_last_good else 0)],
+    )
     lines += _criteria_lines()
     return "\n".join(lines) + "\n"
 

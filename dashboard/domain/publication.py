@@ -21,9 +21,10 @@ from django.utils.timezone import now as tz_now
 
 from dashboard.domain.badges import plugin_status
 from dashboard.domain.models import PublishedReadiness
-from dashboard.domain.readiness import evaluate, policy_settings
+from dashboard.domain.readiness import evaluate, policy_settings, unevaluable
 from dashboard.domain.readiness.base import Context
 from dashboard.domain.readiness.evidence_lookup import connectivity_sets, plugins_by_id
+from dashboard.domain.readiness.failures import Failure, failure_of
 from dashboard.domain.tasks_port import send
 from kernel.vocabulary import PROXIERS
 
@@ -252,12 +253,27 @@ def publish(evaluation: dict[str, Any] | None = None, version: int | None = None
     if version is None:
         version = PublishedReadiness.objects.get_or_create(pk=1)[0].version
     ctx = Context(now=tz_now())
-    evaluation = evaluation if evaluation is not None else evaluate(ctx)
-    badges = _badges(ctx)  # from the evaluation's candidates: no second look
+    failures: list[Failure] = []
+    try:
+        evaluation = evaluation if evaluation is not None else evaluate(ctx)
+    except Exception as exc:  # the whole evaluation (its lookups): the page still answers
+        failures.append(failure_of("evaluation", exc))
+        log.error("readiness evaluation raised: %s", failures[-1].summary, exc_info=exc)
+        evaluation = unevaluable(ctx.now, failures[-1])
+    failures += [Failure.from_dict(f) for f in evaluation.get("failures", [])]
+    badges: dict[str, Any] = {}
+    if not failures:
+        try:
+            badges = _badges(ctx)  # from the evaluation's candidates: no second look
+        except Exception as exc:
+            failures.append(failure_of("badges", exc))
+            log.error("readiness badges raised: %s", failures[-1].summary, exc_info=exc)
+    if failures:
+        return _after_failure(evaluation, failures, version)
     computed = tz_now()
     # Encoded once: the stored text is the API's body, and decoded it is what pages read.
     document = json.dumps(evaluation, cls=DjangoJSONEncoder)
-    fields = {"data": document, "badges": badges, "computed_version": version}
+    fields = {"data": document, "badges": badges, "computed_version": version, "failure": {}}
     # Stored under the version it was computed at; when that is still the version (no evidence
     # changed meanwhile), this process knows the row is current without looking again.
     current = bool(
@@ -265,6 +281,13 @@ def publish(evaluation: dict[str, Any] | None = None, version: int | None = None
     )
     if not current:
         PublishedReadiness.objects.filter(pk=1).update(**fields, computed=computed)
+    _remember_stored(computed, document, badges, version, current)
+    return evaluation
+
+
+def _remember_stored(
+    computed: datetime, document: str, badges: Any, version: int, current: bool
+) -> None:
     # What this process will serve next, as it would come back from the database (no second
     # read of a document this size).
     with _memo_lock:
@@ -278,7 +301,85 @@ def publish(evaluation: dict[str, Any] | None = None, version: int | None = None
         cache.delete(LEASE_KEY)
     except Exception:
         pass
-    return evaluation
+
+
+def _after_failure(
+    evaluation: dict[str, Any], failures: list[Failure], version: int
+) -> dict[str, Any]:
+    """The newest evaluation could not be made (part of it raised): the last good one stays
+    served, with a `publication` block saying when it was evaluated and that the newest failed;
+    the failure (which part, the error, the evidence item) is stored for maintainers, logged
+    and counted (/metrics). With no good evaluation yet, the one made now is served: its
+    failed criteria are unmet ("could not be evaluated"), never met.
+
+    The attempt is stored under the version it was made at, like a success: readers do not
+    retry it on every request, but when evidence changes or READINESS_MAX_AGE_SECONDS pass."""
+    row = PublishedReadiness.objects.filter(pk=1).values_list("data", "badges").first()
+    previous: dict[str, Any] = json.loads(row[0] or "{}") if row else {}
+    previous.pop("publication", None)
+    failed_at = tz_now()
+    good = bool(previous.get("transitions"))
+    served = previous if good else evaluation
+    badges = row[1] if good and row else {}
+    last_good = previous.get("evaluated_at") if good else None
+    parts = sorted({f.part for f in failures})
+    message = (
+        f"The newest evaluation ({failed_at:%Y-%m-%d %H:%M} UTC) could not be made "
+        f"({', '.join(parts)} raised); "
+        + (
+            f"this is the last good one, evaluated at {last_good}."
+            if good
+            else "no evaluation has succeeded yet: what could not be evaluated is unmet."
+        )
+    )
+    served = {
+        **served,
+        "publication": {
+            "current": False,
+            "last_good_evaluated_at": last_good,
+            "newest_failed_at": failed_at.isoformat(),
+            "message": message,
+            "failed": parts,
+        },
+    }
+    served.pop("failures", None)
+    document = json.dumps(served, cls=DjangoJSONEncoder)
+    failure = {"at": failed_at.isoformat(), "failures": [f.to_dict() for f in failures]}
+    fields = {
+        "data": document,
+        "badges": badges,
+        "computed_version": version,
+        "failed_at": failed_at,
+        "failure": failure,
+        "failures_total": F("failures_total") + 1,
+    }
+    current = bool(
+        PublishedReadiness.objects.filter(pk=1, version=version).update(
+            **fields, computed=failed_at
+        )
+    )
+    if not current:
+        PublishedReadiness.objects.filter(pk=1).update(**fields, computed=failed_at)
+    _remember_stored(failed_at, document, badges, version, current)
+    return served
+
+
+def last_failure() -> dict[str, Any]:
+    """The stored failure of the newest evaluation ({} when it succeeded): for maintainers."""
+    row = (
+        PublishedReadiness.objects.filter(pk=1)
+        .values_list("failure", "failed_at", "failures_total")
+        .first()
+    )
+    if not row or not row[0]:
+        return {}
+    return {**row[0], "failed_at": row[1], "failures_total": row[2]}
+
+
+def failure_counts() -> tuple[int, bool]:
+    """(evaluations that failed since the row was made, whether the last good one is served)."""
+    row = PublishedReadiness.objects.filter(pk=1).values_list("failures_total", "failure").first()
+    return (row[0], bool(row[1])) if row else (0, False)
 
 
 def _badges(ctx: Context) -> dict[str, Any]:

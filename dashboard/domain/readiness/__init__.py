@@ -6,6 +6,7 @@ publication's: dashboard/domain/publication.py."""
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -16,6 +17,7 @@ from dashboard.domain.models import SignOff
 from dashboard.domain.policy import min_minor
 from dashboard.domain.readiness.base import Context, EvidenceRef, Verdict
 from dashboard.domain.readiness.criteria import CRITERIA
+from dashboard.domain.readiness.failures import Failure, failure_of, unevaluated
 from dashboard.domain.readiness.prefetch import prefetch
 
 __all__ = [
@@ -25,6 +27,7 @@ __all__ = [
     "current_stage",
     "evaluate",
     "policy_settings",
+    "unevaluable",
 ]
 
 log = logging.getLogger(__name__)
@@ -37,17 +40,29 @@ def current_stage() -> str:
 
 
 def evaluate(ctx: Context | None = None) -> dict[str, Any]:
+    """The criteria of every transition. A criterion that raises does not take the evaluation
+    down: it is `unmet` ("could not be evaluated") and its Failure is listed under `failures`
+    (the publication then keeps serving the last good evaluation: publication.publish)."""
     ctx = ctx or Context(now=tz_now())
     prefetch(ctx)
     transitions = []
+    failures: list[Failure] = []
     for t in TRANSITIONS:
-        verdicts = [CRITERIA[key].evaluate(ctx) for key, _title in t["criteria"]]
+        verdicts = []
+        for key, title in t["criteria"]:
+            try:
+                verdicts.append(CRITERIA[key].evaluate(ctx).to_dict())
+            except Exception as exc:  # one criterion, not the page (issue 36)
+                failure = failure_of(key, exc)
+                log.error("readiness criterion %s raised: %s", key, failure.summary, exc_info=exc)
+                failures.append(failure)
+                verdicts.append(unevaluated(key, title, failure))
         transitions.append(
             {
                 "from": t["from"],
                 "to": t["to"],
-                "ready": all(v.status == "met" for v in verdicts),
-                "criteria": [v.to_dict() for v in verdicts],
+                "ready": all(v["status"] == "met" for v in verdicts),
+                "criteria": verdicts,
             }
         )
     return {
@@ -59,6 +74,31 @@ def evaluate(ctx: Context | None = None) -> dict[str, Any]:
         "min_kubernetes": f"1.{ctx.policy.minimum}",
         "policy": policy_settings(),
         "transitions": transitions,
+        **({"failures": [f.to_dict() for f in failures]} if failures else {}),
+    }
+
+
+def unevaluable(when: datetime, failure: Failure) -> dict[str, Any]:
+    """An evaluation whose every criterion could not be evaluated (the evaluation itself raised
+    before any criterion): every criterion unmet, said why, nothing counted."""
+    return {
+        "feature": "sctp",
+        "kep": "KEP-614",
+        "stage": current_stage(),
+        "evaluated_at": when.isoformat(),
+        "fresh_days": settings.READINESS_FRESH_DAYS,
+        "min_kubernetes": f"1.{min_minor()}",
+        "policy": policy_settings(),
+        "transitions": [
+            {
+                "from": t["from"],
+                "to": t["to"],
+                "ready": False,
+                "criteria": [unevaluated(key, title, failure) for key, title in t["criteria"]],
+            }
+            for t in TRANSITIONS
+        ],
+        "failures": [failure.to_dict()],
     }
 
 

@@ -582,6 +582,12 @@ class CriterionSerializer(s.Serializer):
             '{MODE: {"status": met|unmet|stale, "detail", "evidence": [...], "note"}}'
         ),
     )
+    what_if = s.CharField(required=False, allow_blank=True)
+    evidence_total = s.IntegerField(required=False)
+    failure = s.DictField(
+        required=False,
+        help_text="present when this criterion raised: it is unmet, 'could not be evaluated'",
+    )
 
 
 TransitionSerializer = type(
@@ -597,13 +603,42 @@ TransitionSerializer = type(
 )
 
 
+class PolicySettingsSerializer(s.Serializer):
+    """The settings the evaluation was made under (a stored one made under others is redone)."""
+
+    fresh_days = s.IntegerField()
+    periodic_runs = s.IntegerField()
+    min_kubernetes = s.CharField(help_text='the oldest release that counts, "1.NN"')
+
+
+class PublicationSerializer(s.Serializer):
+    """Present when the newest evaluation could not be made: what is served is the last good
+    one (or, before any succeeded, the newest with what failed unmet)."""
+
+    current = s.BooleanField(help_text="false: the newest evaluation failed")
+    last_good_evaluated_at = s.DateTimeField(
+        allow_null=True, help_text="when the evaluation served was made; null if none succeeded"
+    )
+    newest_failed_at = s.DateTimeField()
+    message = s.CharField()
+    failed = s.ListField(
+        child=s.CharField(),
+        help_text='the parts that raised: criterion keys, "evaluation", "badges"',
+    )
+
+
 class ReadinessSerializer(s.Serializer):
     feature = s.CharField()
     kep = s.CharField(required=False)
     stage = s.ChoiceField(choices=STAGES)
     evaluated_at = s.DateTimeField(required=False)
     fresh_days = s.IntegerField(required=False)
+    min_kubernetes = s.CharField(
+        required=False, help_text='the oldest Kubernetes release whose evidence counts, "1.NN"'
+    )
+    policy = PolicySettingsSerializer(required=False)
     transitions = TransitionSerializer(many=True)
+    publication = PublicationSerializer(required=False)
 
 
 # --- the same shapes as plain dicts, for the pages and `run_battery --json` ---------------------

@@ -15,6 +15,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_GET
 
+from dashboard.domain import publication
 from dashboard.domain.catalog import Stage
 from dashboard.domain.history import statuses_of
 from dashboard.domain.models import SignOff
@@ -171,6 +172,14 @@ def readiness_body(evaluation: dict[str, Any], maintainer: bool) -> SafeString:
                 "glance": glance(evaluation, releases, overrides),
                 "last_signoff": last,
                 "is_maintainer": maintainer,
+                # The newest evaluation failed: what is served is the last good one (issue 36);
+                # maintainers see the part, the error and the evidence item that raised.
+                "publication_notice": evaluation.get("publication"),
+                "failure": (
+                    publication.last_failure()
+                    if maintainer and evaluation.get("publication")
+                    else {}
+                ),
             },
         )
     )
