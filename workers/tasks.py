@@ -112,7 +112,8 @@ def reap_stale() -> list[int]:
             ).update(
                 state=Run.State.ERROR,
                 finished=now(),
-                error=f"worker lost: no heartbeat since {heartbeat:%Y-%m-%d %H:%M:%S} UTC",
+                error="worker lost: no heartbeat since "
+                + (f"{heartbeat:%Y-%m-%d %H:%M:%S} UTC" if heartbeat else "it started"),
             )
             if done:
                 heads.refresh_runs([run_id])

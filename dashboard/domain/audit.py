@@ -77,7 +77,8 @@ def entry_hash(
 
 def json_native(detail: dict[str, Any]) -> dict[str, Any]:
     """What the JSONField will give back (tuples become lists, keys strings): the hash is over that."""
-    return json.loads(json.dumps(detail, default=str))
+    native: dict[str, Any] = json.loads(json.dumps(detail, default=str))
+    return native
 
 
 def lock_chain() -> None:

@@ -177,12 +177,12 @@ def criterion_title(key: str) -> str:
     for t in TRANSITIONS:
         for k, title in t["criteria"]:
             if k == key:
-                return title
+                return str(title)
     raise KeyError(key)
 
 
 # Transitions and the criteria that gate them, in display order.
-TRANSITIONS: list[dict] = [
+TRANSITIONS: list[dict[str, Any]] = [
     {
         "from": "alpha",
         "to": "beta",
@@ -210,7 +210,7 @@ TRANSITIONS: list[dict] = [
     },
 ]
 
-CLOUD_PLUGINS: list[dict] = [
+CLOUD_PLUGINS: list[dict[str, Any]] = [
     {
         "slug": "amazon-vpc-cni",
         "name": "Amazon VPC CNI",
@@ -226,7 +226,7 @@ CLOUD_PLUGINS: list[dict] = [
     },
 ]
 
-SEED_PLUGINS: list[dict] = [
+SEED_PLUGINS: list[dict[str, Any]] = [
     {"slug": "kubenet", "name": "kubenet", "in_tree": True, "implements_network_policy": False},
     {"slug": "calico", "name": "Calico", "in_tree": False, "implements_network_policy": True},
     {"slug": "cilium", "name": "Cilium", "in_tree": False, "implements_network_policy": True},

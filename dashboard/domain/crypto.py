@@ -94,40 +94,40 @@ class DecryptOnAccess(DeferredAttribute):
     gets ImproperlyConfigured saying why.
     """
 
-    def __get__(self, instance, cls=None):
+    def __get__(self, instance: Any, cls: Any = None) -> Any:
         value = super().__get__(instance, cls)
         if isinstance(value, Sealed):
             value = decrypt(value.token)
             instance.__dict__[self.field.attname] = value
         return value
 
-    def __set__(self, instance, value):
+    def __set__(self, instance: Any, value: Any) -> None:
         # A data descriptor, so reads come here rather than straight from instance.__dict__.
         instance.__dict__[self.field.attname] = value
 
 
-class EncryptedTextField(models.TextField):
+class EncryptedTextField(models.TextField):  # type: ignore[type-arg]
     """A text column stored as a Fernet token; Python code only ever sees the plaintext."""
 
     descriptor_class = DecryptOnAccess
 
-    def from_db_value(self, value, expression, connection):
+    def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
         if value is None or value == "":
             return value
         return Sealed(value)
 
-    def pre_save(self, model_instance, add):
+    def pre_save(self, model_instance: Any, add: bool) -> Any:
         # Saving other fields must not decrypt (nor fail on) a secret nobody read.
         return model_instance.__dict__.get(self.attname)
 
-    def get_prep_value(self, value):
+    def get_prep_value(self, value: Any) -> Any:
         if value is None or value == "":
             return value
         if isinstance(value, Sealed):
             return value.token  # unchanged since loaded: stored as it was
         return encrypt(str(value))
 
-    def to_python(self, value):
+    def to_python(self, value: Any) -> Any:
         return value if isinstance(value, Sealed) else super().to_python(value)
 
 
@@ -138,7 +138,9 @@ class SealedSecrets(models.Model):
     class Meta:
         abstract = True
 
-    def refresh_from_db(self, using=None, fields=None, from_queryset=None):
+    def refresh_from_db(
+        self, using: str | None = None, fields: Any = None, from_queryset: Any = None
+    ) -> None:
         if fields is None:
             sealed = {
                 f.attname for f in self._meta.concrete_fields if isinstance(f, EncryptedTextField)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -76,7 +77,9 @@ class ApiToken(models.Model):
         return f"{self.role} token {self.hint}… ({owner})"
 
     @classmethod
-    def issue(cls, *, role: str, vendor: Vendor | None = None, user=None) -> tuple[ApiToken, str]:
+    def issue(
+        cls, *, role: str, vendor: Vendor | None = None, user: Any = None
+    ) -> tuple[ApiToken, str]:
         token = new_token()
         obj = cls.objects.create(
             role=role, vendor=vendor, user=user, digest=token_digest(token), hint=token_hint(token)
@@ -367,7 +370,7 @@ class TestResult(models.Model):
         return f"{self.test_key}: {self.outcome}"
 
 
-class SubmissionQuerySet(models.QuerySet):
+class SubmissionQuerySet(models.QuerySet["Submission"]):
     def without_content(self) -> SubmissionQuerySet:
         return self.defer("content")
 
@@ -509,7 +512,8 @@ class AuditEvent(models.Model):
         if not actor or actor == "?":
             raise ValueError(f"an audit entry names its actor ({action} {target})")
         target, detail = strip_url_credentials(str(target)), strip_url_credentials(detail)
-        return append(cls, str(actor)[:150], action, str(target)[:200], detail, now())
+        entry: AuditEvent = append(cls, str(actor)[:150], action, str(target)[:200], detail, now())
+        return entry
 
 
 class ClusterLease(models.Model):

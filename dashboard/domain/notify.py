@@ -120,7 +120,9 @@ def schedule_changed(change: Any) -> list[int]:
     )
 
 
-def on_readiness_change(previous: dict | None, statuses: dict, evaluation: dict) -> None:
+def on_readiness_change(
+    previous: dict[str, Any] | None, statuses: dict[str, Any], evaluation: dict[str, Any]
+) -> None:
     """A readiness listener (dashboard.domain.history.LISTENERS): a met criterion that no longer is."""
     if not previous:
         return
@@ -148,8 +150,11 @@ def on_readiness_change(previous: dict | None, statuses: dict, evaluation: dict)
 
 def backoff(attempt: int) -> int:
     """Seconds before the retry that follows attempt number `attempt` (1, 2, …)."""
-    return min(
-        settings.NOTIFY_BACKOFF_SECONDS * 2 ** (attempt - 1), settings.NOTIFY_BACKOFF_MAX_SECONDS
+    return int(
+        min(
+            settings.NOTIFY_BACKOFF_SECONDS * 2 ** (attempt - 1),
+            settings.NOTIFY_BACKOFF_MAX_SECONDS,
+        )
     )
 
 

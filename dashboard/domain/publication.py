@@ -396,7 +396,9 @@ def _badges(ctx: Context) -> dict[str, Any]:
     return out
 
 
-def _badge_words(plugin: Any, candidates: Any, ctx: Context, proxier: str | None = None) -> dict:
+def _badge_words(
+    plugin: Any, candidates: Any, ctx: Context, proxier: str | None = None
+) -> dict[str, Any]:
     st = plugin_status(plugin, ctx.now, candidates, ctx.policy, proxier=proxier)
     return {"status": st.status, "message": st.message, "why": st.why}
 

@@ -20,7 +20,7 @@ def is_maintainer(user: Any) -> bool:
     if cached is None:
         cached = user.groups.filter(name=MAINTAINERS_GROUP).exists()
         user._is_maintainer = cached
-    return cached
+    return bool(cached)
 
 
 def vendor_ids(user: Any) -> set[int]:

@@ -167,7 +167,7 @@ def kubeconfig_of(cluster: Cluster) -> str:
         raise CredentialsUnreadable(CREDENTIALS_UNREADABLE) from None
     if cluster.credentials_error:
         Cluster.objects.filter(pk=cluster.pk).update(credentials_error="")
-    return text
+    return str(text)
 
 
 class Result(Protocol):

@@ -13,14 +13,16 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import redis
 from cryptography.fernet import Fernet
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection
 
 from dashboard.domain.demo_seed import seed_submissions
@@ -59,7 +61,7 @@ def demo_keys(var_dir: Path) -> dict[str, str]:
             name, sep, value = line.partition("=")
             if sep and value.strip():
                 keys[name.strip()] = value.strip()
-    wanted = {
+    wanted: dict[str, Callable[[], str]] = {
         "SECRET_KEY": lambda: secrets.token_urlsafe(50),
         "FIELD_ENCRYPTION_KEY": lambda: Fernet.generate_key().decode(),
         "AUDIT_CHAIN_KEY": lambda: secrets.token_hex(32),
@@ -78,11 +80,11 @@ def demo_keys(var_dir: Path) -> dict[str, str]:
 class Command(BaseCommand):
     help = "Run the whole product locally against the lab's emulated clusters."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--no-web", action="store_true")
         parser.add_argument("--setup-only", action="store_true", help="set up, start nothing")
 
-    def handle(self, *args, **opts):
+    def handle(self, *args: Any, **opts: Any) -> None:
         env = os.environ.copy()
         # The demo serves with DEBUG off, which needs keys of its own: generated into var/ on the
         # first run and reused after (the operator's own, when set in the environment, win).
@@ -118,7 +120,7 @@ class Command(BaseCommand):
             cwd=settings.BASE_DIR,
             check=True,
         )
-        procs: dict[str, tuple[list[str], subprocess.Popen]] = {}
+        procs: dict[str, tuple[list[str], subprocess.Popen[bytes]]] = {}
         restarts: dict[str, int] = {}
 
         def start(name: str, argv: list[str]) -> None:
@@ -165,7 +167,7 @@ class Command(BaseCommand):
         )
         stop = False
 
-        def on_signal(signum, frame):
+        def on_signal(signum: int, frame: Any) -> None:
             nonlocal stop
             stop = True
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from dashboard.domain.models import ApiToken, AuditEvent, Plugin, Vendor
@@ -17,14 +18,14 @@ SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,59}$")
 class Command(BaseCommand):
     help = "Issue an API token for a vendor (--vendor NAME --plugins a,b) or a maintainer (--maintainer NAME)."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         who = parser.add_mutually_exclusive_group(required=True)
         who.add_argument("--vendor", help="vendor name (created when unknown)")
         who.add_argument("--maintainer", help="maintainer user name (created when unknown)")
         parser.add_argument("--plugins", help="comma-separated plugin slugs the vendor acts for")
 
     @transaction.atomic
-    def handle(self, *args, **opts):
+    def handle(self, *args: Any, **opts: Any) -> None:
         if opts["vendor"]:
             name = opts["vendor"].strip()
             if not name:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import signal
 import threading
+from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from dashboard.domain.lab_clusters import kickoff, register
 from kernel.netguard import ServerNotAllowed, check_server
@@ -17,7 +18,7 @@ from lab.server import LabServer
 class Command(BaseCommand):
     help = "Serve one emulated Kubernetes cluster per profile file in DIR."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--profiles", required=True, help="directory of lab profile YAML files")
         parser.add_argument("--port", type=int, default=8070)
         parser.add_argument("--host", default="127.0.0.1")
@@ -47,7 +48,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--verbose", action="store_true")
 
-    def handle(self, *args, **opts):
+    def handle(self, *args: Any, **opts: Any) -> None:
         try:
             profiles = load_profiles(opts["profiles"])
         except ValueError as exc:

@@ -73,7 +73,7 @@ class Command(BaseCommand):
         if not opts["context"]:
             raise CommandError("--context is required (see: kubectl config get-contexts)")
         try:
-            api = k8s_config.new_client_from_config(
+            api = k8s_config.new_client_from_config(  # type: ignore[no-untyped-call]
                 config_file=opts["kubeconfig"] or None,
                 context=opts["context"],
                 persist_config=False,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand
 from django.db import connection, transaction
@@ -14,7 +16,7 @@ class Command(BaseCommand):
     help = "After putting a new key first in FIELD_ENCRYPTION_KEY, re-encrypt the stored secrets with it."
 
     @transaction.atomic
-    def handle(self, *args, **opts):
+    def handle(self, *args: Any, **opts: Any) -> None:
 
         count, unreadable = 0, []
         with connection.cursor() as cursor:

@@ -9,7 +9,9 @@ line saying what failed, never a traceback.
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from dashboard.domain.audit import Head, recorded_checkpoints, verify
 from dashboard.domain.models import AuditEvent
@@ -18,7 +20,7 @@ from dashboard.domain.models import AuditEvent
 class Command(BaseCommand):
     help = "Check the audit trail's keyed hash chain and its checkpoints; exit 1 on a failure."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--checkpoint",
             action="append",
@@ -27,7 +29,7 @@ class Command(BaseCommand):
             help="a head quoted outside the database (repeatable)",
         )
 
-    def handle(self, *args, **opts):
+    def handle(self, *args: Any, **opts: Any) -> None:
         try:
             given = [Head.parse(text) for text in opts["checkpoint"]]
         except ValueError as exc:
@@ -61,7 +63,7 @@ class Command(BaseCommand):
         self.stdout.write(f"audit chain intact: {report.checked} entries verified{points}{head}")
 
 
-def _in_pages(queryset, size: int = 2000):
+def _in_pages(queryset: Any, size: int = 2000) -> Any:
     """The entries in pages of `size` by id (keyset), with plain queries: a server-side cursor
     (`.iterator()` on PostgreSQL) left open when the check stops at the first break would be
     closed later, outside its transaction, and abort the caller's transaction."""

@@ -12,7 +12,6 @@ from dashboard.domain.catalog import criterion_title
 from dashboard.domain.policy import (
     QUALIFYING_KEYS,
     TWO_PLUGINS,
-    VERDICTS,
     Assessment,
     Item,
     evidence_entry,
@@ -21,6 +20,7 @@ from dashboard.domain.policy import (
 from dashboard.domain.readiness.base import Context, Verdict, plural
 from dashboard.domain.readiness.evidence_lookup import connectivity, plugins_by_id
 from dashboard.domain.readiness.whatif import with_what_if
+from kernel.vocabulary import VERDICTS
 
 KEY = TWO_PLUGINS
 TITLE = criterion_title(KEY)
