@@ -59,6 +59,15 @@ BADGE = "badge"  # a plugin's connectivity status: the two-plugins rule without 
 
 LB_KEY = Key.POD_TO_LOADBALANCER
 QUALIFYING_KEYS = (Key.POD_TO_POD, Key.POD_TO_SERVICE, Key.NETPOL_ALLOW_DENY)
+# The passes each criterion relies on: one the other battery's newest run on the same cluster
+# and release failed does not count there (dashboard/domain/agreement.py). tests-written asks
+# for verdicts, passed or failed, so a disagreement does not take its verdict away.
+PASS_KEYS: dict[str, tuple[str, ...]] = {
+    PERIODIC: tuple(BASIC_KEYS),
+    TWO_PLUGINS: tuple(CONNECTIVITY_KEYS),
+    BADGE: tuple(CONNECTIVITY_KEYS),
+    PROXIERS: (Key.POD_TO_SERVICE,),
+}
 
 
 def min_minor() -> int:
@@ -103,6 +112,9 @@ class Item:
     withdrawn: str = ""  # "" while it stands, else who withdrew it, when and why
     self_reported: bool = False  # runs: posted by the cluster's own agent (a claim, not observed)
     verified: bool = False  # self-reported runs: a maintainer verified this run
+    # runs: catalog key -> why its pass is contradicted by the other battery's newest run on the
+    # same cluster and release (dashboard/domain/agreement.py)
+    contradicted: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[str, int]:
@@ -244,6 +256,13 @@ class Policy:
         rule_ok, rule_why = self.rule(item, criterion)
         if not rule_ok:
             problems.append((OUTCOME, rule_why))
+        against = [
+            why
+            for key, why in sorted(item.contradicted.items())
+            if key in PASS_KEYS.get(criterion, ()) and item.outcome(key) == Outcome.PASSED
+        ]
+        if against:
+            problems.append((OUTCOME, "contradicted: " + "; ".join(against)))
         self._found[(item.kind, item.id, criterion)] = (item, problems, rule_why)
         return problems, rule_why
 
@@ -448,7 +467,11 @@ RUN_FINGERPRINT_KEYS = ("proxier_detected", "emulated", "sctp_module_before")
 
 
 def run_item(
-    run: Any, outcomes: Mapping[str, str], reasons: Mapping[str, str], plugin: PluginFacts
+    run: Any,
+    outcomes: Mapping[str, str],
+    reasons: Mapping[str, str],
+    plugin: PluginFacts,
+    contradicted: Mapping[str, str] | None = None,
 ) -> Item:
     cluster = run.cluster
     self_reported = run.trigger == "agent"
@@ -492,6 +515,7 @@ def run_item(
         self_reported=self_reported,
         verified=verified,
         withdrawn=withdrawn_text(run),
+        contradicted=contradicted or {},
     )
 
 

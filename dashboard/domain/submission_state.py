@@ -9,6 +9,7 @@ from typing import Any
 
 from django.utils.timezone import now
 
+from dashboard.domain.agreement import contradictions
 from dashboard.domain.policy import (
     AGE,
     EMULATED,
@@ -111,11 +112,21 @@ def run_state(run: Any, outcomes: dict[str, str], reasons: dict[str, str]) -> St
     """A finished run's one state: counted (for which criteria) or does not count, and why."""
 
     pol = Policy(now=now())
-    item = run_item(run, outcomes, reasons, plugin_facts(run.plugin))
+    against = contradictions(
+        [
+            {
+                "id": run.pk,
+                "cluster_id": run.cluster_id,
+                "kubernetes_version": run.kubernetes_version,
+                "battery": run.battery,
+            }
+        ]
+    )
+    item = run_item(run, outcomes, reasons, plugin_facts(run.plugin), against.get(run.pk))
     keys: tuple[str, ...] = (TESTS_WRITTEN,)
     if run.battery in ("basic", "all") and run.trigger == "periodic":
         keys += (PERIODIC,)
-    if run.battery in ("connectivity", "all"):
+    if run.battery in ("connectivity", "all", "upstream"):
         keys += (TWO_PLUGINS, PROXIERS)
     assessed = {key: pol.assess(item, key) for key in keys}
     counting = [

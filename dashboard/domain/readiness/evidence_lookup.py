@@ -19,6 +19,7 @@ from django.db.models import Case, F, Q, TextField, Value, When, Window
 from django.db.models.functions import Cast, RowNumber
 
 from dashboard.domain import heads, policy
+from dashboard.domain.agreement import contradictions
 from dashboard.domain.catalog import Proxier
 from dashboard.domain.lookups import any_of
 from dashboard.domain.models import Cluster, Plugin, Run, Submission, TestResult
@@ -30,6 +31,7 @@ RECENT_SUBMISSIONS = 20
 
 _RUN_FIELDS = (
     "id",
+    "cluster_id",
     "state",
     "finished",
     "plugin_id",
@@ -139,16 +141,24 @@ def load(
             outcomes.setdefault(run_id, {})[key] = outcome
             reasons.setdefault(run_id, {})[key] = reason[:300]
         own = [f for f in _RUN_FIELDS if not f.startswith("cluster__")]
+        rows: list[dict[str, Any]] = []
         for row in (
             Run.objects.filter(any_of("id", missing_runs))
             .order_by()  # kept by id: no sort
             .values(*_RUN_FIELDS, **_FP)
         ):
+            rows.append(row)
+        against = contradictions(rows)
+        for row in rows:
             run = _Row(**{f: row[f] for f in own})
             run.fingerprint = fingerprint_of(row)
             run.cluster = _Row(**{f: row[f"cluster__{f}"] for f in _CLUSTER_FIELDS})
             store[("run", run.id)] = policy.run_item(
-                run, outcomes.get(run.id, {}), reasons.get(run.id, {}), facts[run.plugin_id]
+                run,
+                outcomes.get(run.id, {}),
+                reasons.get(run.id, {}),
+                facts[run.plugin_id],
+                against.get(run.id),
             )
     if missing_subs:
         for s in (

@@ -64,7 +64,7 @@ def test_the_partial_stops_polling_once_the_run_ended(client: Client) -> None:
 
 def test_query_count_is_fixed(client: Client) -> None:
     run = factories.run(factories.cluster("calico-a"))
-    assert queries(client, f"/runs/{run.id}/") == queries(client, f"/runs/{run.id}/progress/") == 2
+    assert queries(client, f"/runs/{run.id}/") == queries(client, f"/runs/{run.id}/progress/") == 3
 
 
 def test_an_unknown_run_is_a_404(client: Client) -> None:
