@@ -57,3 +57,49 @@ def contradictions(runs: Iterable[Mapping[str, Any]]) -> dict[int, dict[str, str
             for key in failed[against]
         }
     return out
+
+
+def side_by_side(
+    runs: Iterable[Any], results: Mapping[tuple[int, str], Any], since: Any
+) -> dict[str, Any] | None:
+    """The cluster page's comparison: the newest finished run of each battery on the newest
+    release both ran within the evidence window (finished after `since`), and per catalog test
+    both outcomes, whether they agree, and why they cannot when one gives no verdict. None when
+    the window lacks a run of either battery. `runs`: the cluster's runs, newest first;
+    `results`: (run id, key) -> TestResult."""
+    from dashboard.domain.catalog import ALL_KEYS
+
+    newest: dict[tuple[str, str], Any] = {}
+    for r in runs:
+        if r.state == Run.State.FINISHED and r.finished and r.finished >= since:
+            newest.setdefault((r.kubernetes_version, family(r.battery)), r)
+    versions = [v for (v, fam) in newest if fam == "upstream" and (v, "ours") in newest]
+    if not versions:
+        return None
+    version = max(versions, key=lambda v: max(newest[(v, f)].finished for f in NAMES))
+    ours, upstream = newest[(version, "ours")], newest[(version, "upstream")]
+    rows = []
+    for key in ALL_KEYS:
+        a, b = results.get((ours.id, key)), results.get((upstream.id, key))
+        if a is None and b is None:
+            continue
+        mine = a.outcome if a else Outcome.NOT_RUN
+        theirs = b.outcome if b else Outcome.NOT_RUN
+        verdicts = {Outcome.PASSED, Outcome.FAILED}
+        if mine in verdicts and theirs in verdicts:
+            state, why = ("agree" if mine == theirs else "disagree"), ""
+        elif mine == theirs:
+            state, why = "agree", ""
+        else:
+            state = "cannot agree"
+            silent, reason = (b, "upstream's e2e.test") if theirs not in verdicts else (a, "ours")
+            text = (silent.reason if silent is not None else "") or "no result"
+            why = f"{reason} gave no verdict ({text[:200]})"
+        rows.append({"key": key, "ours": mine, "upstream": theirs, "state": state, "why": why})
+    return {
+        "kubernetes_version": version,
+        "ours": ours,
+        "upstream": upstream,
+        "rows": rows,
+        "disagree": [r["key"] for r in rows if r["state"] == "disagree"],
+    }

@@ -14,6 +14,7 @@ from django.utils.timezone import now
 from django.views.decorators.http import require_POST
 
 from dashboard.domain import trust
+from dashboard.domain.agreement import side_by_side
 from dashboard.domain.catalog import ALL_KEYS, BASIC_KEYS, Battery
 from dashboard.domain.clusters import DESCRIPTION
 from dashboard.domain.models import AuditEvent, Cluster, Run, TestResult
@@ -162,6 +163,10 @@ def cluster_detail(request: HttpRequest, name: str) -> HttpResponse:
             "batteries": Battery.choices,
             "window": WINDOW,
             "conflict": trust.periodic_conflict(c) if schedules else None,
+            # Our battery's and upstream's e2e.test's outcomes on this cluster (issue 38)
+            "side_by_side": side_by_side(
+                runs, results, now() - timedelta(days=settings.READINESS_FRESH_DAYS)
+            ),
         },
     )
 

@@ -73,3 +73,21 @@ def test_a_failure_of_a_test_the_criterion_does_not_rely_on_leaves_it() -> None:
     f.run(c, f.with_outcome("pod-to-pod", Outcome.FAILED), battery="upstream", days_ago=2)
     f.run(c, days_ago=1)
     assert _ipvs_row()["status"] == "demonstrated"  # pod-to-service is what it relies on
+
+
+def test_the_cluster_page_shows_both_batteries_and_flags_the_disagreement(client) -> None:
+    c = f.cluster("calico-ipvs", proxier="ipvs")
+    f.run(c, f.with_outcome("pod-to-service", Outcome.FAILED), battery="upstream", days_ago=2)
+    ours = f.run(c, days_ago=1)
+    body = client.get(f"/clusters/{c.name}/").content.decode()
+    assert 'id="side-by-side"' in body and f'href="/runs/{ours.pk}/"' in body
+    assert 'data-key="pod-to-service" data-state="disagree"' in body
+    assert 'data-key="pod-to-pod" data-state="agree"' in body
+    assert 'data-flag="disagree"' in body
+
+
+def test_no_comparison_without_both_batteries_in_the_window(client) -> None:
+    c = f.cluster("calico-ipvs", proxier="ipvs")
+    f.run(c, battery="upstream", days_ago=400)
+    f.run(c, days_ago=1)
+    assert 'id="side-by-side"' not in client.get(f"/clusters/{c.name}/").content.decode()
