@@ -7,6 +7,7 @@ Plain code, called by the Celery task (workers.tasks.execute_run) and by
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 import threading
 from collections.abc import Callable
@@ -33,6 +34,22 @@ from workers.lease import Lease
 log = logging.getLogger(__name__)
 
 GONE, BUSY, DONE = "gone", "busy", "done"
+
+
+def deployment_tag() -> str:
+    """A short tag of this deployment (its Redis prefix and database): two deployments that run
+    the battery against one cluster (a staging and a production dashboard, the test suite's
+    workers against one real cluster) each number their runs from 1, so the battery's run id,
+    which names and labels its namespaces, carries the tag: no 409 AlreadyExists on
+    `sctp-battery-1-probe`, and no sweep deletes another deployment's live namespaces."""
+    db = settings.DATABASES["default"]
+    ident = f"{settings.REDIS_PREFIX}|{db.get('HOST') or ''}|{db.get('NAME')}"
+    return "d" + hashlib.sha1(ident.encode()).hexdigest()[:6]
+
+
+def battery_run_id(run_id: int) -> str:
+    """The battery's run id of run `run_id`: `<deployment tag>-<run id>`."""
+    return f"{deployment_tag()}-{run_id}"
 
 
 def lease_holder(run_id: int) -> str:
@@ -210,7 +227,7 @@ def _run_battery(run: Run, beat: Heartbeat) -> Any:
             api_client,
             cluster_spec(run.cluster),
             run.battery,
-            str(run.id),
+            battery_run_id(run.id),
             on_result=on_result,
             should_cancel=beat.cancel.is_set,
         )

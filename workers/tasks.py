@@ -231,16 +231,27 @@ def sweep(cluster_id: int) -> list[str]:
     # Every live run, whatever cluster row it belongs to: the same cluster may be registered
     # twice (by its kubeconfig and by `lab --register`, or by two vendors), and a run on one
     # registration must not lose its namespaces to the other's sweep (issue 23: "pods
-    # client-sctp-52 not found"). Run ids are unique, so their namespace labels are too.
+    # client-sctp-52 not found"). Run ids are unique, so their namespace labels are too; and
+    # they carry this deployment's tag, so another deployment's runs on the same cluster keep
+    # theirs (runner.battery_run_id).
     live_states = [Run.State.QUEUED, Run.State.RUNNING]
-    live = {str(i) for i in Run.objects.filter(state__in=live_states).values_list("id", flat=True)}
+
+    def live_ids() -> set[str]:
+        return {
+            runner.battery_run_id(i)
+            for i in Run.objects.filter(state__in=live_states).values_list("id", flat=True)
+        }
+
+    live = live_ids()
+    tag = runner.deployment_tag() + "-"
 
     def still_live(label: str) -> bool:
         """Asked again just before a deletion: a run may have started since `live` was read."""
-        ids = [
-            str(i) for i in Run.objects.filter(state__in=live_states).values_list("id", flat=True)
-        ]
-        return label in {pods.dns_label(i) for i in ids}
+        return label in {pods.dns_label(i) for i in live_ids()}
+
+    def own(label: str) -> bool:
+        # this deployment's, or one from before run ids carried the tag (a bare number)
+        return label.startswith(tag) or label.isdigit()
 
     try:
         text = runs.kubeconfig_of(cluster)
@@ -248,7 +259,7 @@ def sweep(cluster_id: int) -> list[str]:
         return []
     api_client = api_client_from_kubeconfig(text)
     try:
-        return sweep_namespaces(api_client, live, still_live=still_live)
+        return sweep_namespaces(api_client, live, still_live=still_live, own=own)
     finally:
         api_client.close()
 

@@ -532,8 +532,12 @@ def sweep_namespaces(
     prefix: str = NAMESPACE_PREFIX,
     request_timeout: float = 30.0,
     still_live: Callable[[str], bool] | None = None,
+    own: Callable[[str], bool] | None = None,
 ) -> list[str]:
     """Delete battery namespaces whose run is not live (a worker died mid-run); their names.
+
+    `own(run-id label)`: whether the namespace is this deployment's to sweep (None: all are);
+    another deployment's namespaces on the same cluster are left to it.
 
     `still_live(run-id label)` is asked again right before each deletion: a run that started
     after `live_run_ids` was read (on this or another registration of the same cluster) keeps
@@ -551,6 +555,8 @@ def sweep_namespaces(
         if not name or not name.startswith(prefix) or labels.get(RUN_ID_LABEL) in live:
             continue
         if namespace.status is not None and namespace.status.phase == "Terminating":
+            continue
+        if own is not None and not own(str(labels.get(RUN_ID_LABEL) or "")):
             continue
         if still_live is not None and still_live(str(labels.get(RUN_ID_LABEL) or "")):
             continue

@@ -329,9 +329,10 @@ def test_a_sweep_counts_the_live_runs_of_every_registration_of_the_cluster(
     live = f.run(other, state=Run.State.RUNNING)
     seen = {}
 
-    def sweep_namespaces(api_client, live_run_ids, still_live=None, **kwargs):
+    def sweep_namespaces(api_client, live_run_ids, still_live=None, own=None, **kwargs):
         seen["live"] = set(live_run_ids)
-        seen["still_live"] = still_live(str(live.id)), still_live("999999")
+        seen["still_live"] = still_live(tagged), still_live(runner.battery_run_id(999_999))
+        seen["own"] = own(tagged), own("d000000-5"), own("17")
         return []
 
     monkeypatch.setattr(tasks, "sweep_namespaces", sweep_namespaces)
@@ -341,9 +342,21 @@ def test_a_sweep_counts_the_live_runs_of_every_registration_of_the_cluster(
         "api_client_from_kubeconfig",
         lambda text: type("Client", (), {"close": lambda self: None})(),
     )
+    tagged = runner.battery_run_id(live.id)
     assert tasks.sweep(mine.id) == []
-    assert str(live.id) in seen["live"]
+    assert tagged in seen["live"]
     assert seen["still_live"] == (True, False)
+    # another deployment's namespaces on the cluster are not this one's to sweep; a bare
+    # number is a run from before the tag
+    assert seen["own"] == (True, False, True)
+
+
+def test_battery_run_ids_carry_the_deployment_tag(settings) -> None:
+    """Two deployments number their runs from 1: the battery's ids (its namespaces) differ."""
+    first = runner.battery_run_id(1)
+    settings.REDIS_PREFIX = "another-dashboard"
+    assert runner.battery_run_id(1) != first
+    assert first.endswith("-1") and first.startswith("d") and len(first) == len("d123456-1")
 
 
 def test_the_ping_answers_its_value_and_writes_nothing(db) -> None:
