@@ -121,9 +121,11 @@ def run_upstream(run: Run, should_cancel: Callable[[], bool]) -> UpstreamReport:
     tail: deque[str] = deque(maxlen=LIVE_TAIL_LINES)
     last_save = [0.0]
 
-    def on_progress(progress: e2e.Progress, force: bool = False) -> None:
+    def on_progress(progress: e2e.Progress) -> None:
         now = time.monotonic()
-        if not force and now - last_save[0] < PROGRESS_EVERY_SECONDS:
+        # Every spec that starts is shown (one a spec); other changes at most once a second.
+        started = progress.running and progress.running != state["progress"].get("running")
+        if not started and now - last_save[0] < PROGRESS_EVERY_SECONDS:
             return
         last_save[0] = now
         state["progress"] = progress.as_dict()
