@@ -38,7 +38,12 @@ $(TEST_STAMP): $(RUNTIME_STAMP)
 services:
 	.ci/services
 
-.PHONY: services install demo test test-sqlite lint bench bench-smoke clean-demo screenshots
+.PHONY: services install demo test test-sqlite lint bench bench-smoke clean-demo screenshots e2e-binaries
+
+# Upstream's e2e.test of Kubernetes 1.34 to 1.37 (newest patch on the Go module proxy) into
+# var/e2e/v1.<minor>/e2e.test, for the `upstream` battery (needs git, Go, make; once, cached).
+e2e-binaries:
+	deploy/e2e/build-binaries.sh
 
 install: $(TEST_STAMP)
 

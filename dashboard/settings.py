@@ -192,6 +192,11 @@ CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 120)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 180)
 # The longest a battery run may take on a worker (a real cluster's connectivity battery: minutes).
 RUN_TIME_LIMIT_SECONDS = env_int("RUN_TIME_LIMIT_SECONDS", 2 * 3600)
+# The upstream battery (workers/upstream.py): upstream's e2e.test of each Kubernetes minor, at
+# E2E_DIR/v1.<minor>/e2e.test (`make e2e-binaries` builds them); a minor without one is refused.
+E2E_DIR = Path(env("E2E_DIR", str(VAR_DIR / "e2e")))
+# The longest one e2e.test may run before its process group is killed (the run ends in error).
+E2E_TIME_LIMIT_SECONDS = env_int("E2E_TIME_LIMIT_SECONDS", 3600)
 # A cluster's API server is someone else's: every answer is bounded (kernel/bounded.py).
 CLUSTER_RESPONSE_MAX_BYTES = env_int("CLUSTER_RESPONSE_MAX_BYTES", 50 * 1024 * 1024)
 CLUSTER_CALL_DEADLINE_SECONDS = env_float("CLUSTER_CALL_DEADLINE_SECONDS", 60.0)

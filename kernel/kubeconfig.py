@@ -300,3 +300,36 @@ def api_client_from_kubeconfig(
     api = _client_from_dict(data, request_timeout, checked_server(summary["server"], name_it=False))
     bound_api_client(api)  # every answer bounded in size, time and form (kernel/bounded.py)
     return api
+
+
+def pinned_kubeconfig(text: str) -> dict[str, Any]:
+    """The kubeconfig's current context as a new kubeconfig for a program we start (upstream's
+    e2e.test), pinned as api_client_from_kubeconfig pins our own client: its server is the
+    address resolved and judged now (kernel.netguard), the hostname kept for TLS as
+    `tls-server-name`, one cluster, one user, one context. The program then cannot be pointed
+    elsewhere by DNS, another context or a proxy; the user's credentials were checked inline
+    only (no exec plugin, no file), so it runs nothing and reads nothing on our behalf.
+    """
+    data = parse_kubeconfig(text)
+    summary = _check_structure(data)
+    pin = checked_server(summary["server"], name_it=False)
+    clusters = _named_entries(data, "clusters", "cluster")
+    users = _named_entries(data, "users", "user")
+    source = clusters[summary["cluster"]]
+    address = str(pin.address)
+    host = f"[{address}]" if ":" in address else address
+    server = pin.server
+    cluster: dict[str, Any] = {"server": f"{server.scheme}://{host}:{server.port}{server.path}"}
+    for key in ("certificate-authority-data", "insecure-skip-tls-verify"):
+        if key in source:
+            cluster[key] = source[key]
+    if server.scheme == "https" and (source.get("tls-server-name") or server.host != address):
+        cluster["tls-server-name"] = str(source.get("tls-server-name") or server.host)
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "pinned", "cluster": cluster}],
+        "users": [{"name": "pinned", "user": dict(users[summary["user"]])}],
+        "contexts": [{"name": "pinned", "context": {"cluster": "pinned", "user": "pinned"}}],
+        "current-context": "pinned",
+    }

@@ -45,6 +45,8 @@ class Battery(StrEnum):
     BASIC = "basic"
     CONNECTIVITY = "connectivity"
     ALL = "all"
+    # Upstream's own e2e.test of the cluster's minor, focused on its SCTP specs (workers/upstream.py).
+    UPSTREAM = "upstream"
 
 
 class Outcome(StrEnum):
@@ -91,6 +93,8 @@ BATTERY_KEYS: dict[str, tuple[str, ...]] = {
     Battery.BASIC: BASIC_KEYS,
     Battery.CONNECTIVITY: CONNECTIVITY_KEYS,
     Battery.ALL: ALL_KEYS,
+    # Keyed by catalog key like any run; pod-to-loadbalancer has no upstream spec (not_run).
+    Battery.UPSTREAM: ALL_KEYS,
 }
 # The proxier modes kube-proxy has (and a demonstration can show), in the order pages list them.
 PROXIERS: tuple[str, ...] = tuple(Proxier)
@@ -99,7 +103,10 @@ EXTRAS_OF: dict[str, tuple[str, ...]] = {
     Battery.BASIC: tuple(Extra),
     Battery.CONNECTIVITY: (),
     Battery.ALL: tuple(Extra),
+    Battery.UPSTREAM: (),
 }
+# Batteries that run connectivity tests (and may load sctp.ko): a basic-only cluster refuses them.
+LOADS_SCTP_MODULE: tuple[str, ...] = (Battery.CONNECTIVITY, Battery.ALL, Battery.UPSTREAM)
 # Only these are verdicts; skipped, not_run and error never stand in for a pass.
 VERDICTS: tuple[str, ...] = (Outcome.PASSED, Outcome.FAILED)
 

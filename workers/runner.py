@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import close_old_connections, connection
 from django.utils.timezone import now
 
+from dashboard.domain.catalog import Battery
 from dashboard.domain.models import Cluster, Run
 from dashboard.domain.runs import (
     CredentialsUnreadable,
@@ -30,6 +31,7 @@ from dashboard.domain.runs import (
 from kernel.battery import ClusterSpec, run_battery
 from kernel.kubeconfig import api_client_from_kubeconfig
 from workers.lease import Lease
+from workers.upstream import run_upstream
 
 log = logging.getLogger(__name__)
 
@@ -213,6 +215,11 @@ def execute(run_id: int, *, worker: str = "", task_id: str = "") -> str:
 
 
 def _run_battery(run: Run, beat: Heartbeat) -> Any:
+    if run.battery == Battery.UPSTREAM:
+        # Upstream's e2e.test in a process of its own, under this lease and heartbeat: a cancel
+        # or the wall clock (beat.cancel) kills its process group.
+        return run_upstream(run, beat.cancel.is_set)
+
     def on_result(key: str, result: Any) -> None:
         record_result(run.id, key, result)
 

@@ -232,6 +232,14 @@ class EvidenceMixin(models.Model):
         self.basic_ok = flags.basic_ok and flags.basic_complete
 
 
+class RunManager(models.Manager["Run"]):
+    """Leaves upstream's files out of every query unless asked for (`.defer(None)`, or reading
+    the attribute): an evaluation reads hundreds of runs, and an upstream JUnit is megabytes."""
+
+    def get_queryset(self) -> models.QuerySet[Run]:
+        return super().get_queryset().defer("upstream_junit", "upstream_log")
+
+
 class Run(EvidenceMixin):
     class State(models.TextChoices):
         QUEUED = "queued", "queued"
@@ -301,6 +309,14 @@ class Run(EvidenceMixin):
         settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True, related_name="+"
     )
     agent_verified_at = models.DateTimeField(null=True, blank=True)
+    # The upstream battery (workers/upstream.py): upstream's e2e.test and what it said. `upstream`
+    # holds {binary, minor, focus, specs: [{name, outcome, message, key}], progress: {running,
+    # done, total}}; the JUnit is upstream's own file, served as is at /runs/<id>/junit.xml.
+    upstream = models.JSONField(default=dict, blank=True)
+    upstream_junit = models.BinaryField(null=True, blank=True)
+    upstream_log = models.TextField(blank=True)
+
+    objects = RunManager()
 
     class Meta:
         ordering = ["-created"]

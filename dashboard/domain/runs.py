@@ -198,8 +198,12 @@ class Report(Protocol):
 
 
 def end_state(report: Report) -> tuple[Run.State, str]:
-    """A run whose battery left a test unreached (cluster unreachable, setup failed) did not
-    finish its job: it ends in error, and says why; otherwise it finished."""
+    """A run whose battery left a test unreached (cluster unreachable, setup failed), or whose
+    report says it is no evidence (`error`), did not finish its job: it ends in error, and says
+    why; otherwise it finished."""
+    refused = getattr(report, "error", "")  # the upstream battery's: why it is no evidence
+    if refused:
+        return Run.State.ERROR, refused
     unreached = [r for r in report.results.values() if not getattr(r, "reached", True)]
     if unreached:
         return Run.State.ERROR, unreached[0].reason.removeprefix("not run: ")

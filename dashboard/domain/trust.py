@@ -18,10 +18,16 @@ from dashboard.domain import heads
 from dashboard.domain.catalog import Battery
 from dashboard.domain.models import AuditEvent, Cluster, Plugin, Run, Schedule
 from dashboard.domain.publication import invalidate
+from kernel.vocabulary import LOADS_SCTP_MODULE
 
 BASIC_ONLY_REFUSAL = (
     "cluster {name} is basic-only: connectivity runs load sctp.ko, which its periodic basic job "
     "must not find loaded"
+)
+BASIC_ONLY_UPSTREAM_REFUSAL = (
+    "cluster {name} is basic-only: the upstream battery runs upstream's connectivity specs "
+    "([Feature:SCTPConnectivity]), which load sctp.ko, which its periodic basic job must not "
+    "find loaded"
 )
 EXEMPTION_REASON_MAX = 500
 
@@ -108,7 +114,9 @@ def set_netpol_exemption(plugin: Plugin, reason: str, actor: Any) -> Plugin:
 
 def refuse_run(cluster: Cluster, battery: str) -> str | None:
     """Why a run of `battery` may not be requested on `cluster` (None: it may)."""
-    if cluster.basic_only and battery in (Battery.CONNECTIVITY, Battery.ALL):
+    if cluster.basic_only and battery == Battery.UPSTREAM:
+        return BASIC_ONLY_UPSTREAM_REFUSAL.format(name=cluster.name)
+    if cluster.basic_only and battery in LOADS_SCTP_MODULE:
         return BASIC_ONLY_REFUSAL.format(name=cluster.name)
     return None
 
@@ -237,7 +245,7 @@ def periodic_conflict(cluster: Cluster) -> str | None:
     if cluster.basic_only:
         return None
     connectivity = (
-        Run.objects.filter(cluster=cluster, battery__in=[Battery.CONNECTIVITY, Battery.ALL])
+        Run.objects.filter(cluster=cluster, battery__in=LOADS_SCTP_MODULE)
         .order_by("-created")
         .values_list("id", flat=True)
         .first()

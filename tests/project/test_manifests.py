@@ -19,7 +19,13 @@ import yaml
 from kubernetes import client as k8s
 
 REPO = Path(__file__).resolve().parents[2]
-KUSTOMIZATIONS = ["deploy/rbac", "deploy/rbac/node-access", "deploy/base", "deploy/agent"]
+KUSTOMIZATIONS = [
+    "deploy/rbac",
+    "deploy/rbac/node-access",
+    "deploy/rbac/upstream",
+    "deploy/base",
+    "deploy/agent",
+]
 
 
 def _kubectl() -> str:

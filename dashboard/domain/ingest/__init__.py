@@ -19,7 +19,7 @@ from dashboard.domain.ingest import archives, identity, provenance
 from dashboard.domain.ingest.cluster_facts import cni_for, known_slugs
 from dashboard.domain.ingest.e2elog import minor_of
 from dashboard.domain.ingest.errors import UNSUPPORTED, IngestError
-from dashboard.domain.ingest.junit import JUnitResult
+from dashboard.domain.ingest.junit import Case, JUnitResult
 from dashboard.domain.ingest.limits import Deadline, Limits, Warnings
 from dashboard.domain.ingest.report import (
     CatalogResult,
@@ -57,6 +57,10 @@ class IngestReport:
     suite_key: str = ""  # near_id without the hosts: recognises this project's own exports
     properties: dict[str, str] = field(default_factory=dict)  # the JUnit suite properties
     provenance: dict[str, object] = field(default_factory=dict)
+    # The SCTP testcases one by one (a run page lists upstream's specs), and the suite-level
+    # nodes that failed (a suite whose setup failed ran nothing).
+    cases: list[Case] = field(default_factory=list)
+    suite_failures: list[str] = field(default_factory=list)
 
     def qualifying(self, plugin: PluginFacts | bool) -> tuple[bool, str]:
         return qualifying(self.results, plugin)
@@ -252,6 +256,8 @@ def _report(
         suite_key=identity.near_id(scan, started, []) if started else "",
         properties=dict(scan.properties),
         provenance=prov.as_dict(),
+        cases=list(junit.cases),
+        suite_failures=list(junit.suite_failures),
     )
 
 

@@ -84,6 +84,8 @@ class JUnitResult:
     properties: dict[str, str] = field(default_factory=dict)
     truncated_names: int = 0
     bad_timestamps: int = 0
+    # Suite-level nodes ([SynchronizedBeforeSuite] …) that failed: the suite never really ran.
+    suite_failures: list[str] = field(default_factory=list)
     # What identifies the run (identity.py), kept as the reader goes; merged by the caller
     # for the documents it chooses, not by merge().
     scan: JUnitScan = field(default_factory=JUnitScan, repr=False)
@@ -100,6 +102,7 @@ class JUnitResult:
             self.properties.setdefault(key, value)
         self.truncated_names += other.truncated_names
         self.bad_timestamps += other.bad_timestamps
+        self.suite_failures.extend(other.suite_failures)
 
     @property
     def emulated(self) -> bool:
@@ -356,6 +359,8 @@ class _Reader:
         result.totals[raw] += 1
         if not self.suite_node:
             result.spec_totals[raw] += 1
+        elif raw == "failed" and len(result.suite_failures) < 20:
+            result.suite_failures.append(self.name)
         if case is None:
             return
         if len(result.cases) + self.sctp_before >= self.limits.max_sctp_cases:

@@ -9,12 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.timezone import now
 from django.views.decorators.http import require_POST
 
 from dashboard.domain import trust
+from dashboard.domain.catalog import Battery
 from dashboard.domain.ingest.export import run_to_junit
 from dashboard.domain.models import Run
 from dashboard.domain.submission_state import run_result, run_state
@@ -24,6 +25,7 @@ from dashboard.web.views.fingerprint import facts
 from dashboard.web.views.outcomes import cell
 
 ACTIVE = (Run.State.QUEUED, Run.State.RUNNING)
+LOG_TAIL_LINES = 40
 
 
 def _context(run_id: int) -> dict[str, Any]:
@@ -42,7 +44,8 @@ def _context(run_id: int) -> dict[str, Any]:
     outcomes = {t["key"]: t["outcome"] for t in tests if t["outcome"] != "queued"}
     result, result_why = run_result(run.state, outcomes, run.error)
     active_test = None
-    if run.state == Run.State.RUNNING:
+    upstream = _upstream(run) if run.battery == Battery.UPSTREAM else None
+    if run.state == Run.State.RUNNING and upstream is None:
         # Tests run one after the other in this order: the first without an outcome is running,
         # since the previous one finished (or the run started).
         waiting = next((t for t in tests if t["outcome"] == "queued"), None)
@@ -72,16 +75,56 @@ def _context(run_id: int) -> dict[str, Any]:
         "result": result,
         "result_why": result_why,
         "active_test": active_test,
+        "upstream": upstream,
         "state": run_state(run, outcomes, {t["key"]: t.get("reason") or "" for t in tests})
         if run.state not in ACTIVE
         else None,
     }
 
 
+def _upstream(run: Run) -> dict[str, Any]:
+    """The upstream battery's section: each spec with its outcome and message, the progress read
+    from e2e.test's output as it streams, and the end of that output."""
+    state = run.upstream or {}
+    progress = state.get("progress") or {}
+    done, total, running = progress.get("done") or 0, progress.get("total"), progress.get("running")
+    if run.state in ACTIVE:
+        counted = f"{done} of {total} done" if total is not None else f"{done} done"
+        text = f"running: {running}; {counted}" if running else counted
+        if not state.get("binary"):
+            text = "starting e2e.test" if run.state == Run.State.RUNNING else "waiting for a worker"
+        lines = list(state.get("log_tail") or [])
+    else:
+        text = f"{done} of {total} specs ran" if total is not None else ""
+        lines = [line for line in run.upstream_log.splitlines() if line.strip()][-LOG_TAIL_LINES:]
+    specs = [
+        {**spec, **cell(spec.get("outcome") or "not_run")} for spec in state.get("specs") or []
+    ]
+    return {
+        "binary": state.get("binary") or "",
+        "focus": state.get("focus") or "",
+        "progress": text,
+        "running": running or "",
+        "specs": specs,
+        "log_tail": "\n".join(lines[-LOG_TAIL_LINES:]),
+        "warnings": state.get("warnings") or [],
+        "has_junit": Run.objects.filter(pk=run.pk, upstream_junit__isnull=False).exists(),
+    }
+
+
 def run_junit(request: HttpRequest, run_id: int) -> HttpResponse:
-    """The run as an e2e-style JUnit file (anyone), as vendors submit theirs."""
+    """The run as an e2e-style JUnit file (anyone), as vendors submit theirs; for an upstream
+    run, upstream's own file as e2e.test wrote it (404 while it has none)."""
 
     run = get_object_or_404(Run.objects.select_related("cluster", "plugin"), pk=run_id)
+    if run.battery == Battery.UPSTREAM:
+        raw = Run.objects.filter(pk=run.pk).values_list("upstream_junit", flat=True).first()
+        if raw is None:
+            raise Http404(f"run {run.pk} has no JUnit file from upstream's e2e.test")
+        response = HttpResponse(bytes(raw), content_type="application/xml")
+        response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-e2e-junit_01.xml"'
+        response["X-Content-Type-Options"] = "nosniff"
+        return response
     if run.state != Run.State.FINISHED:
         return HttpResponse(
             f"run {run.pk} is {run.state}: only a finished run has results to export\n",
