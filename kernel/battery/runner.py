@@ -19,7 +19,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from kernel import cni, sctp_host
-from kernel.battery import nodeparse, pods, proxier
+from kernel.battery import nodeparse, pods, proxier, schedulable
 from kernel.battery.base import (
     MANAGED_BY_LABEL,
     MANAGED_BY_VALUE,
@@ -75,6 +75,7 @@ def run_battery(
     on_result: ResultCallback | None = None,
     on_progress: Callable[[], None] | None = None,
     should_cancel: Callable[[], bool] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> BatteryReport:
     keys = battery_keys(battery)
     report = BatteryReport(battery=battery, run_id=run_id)
@@ -101,7 +102,7 @@ def run_battery(
         tries=timeouts.api_tries,
         backoff=timeouts.api_backoff,
     )
-    run = RunContext(kube, spec, run_id, report, on_progress, should_cancel)
+    run = RunContext(kube, spec, run_id, report, on_progress, should_cancel, sleep=sleep)
 
     def record(key: str, outcome: TestOutcome) -> None:
         report.results[key] = outcome
@@ -209,6 +210,11 @@ def _fingerprint_cluster(run: RunContext) -> None:
         "objects": [],
     }
     run.nodes = _battery_nodes(nodes)
+    linux = [n for n in nodes if _is_linux(n)]  # Windows nodes have no SCTP: never counted
+    run.schedulable_nodes, run.nodes_not_counted = schedulable.ready_schedulable(linux)
+    fingerprint["ready_schedulable_nodes"] = list(run.schedulable_nodes)
+    if run.nodes_not_counted:
+        fingerprint["nodes_not_counted"] = dict(run.nodes_not_counted)
     fingerprint["battery_nodes"] = list(run.nodes)
     fingerprint["shared_kernel"] = _shared_kernel(nodes, run.nodes)
     if fingerprint["shared_kernel"]:
@@ -235,6 +241,11 @@ def _node_name(node: dict[str, Any]) -> str:
     return str((node.get("metadata") or {}).get("name") or "")
 
 
+def _is_linux(node: dict[str, Any]) -> bool:
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    return bool(labels.get("kubernetes.io/os", "linux") == "linux")
+
+
 def _battery_nodes(nodes: list[dict[str, Any]]) -> list[str]:
     """Schedulable Linux nodes, workers before control-plane nodes, at most MAX_NODES."""
     usable = []
@@ -245,7 +256,7 @@ def _battery_nodes(nodes: list[dict[str, Any]]) -> list[str]:
         labels = (node.get("metadata") or {}).get("labels") or {}
         if (node.get("spec") or {}).get("unschedulable"):
             continue
-        if labels.get("kubernetes.io/os", "linux") != "linux":  # Windows has no SCTP
+        if not _is_linux(node):  # Windows has no SCTP
             continue
         control_plane = "node-role.kubernetes.io/control-plane" in labels
         usable.append((control_plane, name))

@@ -53,6 +53,7 @@ def test_every_situation_of_the_issue_has_its_profile():
         "aks-cilium",
         "k3s",
         "gke-dpv2",
+        "one-worker-tainted-control-plane",
     }
 
 
@@ -104,9 +105,20 @@ def test_dual_stack_fails_when_the_secondary_family_drops_sctp():
 
 
 def test_a_single_node_skips_the_two_node_specs():
-    result = run("single-node").results["pod-to-service"]
-    assert result.outcome == "skipped"
-    assert "need at least 2 schedulable nodes" in result.reason
+    report = run("single-node")
+    for key in ("pod-to-pod", "pod-to-service"):
+        assert report.results[key].outcome == "skipped"
+        assert report.results[key].reason.startswith("Requires at least 2 nodes (not 1): ")
+
+
+def test_one_worker_beside_a_tainted_control_plane_skips_the_two_node_specs():
+    report = run("one-worker-tainted-control-plane")
+    for key in ("pod-to-pod", "pod-to-service"):
+        result = report.results[key]
+        assert result.outcome == "skipped"
+        assert result.reason.startswith("Requires at least 2 nodes (not 1): ")
+        assert "one-worker-tainted-control-plane-control-plane (taint " in result.reason
+    assert report.results["netpol-allow-deny"].outcome == "passed"
 
 
 def test_without_node_access_basic_is_inconclusive_and_no_proxier_is_demonstrated():

@@ -10,8 +10,10 @@ Upstream's Granular Checks (test/e2e/network/networking.go) as NetworkingTestCon
 - "[Feature:IPv6DualStack] Granular Checks: Secondary IP Family … pod-Service: sctp"
   (test/e2e/network/dual_stack.go): on a dual-stack cluster, the same through the Service's
   second ClusterIP and a node's address of that family;
-- NodeIP is the first ExternalIP of the ClusterIP's family over the nodes, else the first
-  InternalIP of that family; with fewer than 2 schedulable nodes upstream skips.
+- NodeIP is the first InternalIP of the ClusterIP's family over the ready, schedulable
+  nodes (ExternalIPs only under PreferExternalAddresses, which no SCTP spec sets); with fewer
+  than 2 ready, schedulable, untainted nodes upstream skips; every dial has MaxTries
+  (endpoints² + 30) tries 2 s apart.
 """
 
 from __future__ import annotations
@@ -24,9 +26,12 @@ from kernel.battery.checks._common import (
     CLUSTER_SCTP_PORT,
     ENDPOINT_HTTP_PORT,
     ENDPOINT_SCTP_PORT,
+    networking_skip,
     plugin_is,
     start_endpoint_pods,
     start_test_container,
+    tester_node,
+    upstream_max_tries,
 )
 from kernel.battery.context import TESTER_PORT, RunContext, TestContext
 from kernel.battery.proxier import demonstrate
@@ -49,21 +54,15 @@ class PodToService(BatteryTest):
     battery = Battery.CONNECTIVITY
 
     def skip_reason(self, run: RunContext) -> str | None:
-        # Upstream's NetworkingTestConfig.setup: e2eskipper.SkipUnlessNodeCountIsAtLeast(2).
-        if len(run.nodes) < 2:
-            return (
-                "upstream's pod-Service and endpoint-Service specs need at least 2 schedulable "
-                f"nodes (e2eskipper.SkipUnlessNodeCountIsAtLeast(2)); the cluster has "
-                f"{len(run.nodes)}"
-            )
-        return None
+        return networking_skip(run, "pod-Service and endpoint-Service specs")
 
     def run(self, ctx: TestContext) -> str:
         labels = {"app": "sctp-netserver"}
         endpoints = start_endpoint_pods(ctx, labels)
         expected = {pod.metadata.name for pod in endpoints}
-        tester_node = ctx.node(1)
-        tester_ip = start_test_container(ctx, tester_node)
+        node = tester_node(ctx.run)
+        tester_ip = start_test_container(ctx, node)
+        max_tries = upstream_max_tries(len(endpoints))
         body = pods.service(
             "node-port-service",
             labels,
@@ -85,21 +84,24 @@ class PodToService(BatteryTest):
         node_ip = ctx.node_ip_of_family(family)
         if node_ip is None:
             raise TestError(
-                f"no schedulable node reports an ExternalIP or InternalIP of the ClusterIP's "
-                f"family (IPv{family}) to dial the NodePort on"
+                f"no ready, schedulable node reports an InternalIP of the ClusterIP's family "
+                f"(IPv{family}) to dial the NodePort on"
             )
         ctx.note(
             f"service node-port-service: ClusterIP(s) {', '.join(cluster_ips)}:{SERVICE_PORT}, "
-            f"NodePort {node_ip}:{node_port} -> {sorted(addresses)} :{TARGET_PORT}"
+            f"NodePort {node_ip}:{node_port} (InternalIP) -> {sorted(addresses)} "
+            f":{TARGET_PORT}; MaxTries {max_tries} (endpoints² + 30)"
         )
         targets = [("ClusterIP", vip, SERVICE_PORT), ("NodePort", node_ip, node_port)]
         problems: list[str] = []
         # pod-Service: sctp (test/e2e/network/networking.go): from the test container.
         for what, host, port in targets:
-            problems += _dial(ctx, tester_ip, TESTER_PORT, host, port, expected, what, "pod")
+            problems += _dial(
+                ctx, tester_ip, TESTER_PORT, host, port, expected, what, "pod", max_tries
+            )
         # The demonstrated proxier: the Service's rules on the node that carried the
         # ClusterIP connection (the test container's).
-        demonstrate(ctx, vip, SERVICE_PORT, tester_node)
+        demonstrate(ctx, vip, SERVICE_PORT, node)
         # endpoint-Service: sctp: from the first endpoint pod to its own Service (hairpin).
         first = endpoints[0]
         for what, host, port in targets:
@@ -112,6 +114,7 @@ class PodToService(BatteryTest):
                 expected,
                 what,
                 f"endpoint {first.metadata.name}",
+                max_tries,
             )
         checked = "pod-Service and endpoint-Service (hairpin)"
         # Secondary IP Family [Feature:IPv6DualStack] pod-Service: sctp (dual_stack.go).
@@ -125,7 +128,9 @@ class PodToService(BatteryTest):
             else:
                 problems.append(f"no node has an IPv{second_family} address for the NodePort")
             for what, host, port in second_targets:
-                problems += _dial(ctx, tester_ip, TESTER_PORT, host, port, expected, what, "pod")
+                problems += _dial(
+                    ctx, tester_ip, TESTER_PORT, host, port, expected, what, "pod", max_tries
+                )
             checked += f", and the secondary IP family (IPv{second_family})"
         if problems:
             reason = f"SCTP to node-port-service: {'; '.join(problems)}"
@@ -160,6 +165,7 @@ def _dial(
     expected: set[str],
     what: str,
     case: str,
+    max_tries: int,
 ) -> list[str]:
     seen, errors = ctx.dial_expect(
         dialer_ip,
@@ -171,6 +177,7 @@ def _dial(
         what=f"{case} -> {what}",
         tester_port=dialer_port,
         dialer=dialer_ip,
+        max_tries=max_tries,
     )
     if seen == expected:
         return []

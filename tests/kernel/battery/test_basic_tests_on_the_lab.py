@@ -22,10 +22,12 @@ def test_a_healthy_cluster_passes_every_basic_test_without_loading_sctp_ko(start
     assert not any(node.sctp_loaded for node in lab.cluster.nodes)
     assert report.fingerprint["sctp_module_before"] == {
         "lab-worker": False,
+        "lab-worker2": False,
         "lab-control-plane": False,
     }
     assert report.fingerprint["sctp_module_after"] == {
         "lab-worker": False,
+        "lab-worker2": False,
         "lab-control-plane": False,
     }
     declare = report.results["declare-sctp-ports"]
@@ -261,7 +263,7 @@ def test_a_module_loaded_before_the_run_makes_the_invariant_inconclusive_not_fai
     assert declare.outcome == "passed"
     assert declare.reason.endswith(
         "; module invariant inconclusive: sctp.ko was already loaded before the test "
-        "(on lab-worker, lab-control-plane)"
+        "(on lab-worker, lab-worker2, lab-control-plane)"
     )
 
 

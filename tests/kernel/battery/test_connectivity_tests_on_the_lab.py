@@ -37,15 +37,32 @@ def test_pod_to_pod_fails_with_netexecs_words_when_sctp_between_pods_is_dropped(
 
 
 def test_pod_to_pod_reaches_every_endpoint_pod_on_distinct_nodes(start_lab):
-    result = start_lab(nodes=3).run("connectivity").results["pod-to-pod"]
+    result = start_lab(nodes=4).run("connectivity").results["pod-to-pod"]
     assert result.outcome == "passed"
+    # One endpoint per ready, schedulable, untainted node: never the tainted control plane.
     assert result.reason == (
         "SCTP from the test container reached every endpoint pod with its hostname "
         "(netserver-0 on lab-worker, netserver-1 on lab-worker2, netserver-2 on "
-        "lab-control-plane; 3 distinct node(s))"
+        "lab-worker3; 3 distinct node(s))"
     )
     # The exchange carries data: each pod answered netexec's "hostname" with its name.
     assert "hostnames ['netserver-2']" in result.evidence
+    assert "MaxTries 39 for 3 endpoint(s)" in result.evidence
+
+
+def test_one_worker_beside_a_tainted_control_plane_skips_as_upstream(start_lab):
+    # Upstream counts ready, schedulable, untainted nodes (no tolerations): kind's tainted
+    # control plane is not one, so NetworkingTestConfig skips both specs' families.
+    report = start_lab(nodes=2).run("connectivity")
+    for key in ("pod-to-pod", "pod-to-service"):
+        result = report.results[key]
+        assert result.outcome == "skipped", key
+        assert result.reason.startswith("Requires at least 2 nodes (not 1): upstream's ")
+        assert result.reason.endswith(
+            "; not counted: lab-control-plane "
+            "(taint node-role.kubernetes.io/control-plane:NoSchedule)"
+        )
+    assert report.fingerprint["ready_schedulable_nodes"] == ["lab-worker"]
 
 
 @pytest.mark.parametrize(
@@ -63,7 +80,7 @@ def test_pod_to_service_records_how_each_proxier_carries_the_service(start_lab, 
     assert f"{mode}: SCTP rules for 10.96." in result.evidence
     demonstrated = report.fingerprint["proxier_demonstrated"]
     assert (demonstrated["status"], demonstrated["mode"]) == ("demonstrated", mode)
-    assert demonstrated["node"] == "lab-control-plane"  # the test container's node
+    assert demonstrated["node"] == "lab-worker2"  # the test container's node
     assert report.fingerprint["proxier_detected"] == mode
 
 
@@ -289,5 +306,6 @@ def test_connectivity_tests_load_sctp_ko_and_do_not_check_the_module_invariant(s
     lab = start_lab()
     report = lab.run("connectivity")
     assert all("sctp.ko before" not in r.evidence for r in report.results.values())
-    # Why they are [Disruptive]: SCTP servers and clients pull the module in.
-    assert all(node.sctp_loaded for node in lab.cluster.nodes)
+    # Why they are [Disruptive]: SCTP servers and clients pull the module in, on every node
+    # they run on (the workers: the tainted control plane is not counted, as upstream).
+    assert [n.name for n in lab.cluster.nodes if n.sctp_loaded] == ["lab-worker", "lab-worker2"]
