@@ -109,6 +109,8 @@ _FAULTS: dict[str, tuple[str, Any]] = {
     # kube-proxy programs a Service's rules this long after its creation: until then its
     # ClusterIP and NodePort drop packets (slow endpoint programming on a loaded cluster).
     "service_programming_delay_s": ("number", 0.0),
+    # lsmod exits 1 on every node (a node image without /proc/modules readable).
+    "lsmod_fails": ("bool", False),
 }
 
 

@@ -164,6 +164,11 @@ class BatteryTest:
         """Why this cluster cannot run the test, decided before any object is created."""
         return None
 
+    def module_nodes(self, run: RunContext) -> list[str] | None:
+        """The nodes upstream's spec reads sctp.ko on (its outcome follows them), or None when
+        upstream's spec has no module check (our invariant is then only a fact of the run)."""
+        return None
+
     def run(self, ctx: TestContext) -> str:
         """Run the test; return the short sentence of a pass, raise a TestVerdict otherwise."""
         raise NotImplementedError

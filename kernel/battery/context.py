@@ -153,6 +153,8 @@ class RunContext:
         # untainted Linux nodes, in the API's order) and why the others are not counted.
         self.schedulable_nodes: list[str] = []
         self.nodes_not_counted: dict[str, str] = {}
+        # Our sctp.ko invariant around each basic test (kernel.battery.invariant.invariant_fact).
+        self.invariant_tests: dict[str, dict[str, Any]] = {}
         # The nodes as the API sent them (plain dicts): addresses, annotations, kernels.
         self.node_objects: list[dict[str, Any]] = []
         self.cni: cni.Detection = cni.Detection()
@@ -479,14 +481,21 @@ class TestContext:
 
     def module_states(self) -> dict[str, bool | None]:
         """sctp.ko loaded per battery node (None where lsmod could not be read)."""
+        return self.read_modules(self.run.nodes)[0]
+
+    def read_modules(self, nodes: list[str]) -> tuple[dict[str, bool | None], str]:
+        """(sctp.ko loaded per node, None where lsmod failed; why the hostexec pods did not
+        run, "" when they did). An admission refusal reads as no node access: all None, ""."""
         try:
-            outputs = self.hostexec_nodes(self.run.nodes, "lsmod")
-        except (TestError, NodeAccessForbidden):
-            return dict.fromkeys(self.run.nodes)
+            outputs = self.hostexec_nodes(nodes, "lsmod")
+        except NodeAccessForbidden:
+            return dict.fromkeys(nodes), ""
+        except TestError as exc:
+            return dict.fromkeys(nodes), exc.reason
         return {
             node: nodeparse.sctp_module_loaded(log) if ok else None
             for node, (ok, log) in outputs.items()
-        }
+        }, ""
 
     # --- traffic --------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from kernel import cni, sctp_host
-from kernel.battery import nodeparse, pods, proxier, schedulable
+from kernel.battery import invariant, nodeparse, pods, proxier, schedulable
 from kernel.battery.base import (
     MANAGED_BY_LABEL,
     MANAGED_BY_VALUE,
@@ -42,7 +42,6 @@ from kernel.battery.context import (
     rbac_reason,
     refusal_kind,
 )
-from kernel.battery.invariant import apply_module_invariant
 from kernel.battery.registry import BATTERIES, EXTRAS, EXTRAS_OF, REGISTRY
 from kernel.kube import ClusterUnreachable, Kube, KubeError, api_error_message
 from kernel.vocabulary import PROXIERS
@@ -173,6 +172,11 @@ def run_battery(
         report.fingerprint["proxier_demonstrated"] = demonstrated
         report.fingerprint["proxier_detected"] = demonstrated["mode"]
         report.fingerprint["feature_gate"] = run.feature_gate
+        if run.invariant_tests:
+            summary = invariant.summarize(run.invariant_tests)
+            report.fingerprint["sctp_invariant"] = summary
+            # The one value the evidence policy reads (a database column: Run.fp_*).
+            report.fingerprint["sctp_invariant_held"] = summary["held"]
     return report
 
 
@@ -455,15 +459,33 @@ def _run_body(run: RunContext, test: BatteryTest) -> tuple[TestOutcome, str | No
         namespace = run.create_namespace(test.key)
         ctx = TestContext(run, namespace)
         evidence = ctx.evidence
-        check_module = test.battery == "basic" and run.node_access is True
-        before = ctx.module_states() if check_module else None
+        basic = test.battery == "basic"
+        check_module = basic and run.node_access is True
+        upstream_nodes = test.module_nodes(run) if basic else None
+        read = list(dict.fromkeys([*run.nodes, *(upstream_nodes or [])]))
+        before, problem = ctx.read_modules(read) if check_module else (None, "")
         outcome, reason = _verdict(ctx, test)
-        if test.battery == "basic":
-            after = ctx.module_states() if check_module and not run.kube.unreachable else None
+        if basic:
+            after, late = (
+                ctx.read_modules(read) if check_module and not run.kube.unreachable else (None, "")
+            )
             why = (
                 run.node_access_reason if run.node_access is not True else "lsmod could not be read"
             )
-            outcome, reason = apply_module_invariant(outcome, reason, before, after, evidence, why)
+            if upstream_nodes is not None:
+                outcome, reason = invariant.upstream_module_verdict(
+                    outcome,
+                    reason,
+                    before,
+                    after,
+                    upstream_nodes,
+                    evidence,
+                    why,
+                    problem or late,
+                )
+            fact = invariant.invariant_fact(before, after, run.nodes)
+            evidence.append(invariant.describe_fact(fact))
+            run.invariant_tests[test.key] = fact
         return done(outcome, reason)
     except Cancelled:
         run.cancelled = True
