@@ -182,11 +182,13 @@ def run_battery(
 
 def _plan(battery: str, keys: list[str]) -> list[tuple[str, type[BatteryTest]]]:
     """The catalog tests in order, with the TCP/UDP conformance checks right after the basic
-    tests (before connectivity tests may load sctp.ko)."""
+    tests (before connectivity tests may load sctp.ko), and the connectivity extras (the
+    secondary IP family) after the connectivity tests."""
     basic = [(k, REGISTRY[k]) for k in keys if REGISTRY[k].battery == "basic"]
-    extras = [(k, EXTRAS[k]) for k in EXTRAS_OF[battery]]
+    extras = [(k, EXTRAS[k]) for k in EXTRAS_OF[battery] if EXTRAS[k].battery == "basic"]
+    later = [(k, EXTRAS[k]) for k in EXTRAS_OF[battery] if EXTRAS[k].battery != "basic"]
     rest = [(k, REGISTRY[k]) for k in keys if REGISTRY[k].battery != "basic"]
-    return basic + extras + rest
+    return basic + extras + rest + later
 
 
 def _fingerprint_cluster(run: RunContext) -> None:

@@ -88,20 +88,33 @@ def test_calico_for_policy_only_is_reported_as_the_pair():
     assert report.fingerprint["proxier_detected"] == "iptables"
 
 
-def test_dual_stack_checks_the_secondary_family():
+def test_dual_stack_checks_the_secondary_family_as_its_own_outcome():
     report = run("dual-stack")
-    result = report.results["pod-to-service"]
+    assert report.results["pod-to-service"].outcome == "passed"
+    result = report.results["pod-to-service-secondary-family"]
     assert result.outcome == "passed", result.reason
-    assert result.reason.endswith("and the secondary IP family (IPv6)")
+    assert result.reason.startswith(
+        "SCTP reached all 2 endpoint(s) through the secondary IP family (IPv6): [fd00:"
+    )
     assert "secondary-family ClusterIP: SCTP dial to [fd00:" in result.evidence
 
 
-def test_dual_stack_fails_when_the_secondary_family_drops_sctp():
+def test_a_broken_secondary_family_fails_its_own_spec_never_pod_to_service():
     broken = {**PROFILES["dual-stack"]["dataplane"], "secondary_family": False}
-    result = run("dual-stack", dataplane=broken).results["pod-to-service"]
+    report = run("dual-stack", dataplane=broken)
+    # Upstream's dual-stack spec is its own: pod-to-service keeps its single-family outcome.
+    assert report.results["pod-to-service"].outcome == "passed"
+    result = report.results["pod-to-service-secondary-family"]
     assert result.outcome == "failed"
     assert "through the secondary-family ClusterIP [fd00:" in result.reason
-    assert "through the ClusterIP 10.96." not in result.reason
+
+
+def test_a_single_stack_cluster_skips_the_secondary_family():
+    result = run("kube-router-ipvs").results["pod-to-service-secondary-family"]
+    assert result.outcome == "skipped"
+    assert result.reason.startswith(
+        "not a dual-stack cluster: the RequireDualStack Service got one"
+    )
 
 
 def test_a_single_node_skips_the_two_node_specs():
