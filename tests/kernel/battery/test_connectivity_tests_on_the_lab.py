@@ -227,7 +227,7 @@ PORTS_FROM_Y = [
     for p in "abc"
 ]
 POD_AND_NS = (
-    "allow-ns-y-pod-b-via-namespace-pod-selector: y/b -> x/a:80 should be allowed but timed "
+    "allow-ns-y-pod-a-via-namespace-pod-selector: y/a -> x/a:80 should be allowed but timed "
     "out (TIMEOUT)"
 )
 
@@ -238,7 +238,7 @@ def test_netpol_allow_deny_passes_when_policies_are_enforced_for_sctp(start_lab)
     assert result.outcome == "passed"
     assert result.reason == (
         "upstream's three SCTP NetworkPolicy cases (deny-all, allow-ingress-on-port-81-ns-x, "
-        "allow-ns-y-pod-b-via-namespace-pod-selector): every cell of each 9x9 reachability "
+        "allow-ns-y-pod-a-via-namespace-pod-selector): every cell of each 9x9 reachability "
         "matrix (namespaces x, y, z; pods a, b, c; through each pod's Service) as expected"
     )
     # upstream's truth tables: deny-all leaves x unreachable from everywhere
