@@ -34,11 +34,17 @@ class Criterion(StrEnum):
 
 
 class Extra(StrEnum):
-    """The basic battery's TCP/UDP conformance checks, reported beside the catalog; never a
-    criterion."""
+    """Checks reported beside the catalog, never a criterion: the basic battery's TCP/UDP
+    conformance checks, and the connectivity battery's secondary IP family (upstream's own
+    dual-stack spec, kept apart from pod-to-service)."""
 
     CONFORMANCE_TCP = "conformance-tcp-pod-to-service"
     CONFORMANCE_UDP = "conformance-udp-pod-to-service"
+    SECONDARY_FAMILY = "pod-to-service-secondary-family"
+
+
+BASIC_EXTRAS: tuple[str, ...] = (Extra.CONFORMANCE_TCP, Extra.CONFORMANCE_UDP)
+CONNECTIVITY_EXTRAS: tuple[str, ...] = (Extra.SECONDARY_FAMILY,)
 
 
 class Battery(StrEnum):
@@ -100,9 +106,9 @@ BATTERY_KEYS: dict[str, tuple[str, ...]] = {
 PROXIERS: tuple[str, ...] = tuple(Proxier)
 # The conformance extras each battery reports beside the catalog.
 EXTRAS_OF: dict[str, tuple[str, ...]] = {
-    Battery.BASIC: tuple(Extra),
-    Battery.CONNECTIVITY: (),
-    Battery.ALL: tuple(Extra),
+    Battery.BASIC: BASIC_EXTRAS,
+    Battery.CONNECTIVITY: CONNECTIVITY_EXTRAS,
+    Battery.ALL: BASIC_EXTRAS + CONNECTIVITY_EXTRAS,
     Battery.UPSTREAM: (),
 }
 # Batteries that run connectivity tests (and may load sctp.ko): a basic-only cluster refuses them.

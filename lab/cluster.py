@@ -376,6 +376,9 @@ class Cluster:
     def service_backends(self, key: Key) -> list[tuple[Key, bool]]:
         return self.runtime.service_backends(key)
 
+    def service_programmed(self, key: Key) -> bool:
+        return self.runtime.service_programmed(key)
+
     def resolve_target_port(self, svc_port: dict[str, Any], pod_key: Key) -> int | None:
         return self.runtime.resolve_target_port(svc_port, pod_key)
 

@@ -55,6 +55,8 @@ def _run_one(cluster: NodeView, node: Node, command: str) -> tuple[int, str]:
         return 0, ""
     tool = argv[0].rsplit("/", 1)[-1]
     if tool == "lsmod":
+        if cluster.profile["faults"].get("lsmod_fails"):
+            return 1, "lsmod: ERROR: could not open '/proc/modules': No such file or directory\n"
         return 0, lsmod(cluster, node)
     if tool in ("iptables-save", "iptables-legacy-save", "iptables-nft-save"):
         table = None

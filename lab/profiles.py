@@ -106,6 +106,11 @@ _FAULTS: dict[str, tuple[str, Any]] = {
     "hostport_loads_module": ("bool", False),
     # The endpoints controller never removes a deleted pod from Endpoints/EndpointSlices.
     "endpoints_never_removed": ("bool", False),
+    # kube-proxy programs a Service's rules this long after its creation: until then its
+    # ClusterIP and NodePort drop packets (slow endpoint programming on a loaded cluster).
+    "service_programming_delay_s": ("number", 0.0),
+    # lsmod exits 1 on every node (a node image without /proc/modules readable).
+    "lsmod_fails": ("bool", False),
 }
 
 
@@ -261,7 +266,7 @@ def validate_profile(data: Any, source: str = "<profile>") -> dict[str, Any]:
             f"{source}: field faults.api_error_rate must be between 0 and 1, "
             f"got {faults['api_error_rate']}"
         )
-    for field in ("pod_start_delay_s", "api_timeout_s"):
+    for field in ("pod_start_delay_s", "api_timeout_s", "service_programming_delay_s"):
         if faults[field] < 0:
             raise ValueError(f"{source}: field faults.{field} must not be negative")
     if profile["token"] is None:

@@ -47,6 +47,8 @@ class ServiceRuntime:
     lb_ip: str | None = None
     lb_ready_at: float | None = None
     lb_announced: bool = False  # the MODIFIED event for the published ingress IP was sent
+    # When kube-proxy has programmed the Service's rules (fault service_programming_delay_s).
+    programmed_at: float = 0.0
 
 
 class Runtime:
@@ -367,7 +369,9 @@ class Runtime:
         obj = {"metadata": self.store.new_metadata(body, namespace, name), "spec": spec}
         key = (namespace, name)
         self.objects["services"][key] = obj
-        rt = ServiceRuntime()
+        rt = ServiceRuntime(
+            programmed_at=self.clock() + float(self.faults["service_programming_delay_s"])
+        )
         if svc_type == "LoadBalancer" and self.profile["load_balancer"]:
             rt.lb_ip = self._free_lb_ip()
             rt.lb_ready_at = self.clock() + LB_DELAY_S
@@ -407,6 +411,11 @@ class Runtime:
         if rt is None or rt.lb_ip is None or rt.lb_ready_at is None:
             return None
         return rt.lb_ip if self.clock() >= rt.lb_ready_at else None
+
+    def service_programmed(self, key: Key) -> bool:
+        """Whether the Service's rules are on the nodes yet (kube-proxy's programming lag)."""
+        rt = self.svc_rt.get(key)
+        return rt is None or self.clock() >= rt.programmed_at
 
     def service_status(self, key: Key) -> dict[str, Any]:
         ip = self.lb_ip(key)

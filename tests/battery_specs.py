@@ -13,7 +13,7 @@ FAST = Timeouts.for_lab()
 
 
 def profile(**changes: Any) -> dict[str, Any]:
-    """A healthy two-node calico/iptables cluster with a load balancer, changed as asked."""
+    """A healthy three-node (two workers) calico/iptables cluster with a load balancer, changed as asked."""
     faults = {"pod_start_delay_s": 0.01, **changes.pop("faults", {})}
     return labtools.profile(
         **{"name": "lab", "load_balancer": True, "seed": 7, "faults": faults, **changes}

@@ -15,7 +15,7 @@ BASE_PROFILE: dict[str, Any] = {
     "plugin_version": "3.28.0",
     "kubernetes_version": "1.31.2",
     "proxier": "iptables",
-    "nodes": 2,
+    "nodes": 3,
     "sctp_feature_gate": True,
     "node_access": True,
     "kubenet": False,

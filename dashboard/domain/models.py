@@ -296,6 +296,11 @@ class Run(EvidenceMixin):
         output_field=models.JSONField(null=True),
         db_persist=True,
     )
+    fp_sctp_invariant_held = models.GeneratedField(
+        expression=JSONKey("fingerprint", "sctp_invariant_held"),
+        output_field=models.JSONField(null=True),
+        db_persist=True,
+    )
     # From the fingerprint when the run ends (evidence policy): the lab's /version mark, and the
     # proxier mode detected on the cluster ("" when it could not be determined).
     emulated = models.BooleanField(default=False)

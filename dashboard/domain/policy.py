@@ -108,7 +108,7 @@ class Item:
     scheduled: bool = False
     finished_ok: bool = True  # runs: the run ended `finished` (not error/cancelled)
     state: str = ""
-    invariant: str = ""  # basic runs: conclusive | inconclusive | unchecked | ""
+    invariant: str = ""  # basic runs: conclusive | inconclusive | unchecked | violated | ""
     withdrawn: str = ""  # "" while it stands, else who withdrew it, when and why
     self_reported: bool = False  # runs: posted by the cluster's own agent (a claim, not observed)
     verified: bool = False  # self-reported runs: a maintainer verified this run
@@ -368,18 +368,31 @@ def conclusive_basic(item: Item) -> tuple[bool, str]:
     if not passed:
         seen = sorted({label(item.outcome(k)) for k in BASIC_KEYS})
         return False, f"no basic test passed ({', '.join(seen)})"
+    if item.invariant == "violated":
+        # Ours, stricter than upstream's (2 nodes, 2 specs): every node, every basic test.
+        return (
+            False,
+            (
+                "the sctp.ko invariant did not hold: the module got loaded during a basic test "
+                "(read on every battery node, stricter than upstream's check)"
+            ),
+        )
     if item.invariant == "inconclusive":
         return (
             False,
             "inconclusive: sctp.ko was already loaded on every node before the basic tests",
         )
     if item.invariant != "conclusive":
-        return False, "the sctp.ko invariant was not checked (no node access)"
+        return False, "the sctp.ko invariant was not checked (no node access, or lsmod failed)"
     return True, f"{len(passed)} basic tests passed, sctp.ko invariant checked"
 
 
 def invariant_state(fingerprint: Mapping[str, Any] | None) -> str:
-    """conclusive | inconclusive | unchecked, from the module states the battery recorded."""
+    """conclusive | inconclusive | unchecked | violated, from the module states the battery
+    recorded (violated: our every-node invariant broke during a basic test, whatever the
+    tests' upstream outcomes; runs before issue 40 carry no `sctp_invariant_held`)."""
+    if (fingerprint or {}).get("sctp_invariant_held") is False:
+        return "violated"
     before = (fingerprint or {}).get("sctp_module_before") or {}
     if not isinstance(before, Mapping) or not before:
         return "unchecked"
@@ -463,7 +476,12 @@ def withdrawn_text(row: Any) -> str:
 
 # The keys of a run's fingerprint that run_item() reads: the readiness evaluation loads only
 # these, which the database keeps as columns (Run.fp_<key>, kept in step by a test).
-RUN_FINGERPRINT_KEYS = ("proxier_detected", "emulated", "sctp_module_before")
+RUN_FINGERPRINT_KEYS = (
+    "proxier_detected",
+    "emulated",
+    "sctp_module_before",
+    "sctp_invariant_held",
+)
 
 
 def run_item(

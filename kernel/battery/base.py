@@ -35,6 +35,8 @@ class Timeouts:
     lb_ingress: float = 600.0  # LoadBalancer service -> status.loadBalancer.ingress
     rules_poll: float = 300.0  # kube-proxy programming lag (upstream KubeProxyLagTimeout)
     poll_interval: float = 2.0
+    # Between two of a NetworkingTestConfig dial's tries (upstream's hitEndpointRetryDelay).
+    dial_retry_delay: float = 2.0
     request: float = 30.0  # one HTTP request to the API server
     api_tries: int = 4  # transient API errors: tries per call
     api_backoff: float = 1.0  # first retry delay, doubled each try
@@ -49,6 +51,7 @@ class Timeouts:
             lb_ingress=2.0,
             rules_poll=1.0,
             poll_interval=0.02,
+            dial_retry_delay=0.02,
             # Lab answers take milliseconds, but a lab shares its process with the tests and
             # CI's two cores with coverage and a qemu guest: 2 s timed out there under load.
             request=10.0,
@@ -159,6 +162,11 @@ class BatteryTest:
 
     def skip_reason(self, run: RunContext) -> str | None:
         """Why this cluster cannot run the test, decided before any object is created."""
+        return None
+
+    def module_nodes(self, run: RunContext) -> list[str] | None:
+        """The nodes upstream's spec reads sctp.ko on (its outcome follows them), or None when
+        upstream's spec has no module check (our invariant is then only a fact of the run)."""
         return None
 
     def run(self, ctx: TestContext) -> str:

@@ -137,6 +137,7 @@ class RunContext:
         on_progress: Callable[[], None] | None = None,
         should_cancel: Callable[[], bool] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.kube = kube
         self.spec = spec
@@ -145,7 +146,15 @@ class RunContext:
         self.on_progress = on_progress
         self.should_cancel = should_cancel
         self.clock = clock
+        # Every wait of the battery sleeps through this (tests inject one that does not wait).
+        self.sleep = sleep
         self.nodes: list[str] = []
+        # The nodes upstream's specs count (kernel.battery.schedulable: ready, schedulable,
+        # untainted Linux nodes, in the API's order) and why the others are not counted.
+        self.schedulable_nodes: list[str] = []
+        self.nodes_not_counted: dict[str, str] = {}
+        # Our sctp.ko invariant around each basic test (kernel.battery.invariant.invariant_fact).
+        self.invariant_tests: dict[str, dict[str, Any]] = {}
         # The nodes as the API sent them (plain dicts): addresses, annotations, kernels.
         self.node_objects: list[dict[str, Any]] = []
         self.cni: cni.Detection = cni.Detection()
@@ -177,7 +186,7 @@ class RunContext:
             left = end - self.clock()
             if left <= 0:
                 return
-            time.sleep(min(left, 1.0))
+            self.sleep(min(left, 1.0))
 
     def unique(self, prefix: str) -> str:
         return f"{prefix}-{next(self._names)}"
@@ -472,14 +481,21 @@ class TestContext:
 
     def module_states(self) -> dict[str, bool | None]:
         """sctp.ko loaded per battery node (None where lsmod could not be read)."""
+        return self.read_modules(self.run.nodes)[0]
+
+    def read_modules(self, nodes: list[str]) -> tuple[dict[str, bool | None], str]:
+        """(sctp.ko loaded per node, None where lsmod failed; why the hostexec pods did not
+        run, "" when they did). An admission refusal reads as no node access: all None, ""."""
         try:
-            outputs = self.hostexec_nodes(self.run.nodes, "lsmod")
-        except (TestError, NodeAccessForbidden):
-            return dict.fromkeys(self.run.nodes)
+            outputs = self.hostexec_nodes(nodes, "lsmod")
+        except NodeAccessForbidden:
+            return dict.fromkeys(nodes), ""
+        except TestError as exc:
+            return dict.fromkeys(nodes), exc.reason
         return {
             node: nodeparse.sctp_module_loaded(log) if ok else None
             for node, (ok, log) in outputs.items()
-        }
+        }, ""
 
     # --- traffic --------------------------------------------------------------------------
 
@@ -639,24 +655,33 @@ class TestContext:
         *,
         node: str | None,
         what: str,
+        max_tries: int,
         tester_port: int = TESTER_PORT,
         dialer: str = "the test container",
     ) -> tuple[set[str], list[str]]:
-        """Dial until every expected hostname answered (bounded); (hostnames seen, errors).
+        """Dial until every expected hostname answered; (hostnames seen, errors).
 
-        Like upstream's DialFromContainer: answers accumulate over the attempts, and the
-        target passes only when the set of hostnames equals `expected`.
+        Upstream's DialFromContainer (framework/network/utils.go): up to `max_tries` tries
+        (NetworkingTestConfig's MaxTries, endpoints² + 30), hitEndpointRetryDelay (2 s) apart,
+        answers accumulating until the set equals `expected`; an unexpected answer ends it at
+        once. Each try is one exchange: an attempt's /dial carries as many as there are
+        expected hostnames (through a Service the endpoint is picked at random), each counted
+        as one of upstream's tries. The whole dial is bounded: max_tries x (the retry delay +
+        the connect timeout), whatever the pods' start takes.
         """
-        attempts = max(1, self.spec.timeouts.connect_attempts)
-        # Through a service the endpoint is picked at random: enough tries to meet each one.
-        # A pod IP has one answerer: two tries tell a lost packet from a dead path.
-        tries = 2 if len(expected) == 1 else max(10, 5 * len(expected))
+        timeouts = self.spec.timeouts
+        budget = max(1, max_tries)
+        deadline = self.run.clock() + budget * (timeouts.dial_retry_delay + timeouts.connect)
         seen: set[str] = set()
         errors: list[str] = []
-        for attempt in range(1, attempts + 1):
+        used = attempt = 0
+        while used < budget:
+            attempt += 1
+            tries = min(max(1, len(expected)), budget - used)
+            used += tries
             result = self.dial_once(tester_ip, host, port, protocol, tries, node, tester_port)
             seen |= set(result.responses)
-            errors = result.errors
+            errors = result.errors or errors
             self.note(
                 f"{what}: {protocol.upper()} dial to {pods.connect_target(host, port)} "
                 f"({tries} tries) from {dialer} via {result.pod}: hostnames "
@@ -666,31 +691,38 @@ class TestContext:
                     if result.errors
                     else ""
                 )
-                + f" (attempt {attempt}/{attempts}, expected {sorted(expected)})"
+                + f" (tries {used}/{budget}, expected {sorted(expected)})"
             )
-            if seen == expected:
+            if seen == expected or seen - expected:
                 break
-            if attempt < attempts:
-                self.run.pause(self.spec.timeouts.poll_interval)
+            if used >= budget:
+                break
+            if self.run.clock() >= deadline:
+                errors = [
+                    *errors,
+                    f"gave up after {used} of {budget} tries: the dial's bound ran out",
+                ]
+                break
+            self.run.pause(timeouts.dial_retry_delay)
         return seen, errors
 
     def node_ip_of_family(self, family: int) -> str | None:
-        """Upstream's NodeIP (framework/network/utils.go setup): the first ExternalIP of the
-        family over the schedulable nodes, else their first InternalIP of that family."""
+        """Upstream's NodeIP (NetworkingTestConfig.setup): the first InternalIP of the family
+        over the ready, schedulable nodes (`e2enode.FirstAddressByTypeAndFamily`). ExternalIPs
+        come first only under `PreferExternalAddresses`, which no SCTP spec sets."""
         by_name = {
             str((n.get("metadata") or {}).get("name") or ""): n for n in self.run.node_objects
         }
-        for kind in ("ExternalIP", "InternalIP"):
-            for name in self.run.nodes:  # schedulable nodes, workers first (as upstream's list)
-                node = by_name.get(name) or {}
-                for address in (node.get("status") or {}).get("addresses") or []:
-                    if address.get("type") != kind:
-                        continue
-                    try:
-                        if ipaddress.ip_address(str(address.get("address"))).version == family:
-                            return str(address["address"])
-                    except ValueError:
-                        continue
+        for name in self.run.schedulable_nodes or self.run.nodes:
+            node = by_name.get(name) or {}
+            for address in (node.get("status") or {}).get("addresses") or []:
+                if address.get("type") != "InternalIP" or not address.get("address"):
+                    continue
+                try:
+                    if ipaddress.ip_address(str(address["address"])).version == family:
+                        return str(address["address"])
+                except ValueError:
+                    continue
         return None
 
     def delete_pod(self, name: str) -> None:

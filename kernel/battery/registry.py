@@ -12,6 +12,7 @@ from kernel.battery.checks.netpol_sctp_blocks_tcp_udp import NetpolSctpBlocksTcp
 from kernel.battery.checks.pod_to_loadbalancer import PodToLoadBalancer
 from kernel.battery.checks.pod_to_pod import PodToPod
 from kernel.battery.checks.pod_to_service import PodToService
+from kernel.battery.checks.pod_to_service_secondary_family import PodToServiceSecondaryFamily
 from kernel.battery.checks.service_iptables_rules import ServiceIptablesRules
 from kernel.battery.implemented import IMPLEMENTED
 
@@ -42,5 +43,7 @@ if {k: t.__module__ for k, t in REGISTRY.items()} != IMPLEMENTED:
 
 # Network conformance checks the basic battery adds after the catalog tests (KEP: "a few other
 # network conformance tests"); reported separately, never part of a criterion.
-EXTRAS: dict[str, type[BatteryTest]] = {test.key: test for test in EXTRA_BASIC}
+EXTRAS: dict[str, type[BatteryTest]] = {
+    test.key: test for test in [*EXTRA_BASIC, PodToServiceSecondaryFamily]
+}
 EXTRAS_OF = vocabulary.EXTRAS_OF

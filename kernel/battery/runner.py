@@ -19,7 +19,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from kernel import cni, sctp_host
-from kernel.battery import nodeparse, pods, proxier
+from kernel.battery import invariant, nodeparse, pods, proxier, schedulable
 from kernel.battery.base import (
     MANAGED_BY_LABEL,
     MANAGED_BY_VALUE,
@@ -42,7 +42,6 @@ from kernel.battery.context import (
     rbac_reason,
     refusal_kind,
 )
-from kernel.battery.invariant import apply_module_invariant
 from kernel.battery.registry import BATTERIES, EXTRAS, EXTRAS_OF, REGISTRY
 from kernel.kube import ClusterUnreachable, Kube, KubeError, api_error_message
 from kernel.vocabulary import PROXIERS
@@ -75,6 +74,7 @@ def run_battery(
     on_result: ResultCallback | None = None,
     on_progress: Callable[[], None] | None = None,
     should_cancel: Callable[[], bool] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> BatteryReport:
     keys = battery_keys(battery)
     report = BatteryReport(battery=battery, run_id=run_id)
@@ -101,7 +101,7 @@ def run_battery(
         tries=timeouts.api_tries,
         backoff=timeouts.api_backoff,
     )
-    run = RunContext(kube, spec, run_id, report, on_progress, should_cancel)
+    run = RunContext(kube, spec, run_id, report, on_progress, should_cancel, sleep=sleep)
 
     def record(key: str, outcome: TestOutcome) -> None:
         report.results[key] = outcome
@@ -172,16 +172,23 @@ def run_battery(
         report.fingerprint["proxier_demonstrated"] = demonstrated
         report.fingerprint["proxier_detected"] = demonstrated["mode"]
         report.fingerprint["feature_gate"] = run.feature_gate
+        if run.invariant_tests:
+            summary = invariant.summarize(run.invariant_tests)
+            report.fingerprint["sctp_invariant"] = summary
+            # The one value the evidence policy reads (a database column: Run.fp_*).
+            report.fingerprint["sctp_invariant_held"] = summary["held"]
     return report
 
 
 def _plan(battery: str, keys: list[str]) -> list[tuple[str, type[BatteryTest]]]:
     """The catalog tests in order, with the TCP/UDP conformance checks right after the basic
-    tests (before connectivity tests may load sctp.ko)."""
+    tests (before connectivity tests may load sctp.ko), and the connectivity extras (the
+    secondary IP family) after the connectivity tests."""
     basic = [(k, REGISTRY[k]) for k in keys if REGISTRY[k].battery == "basic"]
-    extras = [(k, EXTRAS[k]) for k in EXTRAS_OF[battery]]
+    extras = [(k, EXTRAS[k]) for k in EXTRAS_OF[battery] if EXTRAS[k].battery == "basic"]
+    later = [(k, EXTRAS[k]) for k in EXTRAS_OF[battery] if EXTRAS[k].battery != "basic"]
     rest = [(k, REGISTRY[k]) for k in keys if REGISTRY[k].battery != "basic"]
-    return basic + extras + rest
+    return basic + extras + rest + later
 
 
 def _fingerprint_cluster(run: RunContext) -> None:
@@ -209,6 +216,11 @@ def _fingerprint_cluster(run: RunContext) -> None:
         "objects": [],
     }
     run.nodes = _battery_nodes(nodes)
+    linux = [n for n in nodes if _is_linux(n)]  # Windows nodes have no SCTP: never counted
+    run.schedulable_nodes, run.nodes_not_counted = schedulable.ready_schedulable(linux)
+    fingerprint["ready_schedulable_nodes"] = list(run.schedulable_nodes)
+    if run.nodes_not_counted:
+        fingerprint["nodes_not_counted"] = dict(run.nodes_not_counted)
     fingerprint["battery_nodes"] = list(run.nodes)
     fingerprint["shared_kernel"] = _shared_kernel(nodes, run.nodes)
     if fingerprint["shared_kernel"]:
@@ -235,6 +247,11 @@ def _node_name(node: dict[str, Any]) -> str:
     return str((node.get("metadata") or {}).get("name") or "")
 
 
+def _is_linux(node: dict[str, Any]) -> bool:
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    return bool(labels.get("kubernetes.io/os", "linux") == "linux")
+
+
 def _battery_nodes(nodes: list[dict[str, Any]]) -> list[str]:
     """Schedulable Linux nodes, workers before control-plane nodes, at most MAX_NODES."""
     usable = []
@@ -245,7 +262,7 @@ def _battery_nodes(nodes: list[dict[str, Any]]) -> list[str]:
         labels = (node.get("metadata") or {}).get("labels") or {}
         if (node.get("spec") or {}).get("unschedulable"):
             continue
-        if labels.get("kubernetes.io/os", "linux") != "linux":  # Windows has no SCTP
+        if not _is_linux(node):  # Windows has no SCTP
             continue
         control_plane = "node-role.kubernetes.io/control-plane" in labels
         usable.append((control_plane, name))
@@ -444,15 +461,33 @@ def _run_body(run: RunContext, test: BatteryTest) -> tuple[TestOutcome, str | No
         namespace = run.create_namespace(test.key)
         ctx = TestContext(run, namespace)
         evidence = ctx.evidence
-        check_module = test.battery == "basic" and run.node_access is True
-        before = ctx.module_states() if check_module else None
+        basic = test.battery == "basic"
+        check_module = basic and run.node_access is True
+        upstream_nodes = test.module_nodes(run) if basic else None
+        read = list(dict.fromkeys([*run.nodes, *(upstream_nodes or [])]))
+        before, problem = ctx.read_modules(read) if check_module else (None, "")
         outcome, reason = _verdict(ctx, test)
-        if test.battery == "basic":
-            after = ctx.module_states() if check_module and not run.kube.unreachable else None
+        if basic:
+            after, late = (
+                ctx.read_modules(read) if check_module and not run.kube.unreachable else (None, "")
+            )
             why = (
                 run.node_access_reason if run.node_access is not True else "lsmod could not be read"
             )
-            outcome, reason = apply_module_invariant(outcome, reason, before, after, evidence, why)
+            if upstream_nodes is not None:
+                outcome, reason = invariant.upstream_module_verdict(
+                    outcome,
+                    reason,
+                    before,
+                    after,
+                    upstream_nodes,
+                    evidence,
+                    why,
+                    problem or late,
+                )
+            fact = invariant.invariant_fact(before, after, run.nodes)
+            evidence.append(invariant.describe_fact(fact))
+            run.invariant_tests[test.key] = fact
         return done(outcome, reason)
     except Cancelled:
         run.cancelled = True

@@ -164,6 +164,8 @@ CASES = [
     ("basic conclusive", RUN, PERIODIC, True, "sctp.ko invariant checked"),
     ("basic inconclusive", replace(RUN, invariant="inconclusive"), PERIODIC, False, "inconclusive"),
     ("basic unchecked", replace(RUN, invariant="unchecked"), PERIODIC, False, "not checked"),
+    # issue 40: the tests passed as upstream judges them, our every-node invariant broke
+    ("basic violated", replace(RUN, invariant="violated"), PERIODIC, False, "did not hold"),
     (
         "basic all skipped",
         replace(RUN, outcomes=dict.fromkeys(BASIC_KEYS, Outcome.SKIPPED)),
@@ -318,6 +320,15 @@ def test_a_stale_item_is_only_stale():
 )
 def test_the_invariant_state_comes_from_the_module_states_before_the_tests(before, state):
     assert invariant_state({"sctp_module_before": before}) == state
+
+
+def test_our_invariant_broken_during_a_basic_test_makes_the_run_violated_not_conclusive():
+    before = {"n1": False, "n2": False}
+    assert invariant_state({"sctp_module_before": before, "sctp_invariant_held": False}) == (
+        "violated"
+    )
+    held = {"sctp_module_before": before, "sctp_invariant_held": True}
+    assert invariant_state(held) == "conclusive"
 
 
 @pytest.mark.parametrize(

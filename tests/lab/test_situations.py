@@ -53,6 +53,7 @@ def test_every_situation_of_the_issue_has_its_profile():
         "aks-cilium",
         "k3s",
         "gke-dpv2",
+        "one-worker-tainted-control-plane",
     }
 
 
@@ -87,36 +88,63 @@ def test_calico_for_policy_only_is_reported_as_the_pair():
     assert report.fingerprint["proxier_detected"] == "iptables"
 
 
-def test_dual_stack_checks_the_secondary_family():
+def test_dual_stack_checks_the_secondary_family_as_its_own_outcome():
     report = run("dual-stack")
-    result = report.results["pod-to-service"]
+    assert report.results["pod-to-service"].outcome == "passed"
+    result = report.results["pod-to-service-secondary-family"]
     assert result.outcome == "passed", result.reason
-    assert result.reason.endswith("and the secondary IP family (IPv6)")
+    assert result.reason.startswith(
+        "SCTP reached all 2 endpoint(s) through the secondary IP family (IPv6): [fd00:"
+    )
     assert "secondary-family ClusterIP: SCTP dial to [fd00:" in result.evidence
 
 
-def test_dual_stack_fails_when_the_secondary_family_drops_sctp():
+def test_a_broken_secondary_family_fails_its_own_spec_never_pod_to_service():
     broken = {**PROFILES["dual-stack"]["dataplane"], "secondary_family": False}
-    result = run("dual-stack", dataplane=broken).results["pod-to-service"]
+    report = run("dual-stack", dataplane=broken)
+    # Upstream's dual-stack spec is its own: pod-to-service keeps its single-family outcome.
+    assert report.results["pod-to-service"].outcome == "passed"
+    result = report.results["pod-to-service-secondary-family"]
     assert result.outcome == "failed"
     assert "through the secondary-family ClusterIP [fd00:" in result.reason
-    assert "through the ClusterIP 10.96." not in result.reason
+
+
+def test_a_single_stack_cluster_skips_the_secondary_family():
+    result = run("kube-router-ipvs").results["pod-to-service-secondary-family"]
+    assert result.outcome == "skipped"
+    assert result.reason.startswith(
+        "not a dual-stack cluster: the RequireDualStack Service got one"
+    )
 
 
 def test_a_single_node_skips_the_two_node_specs():
-    result = run("single-node").results["pod-to-service"]
-    assert result.outcome == "skipped"
-    assert "need at least 2 schedulable nodes" in result.reason
+    report = run("single-node")
+    for key in ("pod-to-pod", "pod-to-service"):
+        assert report.results[key].outcome == "skipped"
+        assert report.results[key].reason.startswith("Requires at least 2 nodes (not 1): ")
+
+
+def test_one_worker_beside_a_tainted_control_plane_skips_the_two_node_specs():
+    report = run("one-worker-tainted-control-plane")
+    for key in ("pod-to-pod", "pod-to-service"):
+        result = report.results[key]
+        assert result.outcome == "skipped"
+        assert result.reason.startswith("Requires at least 2 nodes (not 1): ")
+        assert "one-worker-tainted-control-plane-control-plane (taint " in result.reason
+    assert report.results["netpol-allow-deny"].outcome == "passed"
 
 
 def test_without_node_access_basic_is_inconclusive_and_no_proxier_is_demonstrated():
     report = run("no-node-access", battery="all")
-    basic = [report.results[k] for k in ("declare-sctp-ports", "netpol-sctp-blocks-tcp-udp")]
-    assert all(r.outcome == "skipped" and r.reason.startswith("inconclusive") for r in basic)
+    declare = report.results["declare-sctp-ports"]
+    assert declare.outcome == "skipped" and declare.reason.startswith("inconclusive")
     assert "passed" not in {
         report.results[k].outcome
         for k in ("declare-sctp-ports", "hostport-kubenet", "service-iptables-rules")
     }
+    # Upstream's NetworkPolicy spec reads no module: it passes; our invariant is unchecked.
+    assert report.results["netpol-sctp-blocks-tcp-udp"].outcome == "passed"
+    assert report.fingerprint["sctp_invariant"]["held"] is None
     assert report.fingerprint["proxier_demonstrated"]["detail"] == (
         "not demonstrated: no node access"
     )

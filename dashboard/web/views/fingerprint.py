@@ -31,6 +31,16 @@ CLUSTER_FACTS = [
     ("node_access", "Privileged (hostexec) pods", "unknown"),
     ("load_balancer", "LoadBalancer services get an address", "not tried in this run"),
     ("node_count", "Nodes", "unknown"),
+    # Issue 40: a basic test's outcome follows upstream's check (at most 2 nodes, 2 specs);
+    # this is ours, a fact beside the outcomes, which a conclusive basic run needs to hold.
+    (
+        "sctp_invariant_held",
+        (
+            "sctp.ko invariant held (ours, stricter than upstream: every battery node, around "
+            "every basic test)"
+        ),
+        "not checked",
+    ),
 ]
 PER_NODE = {
     "sctp_module_before": "sctp.ko loaded before the tests",
@@ -49,6 +59,8 @@ MORE_FACTS = {
     "cni_configmaps_error": "CNI ConfigMaps",
     "cni_detection_error": "CNI detection",
     "cni": "CNI detection details",
+    "ready_schedulable_nodes": "Nodes upstream's specs count (ready, schedulable, untainted)",
+    "nodes_not_counted": "Nodes upstream's specs do not count",
 }
 PROXIER_SOURCE = {
     "proxyMode": "kube-proxy mode, read from /proxyMode (not credited by itself)",
@@ -64,6 +76,7 @@ HANDLED = (
         "proxier_source",
         "cni_mismatch",
         "proxier_demonstrated",
+        "sctp_invariant",
     }
 )
 
@@ -137,6 +150,23 @@ def facts(fingerprint: dict[str, Any] | None) -> dict[str, Any]:
         ]
     elif worker_raw is not None:
         worker = [{"key": "worker_sctp", "label": WORKER_FACTS[0][1], **_value(worker_raw)}]
+    invariant = fp.get("sctp_invariant")
+    if isinstance(invariant, dict) and isinstance(invariant.get("tests"), dict):
+        broken = [
+            f"{test} on {', '.join(fact.get('changed') or [])}"
+            for test, fact in invariant["tests"].items()
+            if isinstance(fact, dict) and fact.get("held") is False
+        ]
+        if broken:
+            cluster.append(
+                {
+                    "key": "sctp_invariant",
+                    "label": "sctp.ko got loaded during",
+                    "text": plain("; ".join(broken)),
+                    "symbol": "⚠",
+                    "state": "value",
+                }
+            )
     other = [
         {"key": key, "label": MORE_FACTS.get(key, key.replace("_", " ")), **_value(v)}
         for key, v in sorted(fp.items())

@@ -15,7 +15,7 @@ from django.utils.timezone import now
 from django.views.decorators.http import require_POST
 
 from dashboard.domain import trust
-from dashboard.domain.catalog import Battery
+from dashboard.domain.catalog import CATALOG, Battery
 from dashboard.domain.ingest.export import run_to_junit
 from dashboard.domain.models import Run
 from dashboard.domain.submission_state import run_result, run_state
@@ -26,6 +26,8 @@ from dashboard.web.views.outcomes import cell
 
 ACTIVE = (Run.State.QUEUED, Run.State.RUNNING)
 LOG_TAIL_LINES = 40
+# Catalog tests with no upstream spec say so beside their outcome (never shown as upstream's).
+UPSTREAM_NOTES = {e["key"]: e["upstream_note"] for e in CATALOG if e.get("upstream_note")}
 
 
 def _context(run_id: int) -> dict[str, Any]:
@@ -39,7 +41,9 @@ def _context(run_id: int) -> dict[str, Any]:
         if outcome == "not_run" and run.state in ACTIVE:
             # Not run *yet*: the page says "waiting" rather than a verdict it does not have.
             outcome = "queued"
-        tests.append({"key": key, **res, **cell(outcome)})
+        tests.append(
+            {"key": key, **res, **cell(outcome), "upstream_note": UPSTREAM_NOTES.get(key, "")}
+        )
     done = sum(1 for t in tests if t["outcome"] not in ("queued", "running"))
     outcomes = {t["key"]: t["outcome"] for t in tests if t["outcome"] != "queued"}
     result, result_why = run_result(run.state, outcomes, run.error)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kernel.battery import pods
+from kernel.battery import pods, schedulable
 from kernel.battery.base import TestFailed
 from kernel.battery.context import TESTER_PORT, ConnectResult, RunContext, TestContext
 
@@ -15,6 +15,7 @@ SCTP_PORT = 5060  # the port upstream's basic SCTP tests declare
 ENDPOINT_SCTP_PORT = 8082
 CLUSTER_SCTP_PORT = 95
 ENDPOINT_HTTP_PORT = 8083
+UPSTREAM_TEST_TRIES = 30  # framework/network/utils.go testTries
 VERBS = {"TIMEOUT": "timed out", "REFUSED": "was refused", "DNS": "did not resolve"}
 
 
@@ -60,11 +61,33 @@ def require(result: ConnectResult, expect_ok: bool, reason: str) -> None:
         raise TestFailed(reason)
 
 
+def upstream_max_tries(endpoints: int) -> int:
+    """NetworkingTestConfig.setupCore's MaxTries: epCount*epCount + testTries (30)."""
+    return endpoints * endpoints + UPSTREAM_TEST_TRIES
+
+
+def networking_skip(run: RunContext, spec: str) -> str | None:
+    """NetworkingTestConfig.setup's skip, over the nodes upstream counts."""
+    return schedulable.node_count_skip(run.schedulable_nodes, run.nodes_not_counted, spec)
+
+
+def endpoint_nodes(run: RunContext) -> list[str]:
+    """Upstream's createNetProxyPods: GetBoundedReadySchedulableNodes(maxNetProxyPodsCount)."""
+    return run.schedulable_nodes[: schedulable.MAX_NET_PROXY_PODS]
+
+
+def tester_node(run: RunContext) -> str | None:
+    """The test container's node: the second counted node (another than the first endpoint's;
+    upstream lets the scheduler place it, the battery pins it to know which node carried it)."""
+    counted = run.schedulable_nodes or run.nodes
+    return counted[1 % len(counted)] if counted else None
+
+
 def start_endpoint_pods(ctx: TestContext, labels: dict[str, str]) -> list[Any]:
-    """One netexec endpoint pod per battery node (upstream: one per node, at most 10), all
-    created before any is awaited; the running pods are returned."""
+    """One netexec endpoint pod per counted node, at most 10 (upstream's createNetProxyPods),
+    all created before any is awaited; the running pods are returned."""
     names = []
-    for index, node in enumerate(ctx.run.nodes):
+    for index, node in enumerate(endpoint_nodes(ctx.run)):
         name = f"netserver-{index}"
         ctx.create_pod(
             pods.netexec_pod(

@@ -10,10 +10,10 @@ with an SCTP port (more than upstream: kept).
 
 from __future__ import annotations
 
-from kernel.battery import pods
+from kernel.battery import pods, schedulable
 from kernel.battery.base import BatteryTest, TestFailed
 from kernel.battery.checks._common import SCTP_PORT
-from kernel.battery.context import TestContext
+from kernel.battery.context import RunContext, TestContext
 from kernel.vocabulary import Battery, Key
 
 SERVICE = "sctp-endpoint-test"
@@ -24,6 +24,10 @@ class DeclareSctpPorts(BatteryTest):
     key = Key.DECLARE_SCTP_PORTS
     title = "Pods, Services, and NetworkPolicies can declare SCTP ports"
     battery = Battery.BASIC
+
+    def module_nodes(self, run: RunContext) -> list[str] | None:
+        # Upstream: GetBoundedReadySchedulableNodes(ctx, cs, 2) (random; here the first two).
+        return (run.schedulable_nodes or run.nodes)[: schedulable.MODULE_CHECK_NODES]
 
     def run(self, ctx: TestContext) -> str:
         labels = {"app": "sctp-declare"}

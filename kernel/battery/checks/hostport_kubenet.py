@@ -1,10 +1,11 @@
 """hostport-kubenet: a pod with an SCTP hostPort runs without loading sctp.ko.
 
-Upstream's "should allow creating a Pod with an SCTP HostPort" (test/e2e/network/service.go)
-runs on every cluster: the module invariant around it, the pod running on its node with the
-hostPort, and (where kubenet's hostport manager programs it) the iptables rule. The battery
-checks the iptables rule only on kubenet clusters: elsewhere the CNI's portmap writes
-whatever its dataplane uses. It does not connect to the hostPort over SCTP: a client would
+Upstream's "should allow creating a Pod with an SCTP HostPort [LinuxOnly]" (Networking,
+test/e2e/network/networking.go, [Serial]) runs on every cluster (the kubenet gate went with
+kubernetes#96640): sctp.ko on the pod's node before, `CreateSync` of the hostPort 5060/SCTP
+pod, sctp.ko after; it checks no iptables rule. Ours is stricter on kubenet clusters only:
+there the hostport manager's KUBE-HOSTPORTS rule must appear too (an older upstream's grep of
+`iptables-save`); elsewhere the CNI's portmap writes whatever its dataplane uses. It does not connect to the hostPort over SCTP: a client would
 load sctp.ko itself, and this is a basic test.
 """
 
@@ -13,8 +14,13 @@ from __future__ import annotations
 from kernel.battery import nodeparse, pods
 from kernel.battery.base import BatteryTest, TestFailed
 from kernel.battery.checks._common import SCTP_PORT, poll_node_rules
-from kernel.battery.context import TestContext
+from kernel.battery.context import RunContext, TestContext
 from kernel.vocabulary import Battery, Key
+
+
+def hostport_node(run: RunContext) -> str:
+    """The first ready, schedulable, untainted node (upstream picks one at random)."""
+    return (run.schedulable_nodes or run.nodes)[0]
 
 
 class HostportKubenet(BatteryTest):
@@ -23,9 +29,12 @@ class HostportKubenet(BatteryTest):
     battery = Battery.BASIC
     needs_node_access = True
 
+    def module_nodes(self, run: RunContext) -> list[str] | None:
+        # Upstream: GetRandomReadySchedulableNode, the hostPort pod's node, alone.
+        return [hostport_node(run)]
+
     def run(self, ctx: TestContext) -> str:
-        node = ctx.node(0)
-        assert node is not None
+        node = hostport_node(ctx.run)
         body = pods.pause_pod(
             "hostport",
             ctx.image,

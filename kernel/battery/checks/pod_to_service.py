@@ -7,16 +7,19 @@ Upstream's Granular Checks (test/e2e/network/networking.go) as NetworkingTestCon
   NodeIP:NodePort, each expecting the hostname of every endpoint pod;
 - "should function for endpoint-Service: sctp": the same from the first endpoint pod, which
   reaches itself through its own Service (the hairpin path);
-- "[Feature:IPv6DualStack] Granular Checks: Secondary IP Family … pod-Service: sctp"
-  (test/e2e/network/dual_stack.go): on a dual-stack cluster, the same through the Service's
-  second ClusterIP and a node's address of that family;
-- NodeIP is the first ExternalIP of the ClusterIP's family over the nodes, else the first
-  InternalIP of that family; with fewer than 2 schedulable nodes upstream skips.
+- the secondary IP family's pod-Service spec (test/e2e/network/dual_stack.go) is its own
+  outcome (pod_to_service_secondary_family.py), never folded into this key;
+- NodeIP is the first InternalIP of the ClusterIP's family over the ready, schedulable
+  nodes (ExternalIPs only under PreferExternalAddresses, which no SCTP spec sets); with fewer
+  than 2 ready, schedulable, untainted nodes upstream skips; every dial has MaxTries
+  (endpoints² + 30) tries 2 s apart.
 """
 
 from __future__ import annotations
 
 import ipaddress
+from dataclasses import dataclass
+from typing import Any
 
 from kernel.battery import pods
 from kernel.battery.base import BatteryTest, TestError, TestFailed
@@ -24,9 +27,12 @@ from kernel.battery.checks._common import (
     CLUSTER_SCTP_PORT,
     ENDPOINT_HTTP_PORT,
     ENDPOINT_SCTP_PORT,
+    networking_skip,
     plugin_is,
     start_endpoint_pods,
     start_test_container,
+    tester_node,
+    upstream_max_tries,
 )
 from kernel.battery.context import TESTER_PORT, RunContext, TestContext
 from kernel.battery.proxier import demonstrate
@@ -49,59 +55,24 @@ class PodToService(BatteryTest):
     battery = Battery.CONNECTIVITY
 
     def skip_reason(self, run: RunContext) -> str | None:
-        # Upstream's NetworkingTestConfig.setup: e2eskipper.SkipUnlessNodeCountIsAtLeast(2).
-        if len(run.nodes) < 2:
-            return (
-                "upstream's pod-Service and endpoint-Service specs need at least 2 schedulable "
-                f"nodes (e2eskipper.SkipUnlessNodeCountIsAtLeast(2)); the cluster has "
-                f"{len(run.nodes)}"
-            )
-        return None
+        return networking_skip(run, "pod-Service and endpoint-Service specs")
 
     def run(self, ctx: TestContext) -> str:
-        labels = {"app": "sctp-netserver"}
-        endpoints = start_endpoint_pods(ctx, labels)
-        expected = {pod.metadata.name for pod in endpoints}
-        tester_node = ctx.node(1)
-        tester_ip = start_test_container(ctx, tester_node)
-        body = pods.service(
-            "node-port-service",
-            labels,
-            SERVICE_PORT,
-            TARGET_PORT,
-            service_type="NodePort",
-            port_name="sctp",
-        )
-        if dual_stack_api(ctx):
-            # Upstream's EnableDualStack asks RequireDualStack on dual-stack clusters; Prefer
-            # gives the same two ClusterIPs there and one on a single-stack cluster.
-            body["spec"]["ipFamilyPolicy"] = "PreferDualStack"
-        service = ctx.create_service(body)
-        cluster_ips = [ip for ip in (service.spec.cluster_ips or [service.spec.cluster_ip]) if ip]
-        vip = cluster_ips[0]
-        node_port = service.spec.ports[0].node_port
-        addresses = ctx.wait_endpoints("node-port-service", "SCTP", count=len(endpoints))
-        family = ipaddress.ip_address(vip).version
-        node_ip = ctx.node_ip_of_family(family)
-        if node_ip is None:
-            raise TestError(
-                f"no schedulable node reports an ExternalIP or InternalIP of the ClusterIP's "
-                f"family (IPv{family}) to dial the NodePort on"
-            )
-        ctx.note(
-            f"service node-port-service: ClusterIP(s) {', '.join(cluster_ips)}:{SERVICE_PORT}, "
-            f"NodePort {node_ip}:{node_port} -> {sorted(addresses)} :{TARGET_PORT}"
-        )
+        setup = Setup.create(ctx, dual_stack=False)
+        vip, node_port, node_ip = setup.vip, setup.node_port, setup.node_ip
         targets = [("ClusterIP", vip, SERVICE_PORT), ("NodePort", node_ip, node_port)]
+        expected, max_tries = setup.expected, setup.max_tries
         problems: list[str] = []
         # pod-Service: sctp (test/e2e/network/networking.go): from the test container.
         for what, host, port in targets:
-            problems += _dial(ctx, tester_ip, TESTER_PORT, host, port, expected, what, "pod")
+            problems += _dial(
+                ctx, setup.tester_ip, TESTER_PORT, host, port, expected, what, "pod", max_tries
+            )
         # The demonstrated proxier: the Service's rules on the node that carried the
         # ClusterIP connection (the test container's).
-        demonstrate(ctx, vip, SERVICE_PORT, tester_node)
+        demonstrate(ctx, vip, SERVICE_PORT, setup.node)
         # endpoint-Service: sctp: from the first endpoint pod to its own Service (hairpin).
-        first = endpoints[0]
+        first = setup.endpoints[0]
         for what, host, port in targets:
             problems += _dial(
                 ctx,
@@ -112,21 +83,9 @@ class PodToService(BatteryTest):
                 expected,
                 what,
                 f"endpoint {first.metadata.name}",
+                max_tries,
             )
         checked = "pod-Service and endpoint-Service (hairpin)"
-        # Secondary IP Family [Feature:IPv6DualStack] pod-Service: sctp (dual_stack.go).
-        if len(cluster_ips) > 1:
-            second = cluster_ips[1]
-            second_family = ipaddress.ip_address(second).version
-            second_node_ip = ctx.node_ip_of_family(second_family)
-            second_targets = [("secondary-family ClusterIP", second, SERVICE_PORT)]
-            if second_node_ip:
-                second_targets.append(("secondary-family NodePort", second_node_ip, node_port))
-            else:
-                problems.append(f"no node has an IPv{second_family} address for the NodePort")
-            for what, host, port in second_targets:
-                problems += _dial(ctx, tester_ip, TESTER_PORT, host, port, expected, what, "pod")
-            checked += f", and the secondary IP family (IPv{second_family})"
         if problems:
             reason = f"SCTP to node-port-service: {'; '.join(problems)}"
             if plugin_is(ctx.run, "cilium"):
@@ -136,6 +95,70 @@ class PodToService(BatteryTest):
             f"SCTP reached all {len(expected)} endpoint(s), each answering with its hostname, "
             f"through the ClusterIP {pods.connect_target(vip, SERVICE_PORT)} and the NodePort "
             f"{pods.connect_target(node_ip, node_port)}: {checked}"
+        )
+
+
+@dataclass
+class Setup:
+    """NetworkingTestConfig.setup with EnableSCTP (and EnableDualStack): endpoint pods, the
+    test container, node-port-service and its NodeIP, MaxTries."""
+
+    endpoints: list[Any]
+    expected: set[str]
+    node: str | None
+    tester_ip: str
+    cluster_ips: list[str]
+    node_port: int
+    node_ip: str
+    max_tries: int
+
+    @property
+    def vip(self) -> str:
+        return self.cluster_ips[0]
+
+    @classmethod
+    def create(cls, ctx: TestContext, dual_stack: bool) -> Setup:
+        labels = {"app": "sctp-netserver"}
+        endpoints = start_endpoint_pods(ctx, labels)
+        node = tester_node(ctx.run)
+        tester_ip = start_test_container(ctx, node)
+        body = pods.service(
+            "node-port-service",
+            labels,
+            SERVICE_PORT,
+            TARGET_PORT,
+            service_type="NodePort",
+            port_name="sctp",
+        )
+        if dual_stack:
+            body["spec"]["ipFamilyPolicy"] = "RequireDualStack"  # upstream's EnableDualStack
+        service = ctx.create_service(body)
+        cluster_ips = [ip for ip in (service.spec.cluster_ips or [service.spec.cluster_ip]) if ip]
+        node_port = service.spec.ports[0].node_port
+        # Upstream waits for 2 x the endpoints with EnableDualStack (one slice per family).
+        addresses = ctx.wait_endpoints("node-port-service", "SCTP", count=len(endpoints))
+        family = ipaddress.ip_address(cluster_ips[0]).version
+        node_ip = ctx.node_ip_of_family(family)
+        if node_ip is None:
+            raise TestError(
+                f"no ready, schedulable node reports an InternalIP of the ClusterIP's family "
+                f"(IPv{family}) to dial the NodePort on"
+            )
+        max_tries = upstream_max_tries(len(endpoints))
+        ctx.note(
+            f"service node-port-service: ClusterIP(s) {', '.join(cluster_ips)}:{SERVICE_PORT}, "
+            f"NodePort {node_ip}:{node_port} (InternalIP) -> {sorted(addresses)} "
+            f":{TARGET_PORT}; MaxTries {max_tries} (endpoints² + 30)"
+        )
+        return cls(
+            endpoints,
+            {pod.metadata.name for pod in endpoints},
+            node,
+            tester_ip,
+            cluster_ips,
+            node_port,
+            node_ip,
+            max_tries,
         )
 
 
@@ -160,6 +183,7 @@ def _dial(
     expected: set[str],
     what: str,
     case: str,
+    max_tries: int,
 ) -> list[str]:
     seen, errors = ctx.dial_expect(
         dialer_ip,
@@ -171,6 +195,7 @@ def _dial(
         what=f"{case} -> {what}",
         tester_port=dialer_port,
         dialer=dialer_ip,
+        max_tries=max_tries,
     )
     if seen == expected:
         return []

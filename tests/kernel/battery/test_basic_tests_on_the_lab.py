@@ -22,14 +22,21 @@ def test_a_healthy_cluster_passes_every_basic_test_without_loading_sctp_ko(start
     assert not any(node.sctp_loaded for node in lab.cluster.nodes)
     assert report.fingerprint["sctp_module_before"] == {
         "lab-worker": False,
+        "lab-worker2": False,
         "lab-control-plane": False,
     }
     assert report.fingerprint["sctp_module_after"] == {
         "lab-worker": False,
+        "lab-worker2": False,
         "lab-control-plane": False,
     }
     declare = report.results["declare-sctp-ports"]
-    assert "sctp.ko before: lab-worker=not loaded" in declare.evidence
+    assert (
+        "sctp.ko before (upstream's nodes): lab-worker=not loaded, lab-worker2=not loaded"
+        in declare.evidence
+    )
+    assert "sctp.ko invariant (ours, stricter than upstream: every battery node" in declare.evidence
+    assert report.fingerprint["sctp_invariant"]["held"] is True
     assert report.fingerprint["feature_gate"] == "on"
 
 
@@ -125,7 +132,10 @@ def test_without_node_access_the_node_tests_are_skipped_and_the_invariant_not_ch
     )
     assert "violates PodSecurity" in declare.evidence
     assert report.fingerprint["node_access"] is False
-    assert not [r for r in report.results.values() if r.outcome == "passed"]
+    # Upstream's NetworkPolicy spec reads no module: its pass stands; the invariant is unchecked.
+    passed = [k for k, r in report.results.items() if r.outcome == "passed" and k in REGISTRY]
+    assert passed == ["netpol-sctp-blocks-tcp-udp"]
+    assert report.fingerprint["sctp_invariant"]["held"] is None
 
 
 def test_a_cluster_registered_without_node_access_is_never_sent_a_hostexec_pod(start_lab):
@@ -142,7 +152,7 @@ def test_hostport_kubenet_runs_on_every_cluster_and_checks_iptables_only_on_kube
     assert hostport.outcome == "passed"
     assert hostport.reason.startswith("a pod with SCTP hostPort 5060 runs on lab-worker")
     assert "iptables hostPort rule not checked: kubenet is not in use (calico)" in hostport.reason
-    assert "sctp.ko before: lab-worker=not loaded" in hostport.evidence
+    assert "sctp.ko before (upstream's nodes): lab-worker=not loaded\n" in hostport.evidence
 
 
 def test_an_sctp_hostport_that_loads_sctp_ko_fails_on_a_non_kubenet_cluster(start_lab):
@@ -246,13 +256,22 @@ def test_a_plugin_that_loads_sctp_ko_for_declared_ports_fails_the_invariant(star
     assert declare.reason.startswith(
         "The state of the sctp module has changed due to the test case"
     )
-    assert "sctp.ko after: lab-worker=loaded" in declare.evidence
-    # Later tests find the module already there: their own verdict stands, marked inconclusive.
+    assert "sctp.ko after (upstream's nodes): lab-worker=loaded" in declare.evidence
+    # Upstream's NetworkPolicy spec checks no module: its verdict is the test's alone, and our
+    # invariant, already broken by declare-sctp-ports, is a fact beside it.
     netpol = report.results["netpol-sctp-blocks-tcp-udp"]
     assert netpol.outcome == "passed"
+    assert "inconclusive" not in netpol.reason
     assert (
-        "module invariant inconclusive: sctp.ko was already loaded before the test" in netpol.reason
+        "(already loaded before on lab-worker, lab-worker2, lab-control-plane)" in netpol.evidence
     )
+    invariant = report.fingerprint["sctp_invariant"]
+    assert invariant["held"] is False
+    assert invariant["tests"]["declare-sctp-ports"]["changed"] == [
+        "lab-worker",
+        "lab-worker2",
+        "lab-control-plane",
+    ]
 
 
 def test_a_module_loaded_before_the_run_makes_the_invariant_inconclusive_not_failed(start_lab):
@@ -261,7 +280,7 @@ def test_a_module_loaded_before_the_run_makes_the_invariant_inconclusive_not_fai
     assert declare.outcome == "passed"
     assert declare.reason.endswith(
         "; module invariant inconclusive: sctp.ko was already loaded before the test "
-        "(on lab-worker, lab-control-plane)"
+        "(on lab-worker, lab-worker2)"
     )
 
 
@@ -354,3 +373,31 @@ def test_the_filter_tables_reject_rule_does_not_pass_service_iptables_rules(star
     assert result.outcome == "failed"
     assert result.reason.startswith("no nat-table KUBE-SERVICES rule with -p sctp for 10.96.")
     assert "jumping to a service chain that DNATs to 10.244." in result.reason
+
+
+def test_a_failing_lsmod_only_logs_and_leaves_our_invariant_unchecked(start_lab):
+    # Upstream's CheckSCTPModuleLoadedOnNodes logs a failed command and reads "not loaded".
+    report = start_lab(faults={"lsmod_fails": True}).run("basic")
+    assert outcomes(report) == dict.fromkeys(BASIC_KEYS, "passed")
+    declare = report.results["declare-sctp-ports"]
+    assert "lsmod failed on lab-worker, lab-worker2: read as not loaded" in declare.evidence
+    # Ours stays unchecked: such a run is never a conclusive basic run (policy.py).
+    assert report.fingerprint["sctp_invariant"]["held"] is None
+
+
+def test_a_hostexec_pod_that_never_runs_fails_the_upstream_module_check(start_lab, monkeypatch):
+    from kernel.battery.base import TestError
+    from kernel.battery.context import TestContext
+
+    lab = start_lab()
+    real = TestContext.hostexec_nodes
+
+    def broken(self, nodes, cmd):
+        if cmd == "lsmod" and self.namespace.endswith("declare-sctp-ports"):
+            raise TestError("pod hostexec-lab-worker-9 did not reach Succeeded/Failed within 3s")
+        return real(self, nodes, cmd)
+
+    monkeypatch.setattr(TestContext, "hostexec_nodes", broken)
+    declare = lab.run("basic").results["declare-sctp-ports"]
+    assert declare.outcome == "failed"
+    assert declare.reason.startswith("the hostexec pod of the sctp.ko check did not run: pod ")

@@ -18,6 +18,7 @@ def test_a_healthy_cluster_passes_every_connectivity_test(start_lab):
     assert {k: r.outcome for k, r in report.results.items()} == {
         **dict.fromkeys(CONNECTIVITY_KEYS, "passed"),
         "pod-to-loadbalancer": "skipped",
+        "pod-to-service-secondary-family": "skipped",  # single-stack: not upstream's to run
     }
     assert report.results["pod-to-loadbalancer"].reason.startswith("short-circuited: ")
     assert report.fingerprint["load_balancer"] is True
@@ -37,15 +38,32 @@ def test_pod_to_pod_fails_with_netexecs_words_when_sctp_between_pods_is_dropped(
 
 
 def test_pod_to_pod_reaches_every_endpoint_pod_on_distinct_nodes(start_lab):
-    result = start_lab(nodes=3).run("connectivity").results["pod-to-pod"]
+    result = start_lab(nodes=4).run("connectivity").results["pod-to-pod"]
     assert result.outcome == "passed"
+    # One endpoint per ready, schedulable, untainted node: never the tainted control plane.
     assert result.reason == (
         "SCTP from the test container reached every endpoint pod with its hostname "
         "(netserver-0 on lab-worker, netserver-1 on lab-worker2, netserver-2 on "
-        "lab-control-plane; 3 distinct node(s))"
+        "lab-worker3; 3 distinct node(s))"
     )
     # The exchange carries data: each pod answered netexec's "hostname" with its name.
     assert "hostnames ['netserver-2']" in result.evidence
+    assert "MaxTries 39 for 3 endpoint(s)" in result.evidence
+
+
+def test_one_worker_beside_a_tainted_control_plane_skips_as_upstream(start_lab):
+    # Upstream counts ready, schedulable, untainted nodes (no tolerations): kind's tainted
+    # control plane is not one, so NetworkingTestConfig skips both specs' families.
+    report = start_lab(nodes=2).run("connectivity")
+    for key in ("pod-to-pod", "pod-to-service"):
+        result = report.results[key]
+        assert result.outcome == "skipped", key
+        assert result.reason.startswith("Requires at least 2 nodes (not 1): upstream's ")
+        assert result.reason.endswith(
+            "; not counted: lab-control-plane "
+            "(taint node-role.kubernetes.io/control-plane:NoSchedule)"
+        )
+    assert report.fingerprint["ready_schedulable_nodes"] == ["lab-worker"]
 
 
 @pytest.mark.parametrize(
@@ -63,7 +81,7 @@ def test_pod_to_service_records_how_each_proxier_carries_the_service(start_lab, 
     assert f"{mode}: SCTP rules for 10.96." in result.evidence
     demonstrated = report.fingerprint["proxier_demonstrated"]
     assert (demonstrated["status"], demonstrated["mode"]) == ("demonstrated", mode)
-    assert demonstrated["node"] == "lab-control-plane"  # the test container's node
+    assert demonstrated["node"] == "lab-worker2"  # the test container's node
     assert report.fingerprint["proxier_detected"] == mode
 
 
@@ -209,7 +227,7 @@ PORTS_FROM_Y = [
     for p in "abc"
 ]
 POD_AND_NS = (
-    "allow-ns-y-pod-b-via-namespace-pod-selector: y/b -> x/a:80 should be allowed but timed "
+    "allow-ns-y-pod-a-via-namespace-pod-selector: y/a -> x/a:80 should be allowed but timed "
     "out (TIMEOUT)"
 )
 
@@ -220,7 +238,7 @@ def test_netpol_allow_deny_passes_when_policies_are_enforced_for_sctp(start_lab)
     assert result.outcome == "passed"
     assert result.reason == (
         "upstream's three SCTP NetworkPolicy cases (deny-all, allow-ingress-on-port-81-ns-x, "
-        "allow-ns-y-pod-b-via-namespace-pod-selector): every cell of each 9x9 reachability "
+        "allow-ns-y-pod-a-via-namespace-pod-selector): every cell of each 9x9 reachability "
         "matrix (namespaces x, y, z; pods a, b, c; through each pod's Service) as expected"
     )
     # upstream's truth tables: deny-all leaves x unreachable from everywhere
@@ -289,5 +307,6 @@ def test_connectivity_tests_load_sctp_ko_and_do_not_check_the_module_invariant(s
     lab = start_lab()
     report = lab.run("connectivity")
     assert all("sctp.ko before" not in r.evidence for r in report.results.values())
-    # Why they are [Disruptive]: SCTP servers and clients pull the module in.
-    assert all(node.sctp_loaded for node in lab.cluster.nodes)
+    # Why they are [Disruptive]: SCTP servers and clients pull the module in, on every node
+    # they run on (the workers: the tainted control plane is not counted, as upstream).
+    assert [n.name for n in lab.cluster.nodes if n.sctp_loaded] == ["lab-worker", "lab-worker2"]

@@ -88,3 +88,10 @@ def test_the_tcp_and_udp_conformance_checks_are_listed_apart_from_the_catalog(
     section = body.split("Other network conformance checks")[1]
     assert "conformance-udp-pod-to-service" in section and "timed out (TIMEOUT)" in section
     assert "conformance-udp-pod-to-service" not in body.split("Other network conformance checks")[0]
+
+
+def test_tests_without_an_upstream_spec_say_so_beside_their_outcome():
+    from dashboard.web.views.runs import UPSTREAM_NOTES
+
+    assert set(UPSTREAM_NOTES) == {"service-iptables-rules", "pod-to-loadbalancer"}
+    assert all(note.startswith("No upstream spec") for note in UPSTREAM_NOTES.values())
