@@ -12,6 +12,7 @@ from typing import Any
 
 from django.conf import settings
 
+from dashboard.domain import kep_history
 from dashboard.domain.audit import head
 from dashboard.domain.models import Run, SignOff, Submission
 from dashboard.domain.signoffs import (
@@ -124,6 +125,11 @@ def markdown_report(evaluation: dict[str, Any], base_url: str) -> str:
     runs, subs = _evidence_facts(evaluation)
     stage, unmet = current_override()
     over = f" ({override_text(unmet)})" if unmet and stage == evaluation["stage"] else ""
+    source = evaluation.get("stage_source")
+    if source == "kep":
+        over += " (from KEP-614's history; no sign-off recorded on this dashboard)"
+    elif source == "signoff":
+        over += " (this dashboard's own sign-off)"
     lines = [
         "## KEP-614 SCTP support: graduation evidence",
         "",
@@ -134,6 +140,7 @@ def markdown_report(evaluation: dict[str, Any], base_url: str) -> str:
         ),
         "",
     ]
+    lines += kep_history_lines(evaluation)
     plugins: set[str] = set()
     proxiers: set[str] = set()
     notes = Notes()
@@ -239,7 +246,7 @@ def markdown_report(evaluation: dict[str, Any], base_url: str) -> str:
     lines += _verified_submissions(evaluation, base_url)
     signoffs = list(SignOff.objects.select_related("maintainer")[:10])
     if signoffs:
-        lines += ["Sign-offs:", ""]
+        lines += ["Sign-offs (made on this dashboard, apart from the KEP's history):", ""]
         for s in signoffs:
             missed = unmet_criteria(s.snapshot, s.from_stage)
             said = (
@@ -258,6 +265,24 @@ def markdown_report(evaluation: dict[str, Any], base_url: str) -> str:
         lines.append("")
     lines += audit_anchor_lines()
     return "\n".join(lines)
+
+
+def kep_history_lines(evaluation: dict[str, Any]) -> list[str]:
+    """KEP-614's milestones with their PRs: history from the KEP, never this dashboard's sign-offs."""
+    history = evaluation.get("kep_history") or []
+    if not history:
+        return []
+    lines = [
+        f"KEP-614's history (from [the KEP]({kep_history.KEP_URL}), not sign-offs made here):",
+        "",
+    ]
+    for m in history:
+        links = ", ".join(
+            f"[{link['label']}]({link['url']}) ({_cell(link['what'])})" for link in m["links"]
+        )
+        lines.append(f"- {m['label']}: Kubernetes {m['release']}, released {m['date']}; {links}")
+    lines.append("")
+    return lines
 
 
 def audit_anchor_lines() -> list[str]:

@@ -33,10 +33,20 @@ def next_transition(stage: str) -> dict[str, Any] | None:
     return next((t for t in TRANSITIONS if t["from"] == stage), None)
 
 
+def _track(evaluation: dict[str, Any]) -> str:
+    """Where this deployment's own sign-offs stand (readiness.signoff_track_stage, read from the
+    evaluation): alpha until it signs anything off."""
+    if evaluation.get("stage_source") == "kep":
+        return "alpha"
+    return str(evaluation["stage"])
+
+
 @maintainer_required
 def review_page(request: HttpRequest) -> HttpResponse:
     evaluation = readiness.evaluate()
-    nxt = next_transition(evaluation["stage"])
+    # This deployment's own sign-off track (alpha until it signs anything off), not the KEP's
+    # history that the stage shown falls back to (issue 39).
+    nxt = next_transition(_track(evaluation))
     transition = next(
         (t for t in evaluation["transitions"] if nxt and t["from"] == nxt["from"]), None
     )
@@ -88,11 +98,12 @@ def sign_off(request: AuthenticatedRequest) -> HttpResponse:
     comment = request.POST.get("comment", "").strip()
     from_stage, to_stage = request.POST.get("from_stage", ""), request.POST.get("to_stage", "")
     evaluation = readiness.evaluate()
-    nxt = next_transition(evaluation["stage"])
+    track = _track(evaluation)
+    nxt = next_transition(track)
     if nxt is None or (from_stage, to_stage) != (nxt["from"], nxt["to"]):
         messages.error(
             request,
-            f"The stage is {evaluation['stage']}: only "
+            f"This dashboard's sign-offs stand at {track}: only "
             + (f"{nxt['from']} → {nxt['to']}" if nxt else "no further transition")
             + " can be signed off.",
         )
