@@ -20,6 +20,7 @@ from dashboard.domain.readiness.base import Context, EvidenceRef, Verdict
 from dashboard.domain.readiness.criteria import CRITERIA
 from dashboard.domain.readiness.failures import Failure, failure_of, unevaluated
 from dashboard.domain.readiness.prefetch import prefetch
+from dashboard.domain.readiness.watch import watch as ga_watch
 
 __all__ = [
     "Context",
@@ -96,10 +97,18 @@ def evaluate(ctx: Context | None = None) -> dict[str, Any]:
                 "criteria": verdicts,
             }
         )
+    try:
+        post_ga: dict[str, Any] | None = ga_watch(ctx)
+    except Exception as exc:  # the watch is a view of the evidence, not a criterion: never the page
+        failure = failure_of("watch", exc)
+        log.error("the post-GA watch raised: %s", failure.summary, exc_info=exc)
+        failures.append(failure)
+        post_ga = None
     return {
         "feature": "sctp",
         "kep": "KEP-614",
         **_stage_fields(),
+        **({"watch": post_ga} if post_ga is not None else {}),
         "evaluated_at": ctx.now.isoformat(),
         "fresh_days": ctx.fresh_days,
         "min_kubernetes": f"1.{ctx.policy.minimum}",

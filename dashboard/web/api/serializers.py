@@ -671,6 +671,15 @@ class ReadinessSerializer(s.Serializer):
         ),
     )
     kep_history = KepMilestoneSerializer(many=True, required=False)
+    watch = s.DictField(
+        required=False,
+        help_text=(
+            "the post-GA watch: {releases: [{release, holds, plugins, proxiers, why}], minors, "
+            "holds, proxiers, plugins: [{plugin, status, cells: [{proxier, release, status, "
+            "why, evidence}]}], regressions: [{plugin, release, proxier, tests, evidence, when, "
+            "held}]}"
+        ),
+    )
     evaluated_at = s.DateTimeField(required=False)
     fresh_days = s.IntegerField(required=False)
     min_kubernetes = s.CharField(

@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET
 from dashboard.domain import kep_history, publication
 from dashboard.domain.catalog import Stage
 from dashboard.domain.history import statuses_of
-from dashboard.domain.models import SignOff
+from dashboard.domain.models import ReadinessSnapshot, SignOff
 from dashboard.domain.signoffs import override_text, stage_override
 from dashboard.web.views.published import published_page
 from dashboard.web.views.readiness_words import group_evidence, next_action, short_detail
@@ -160,13 +160,41 @@ def glance(
         # GA reached: keep watching. The criteria that got it there must keep holding.
         ga = next((t for t in evaluation["transitions"] if t["to"] == Stage.STABLE), None)
         criteria = ga["criteria"] if ga else []
+        grid = evaluation.get("watch") or {}
+        alarms = [c for c in criteria if c["status"] != "met"]
         out["watch"] = {
             "criteria": criteria,
-            "alarms": [c for c in criteria if c["status"] != "met"],
+            "alarms": alarms,
             "at_risk": [c for c in criteria if c["status"] == "at_risk"],
             "stale": [c for c in criteria if c["status"] == "stale"],
+            # Today's question (issue 39): per supported release, proxier and plugin.
+            "grid": grid,
+            "holds": not alarms and bool(grid.get("holds", True)),
+            "releases_failing": [r for r in grid.get("releases") or [] if not r["holds"]],
+            "regressions": grid.get("regressions") or [],
+            # plugins with evidence get a row; the others one line, so the answer stays short
+            "rows": [p for p in grid.get("plugins") or [] if p["status"] != "no evidence"],
+            "quiet": [p for p in grid.get("plugins") or [] if p["status"] == "no evidence"],
+            "last_held": last_held([c["key"] for c in criteria]) if alarms else None,
         }
     return out
+
+
+SNAPSHOTS_LOOKED_AT = 500
+
+
+def last_held(keys: list[str]) -> dict[str, Any] | None:
+    """When the GA criteria last all held on this dashboard (the newest stored snapshot in which
+    each was met), or None. Read once per publication (the body is rendered once per publication)."""
+    if not keys:
+        return None
+    rows = ReadinessSnapshot.objects.order_by("-created").values_list("created", "statuses")
+    stopped = None  # the snapshot after the one that held: when it stopped holding
+    for created, statuses in rows[:SNAPSHOTS_LOOKED_AT]:
+        if all((statuses or {}).get(k) == "met" for k in keys):
+            return {"since": created, "until": stopped}
+        stopped = created
+    return None
 
 
 def _own_copy(evaluation: dict[str, Any]) -> dict[str, Any]:
