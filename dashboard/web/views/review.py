@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
-from dashboard.domain import readiness
+from dashboard.domain import readiness, trust
 from dashboard.domain.catalog import TRANSITIONS
 from dashboard.domain.history import statuses_of
 from dashboard.domain.kep_report import markdown_report
@@ -50,6 +50,10 @@ def review_page(request: HttpRequest) -> HttpResponse:
     transition = next(
         (t for t in evaluation["transitions"] if nxt and t["from"] == nxt["from"]), None
     )
+    awaiting = trust.awaiting_approval().only(
+        "name", "proxier", "mode", "created", "plugin__slug", "plugin__name", "owner__name"
+    )
+    waiting = list(awaiting[:PENDING_SHOWN])
     pending = list(
         Submission.objects.without_content()
         .filter(status=Submission.Status.PENDING)
@@ -65,6 +69,9 @@ def review_page(request: HttpRequest) -> HttpResponse:
             "transition": transition,
             "pending": pending,
             "pending_total": Submission.objects.filter(status=Submission.Status.PENDING).count(),
+            # Issue 39: clusters whose runs will count once a maintainer approves them.
+            "awaiting": waiting,
+            "awaiting_total": len(waiting) if len(waiting) < PENDING_SHOWN else awaiting.count(),
             "signoffs": list(SignOff.objects.select_related("maintainer").defer("snapshot")[:20]),
             "audit": list(AuditEvent.objects.order_by("-id")[:AUDIT_SHOWN]),
             "history_svg": _criterion_history(evaluation),
