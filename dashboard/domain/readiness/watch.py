@@ -68,6 +68,38 @@ def broken_tests(item: Item) -> list[str]:
     return bad
 
 
+def closest(pairs: list[tuple[Item, Assessment]]) -> tuple[Item, Assessment]:
+    """The candidate closest to counting: the fewest blocking conditions, the newest among those
+    (pairs are newest first, and min() keeps the first of equals)."""
+    return min(pairs, key=lambda pair: len(pair[1].blocked))
+
+
+def row_label(item: Item) -> str:
+    """The proxier a matrix row is under for this item (dashboard.domain.matrix.demonstrated):
+    the demonstrated mode, else the declared one marked as not demonstrated."""
+    if item.proxier:
+        return item.proxier
+    return f"{item.declared_proxier} (not demonstrated)" if item.declared_proxier else ""
+
+
+def row_verdicts(ctx: Context) -> list[dict[str, Any]]:
+    """Per plugin × proxier × Kubernetes minor (the matrix's rows, issue 39): does its
+    connectivity qualify, and why not, from the candidate closest to counting."""
+    pol = ctx.policy
+    groups: dict[tuple[str, str, int], list[tuple[Item, Assessment]]] = {}
+    for item in connectivity(ctx):  # newest first
+        label = row_label(item)
+        if item.minor is None or not label:
+            continue
+        groups.setdefault((item.plugin.slug, label, item.minor), []).append(
+            (item, pol.assess(item, BADGE))
+        )
+    return [
+        {"plugin": slug, "proxier": label, "minor": f"1.{minor}", **_cell(pairs)}
+        for (slug, label, minor), pairs in sorted(groups.items())
+    ]
+
+
 def _cell(pairs: list[tuple[Item, Assessment]]) -> dict[str, Any]:
     """One plugin × proxier × release from its candidates (newest first)."""
     eligible = [(i, a) for i, a in pairs if a.counts or a.outcome_only]
@@ -103,7 +135,7 @@ def _cell(pairs: list[tuple[Item, Assessment]]) -> dict[str, Any]:
             "when": _day(stale[0]),
         }
     if pairs:
-        item, a = pairs[0]
+        item, a = closest(pairs)
         return {
             "status": "not counted",
             "why": a.why.removeprefix("not counted: "),
@@ -214,4 +246,5 @@ def watch(ctx: Context) -> dict[str, Any]:
         ],
         "plugins": rows,
         "regressions": regressions,
+        "rows": row_verdicts(ctx),
     }
