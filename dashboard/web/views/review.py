@@ -18,6 +18,7 @@ from dashboard.domain import readiness, trust
 from dashboard.domain.catalog import TRANSITIONS
 from dashboard.domain.history import statuses_of
 from dashboard.domain.kep_report import markdown_report
+from dashboard.domain.lookups import JSONKey
 from dashboard.domain.models import AuditEvent, ReadinessSnapshot, SignOff, Submission
 from dashboard.domain.signoffs import override_reason, unmet_criteria
 from dashboard.web.views import charts
@@ -59,6 +60,8 @@ def review_page(request: HttpRequest) -> HttpResponse:
         .filter(status=Submission.Status.PENDING)
         .select_related("plugin", "vendor")
         .defer("results", "report", "warnings")
+        # issue 39: a proxier the file does not show is only declared; flagged before verifying
+        .annotate(proxier_shown=JSONKey("report", "proxier_detected"))
         .order_by("created")[:PENDING_SHOWN]
     )
     return render(

@@ -14,11 +14,10 @@ from django.views.decorators.http import require_POST
 
 from dashboard.domain import readiness
 from dashboard.domain.catalog import ALL_KEYS, CATALOG, Proxier
-from dashboard.domain.history import statuses_of
 from dashboard.domain.models import Plugin, Submission, Vendor
 from dashboard.domain.policy import submission_qualifying
 from dashboard.domain.roles import is_maintainer, vendor_ids
-from dashboard.domain.submission_state import readiness_change, short_reason, state_of
+from dashboard.domain.submission_state import evaluation_change, short_reason, state_of
 from dashboard.domain.submissions import SubmissionError, create_submission, review
 from dashboard.web.views.access import (
     forbidden,
@@ -186,7 +185,7 @@ def submission_review(request: HttpRequest, sub_id: int) -> HttpResponse:
     if action not in ("verify", "reject"):
         messages.error(request, "Choose verify or reject.")
         return redirect(sub.get_absolute_url())
-    before = statuses_of(readiness.evaluate())
+    before = readiness.evaluate()
     try:
         review(
             sub,
@@ -199,10 +198,18 @@ def submission_review(request: HttpRequest, sub_id: int) -> HttpResponse:
         messages.error(request, exc.message)
         return redirect(sub.get_absolute_url())
     # Tell the maintainer what the decision did to the readiness page.
-    changed = readiness_change(before, statuses_of(readiness.evaluate()))
+    # Compared evaluation to evaluation, not status to status: "tests-written: 8 → 2 missing;
+    # ipvs: now demonstrated" while every status stays (issue 39).
+    changed = evaluation_change(before, readiness.evaluate())
     effect = "; ".join(changed) if changed else f"no change: {short_reason(sub)}"
+    note = ""
+    if action == "verify" and not (sub.report or {}).get("proxier_detected"):
+        note = (
+            f" Its proxier ({sub.proxier}) is declared only: the file does not show "
+            "kube-proxy's mode, so it counts on the vendor's word."
+        )
     messages.success(
-        request, f"Submission {sub.id} {sub.get_status_display()}. Readiness: {effect}."
+        request, f"Submission {sub.id} {sub.get_status_display()}. Readiness: {effect}.{note}"
     )
     return redirect(
         "/review/" if request.POST.get("next") == "/review/" else sub.get_absolute_url()
