@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
@@ -224,7 +225,7 @@ def submission_new(request: HttpRequest) -> HttpResponse:
         k: request.POST.get(k, "")
         for k in ("plugin", "plugin_version", "kubernetes_version", "proxier", "cluster")
     }
-    status, error = 200, ""
+    status, error, field = 200, "", ""
     if request.method == "POST":
         upload = request.FILES.get("file")
         vendor = Vendor.objects.filter(id__in=own, plugins__slug=values["plugin"]).first()
@@ -250,7 +251,7 @@ def submission_new(request: HttpRequest) -> HttpResponse:
                 uploaded_by=request.user.get_username(),
             )
         except SubmissionError as exc:
-            status, error = exc.status, exc.message
+            status, error, field = exc.status, exc.message, refused_field(exc)
             existing = exc.extra.get("existing_id")
             if existing:
                 url = reverse("submission", args=[existing])
@@ -267,6 +268,39 @@ def submission_new(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "submissions/new.html",
-        {"plugins": plugins, "values": values, "error": error, "proxiers": Proxier.values},
+        {
+            "plugins": plugins,
+            "values": values,
+            "error": error,
+            "field": field,
+            "values_kept": bool(error),
+            "proxiers": Proxier.values,
+            "max_bytes": int(settings.SUBMISSION_MAX_BYTES),
+        },
         status=status,
     )
+
+
+_FIELD_WORDS = (
+    ("plugin_version", "plugin_version"),
+    ("kubernetes", "kubernetes_version"),
+    ("release", "kubernetes_version"),
+    ("proxier", "proxier"),
+    ("cluster", "cluster"),
+    ("plugin", "plugin"),
+)
+
+
+def refused_field(exc: SubmissionError) -> str:
+    """The form field a refusal is about (marked aria-invalid and focused): the one a "missing
+    field" names, else the first the message speaks of, else the file (what most refusals of an
+    upload are about: unreadable, too large, no SCTP test, a dry run)."""
+    message = exc.message.lower()
+    if message.startswith("missing field: "):
+        return message.removeprefix("missing field: ").strip()
+    if exc.status in (409, 413, 422) and "declared" not in message:
+        return "file"
+    for word, name in _FIELD_WORDS:
+        if word in message:
+            return name
+    return "file"
