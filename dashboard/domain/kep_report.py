@@ -243,6 +243,7 @@ def markdown_report(evaluation: dict[str, Any], base_url: str) -> str:
         f"proxier modes: {', '.join(sorted(proxiers)) or 'none'}."
     )
     lines.append("")
+    lines += watch_lines(evaluation, base_url)
     lines += _verified_submissions(evaluation, base_url)
     signoffs = list(SignOff.objects.select_related("maintainer")[:10])
     if signoffs:
@@ -282,6 +283,50 @@ def kep_history_lines(evaluation: dict[str, Any]) -> list[str]:
         )
         lines.append(f"- {m['label']}: Kubernetes {m['release']}, released {m['date']}; {links}")
     lines.append("")
+    return lines
+
+
+def watch_lines(evaluation: dict[str, Any], base_url: str) -> list[str]:
+    """After GA, today's question: the GA criteria per supported release, and the regressions."""
+    watch = evaluation.get("watch") or {}
+    if evaluation.get("stage") != "stable" or not watch.get("releases"):
+        return []
+    lines = [
+        "### Post-GA watch: do the GA criteria still hold?",
+        "",
+        "| Kubernetes | GA criteria | plugins qualifying | iptables | nftables | ipvs |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in watch["releases"]:
+        shown = {p["proxier"]: p for p in r["proxiers"]}
+        marks = [
+            f"[{p['evidence']['kind']} {p['evidence']['id']}]({base_url}{p['evidence']['url']})"
+            if p.get("demonstrated") and p.get("evidence")
+            else "not demonstrated"
+            for p in (shown.get(m, {}) for m in ("iptables", "nftables", "ipvs"))
+        ]
+        verdict = "hold" if r["holds"] else _cell(r["why"])
+        plugins = ", ".join(r["plugins"]) or "none"
+        lines.append(f"| {r['release']} | {verdict} | {plugins} | " + " | ".join(marks) + " |")
+    lines.append("")
+    for p in watch.get("proxiers") or []:
+        if p.get("note"):
+            lines.append(f"- {p['proxier']}: {_cell(p['note'])}")
+    regressions = watch.get("regressions") or []
+    lines += [
+        "",
+        "Regressions since the criteria last held:" if regressions else "Regressions: none.",
+        "",
+    ]
+    for g in regressions:
+        e = g.get("evidence") or {}
+        lines.append(
+            f"- {_cell(g['plugin'])} on Kubernetes {g['release']}, {g['proxier']}: "
+            f"{_cell(', '.join(g.get('tests') or []) or g.get('why', ''))} "
+            f"([{e.get('kind', '')} {e.get('id', '')}]({base_url}{e.get('url', '')}), {g.get('when', '')})"
+        )
+    if regressions:
+        lines.append("")
     return lines
 
 

@@ -104,3 +104,15 @@ def test_a_regression_notifies_once_per_run_and_channel(
         "[SCTP dashboard] cilium regressed on Kubernetes 1.35 (ipvs)"
     )
     assert notify.on_watch_regressions in history.EVALUATED  # every recorded evaluation
+
+
+def test_the_kep_report_carries_the_watch_and_its_regressions() -> None:
+    from dashboard.domain.kep_report import markdown_report
+
+    runs = _fleet()
+    report = markdown_report(readiness.evaluate(), "http://testserver")
+    assert "### Post-GA watch: do the GA criteria still hold?" in report
+    row = next(line for line in report.splitlines() if line.startswith("| 1.35 |"))
+    assert "1 of 2 out-of-tree plugins qualify" in row and "| calico |" in row
+    broke = runs["broke"].id
+    assert f"- cilium on Kubernetes 1.35, ipvs: pod-to-service failed ([run {broke}]" in report
