@@ -85,6 +85,24 @@ def state_of(sub: Any) -> State:
     return State("does-not-count", "Does not count", why)
 
 
+def never_counts(sub: Any, when: Any = None) -> str:
+    """Why verifying this submission could never make it count (issue 39), from its own facts:
+    emulated, a release below the floor, a run older than the freshness window; "" otherwise.
+    Read from the row's columns only (the review queue defers the results)."""
+    pol = Policy(now=when or now())
+    why: list[str] = []
+    if sub.emulated:
+        why.append("emulated evidence never counts")
+    minor = sub.kubernetes_minor
+    if minor is not None and minor < pol.minimum:
+        why.append(
+            f"Kubernetes 1.{minor} is older than 1.{pol.minimum}, the oldest release that counts"
+        )
+    if sub.run_at is not None and sub.run_at < pol.fresh_cutoff:
+        why.append(f"its run ({sub.run_at:%Y-%m-%d}) is older than {pol.fresh_days} days")
+    return "; ".join(why)
+
+
 def short_reason(sub: Any) -> str:
     """Why a submission changes no criterion, in a few words ("emulated evidence")."""
     pol = Policy(now=now())

@@ -21,6 +21,7 @@ from dashboard.domain.kep_report import markdown_report
 from dashboard.domain.lookups import JSONKey
 from dashboard.domain.models import AuditEvent, ReadinessSnapshot, SignOff, Submission
 from dashboard.domain.signoffs import override_reason, unmet_criteria
+from dashboard.domain.submission_state import never_counts
 from dashboard.web.views import charts
 from dashboard.web.views.access import AuthenticatedRequest, maintainer_required
 from dashboard.web.views.md import to_html
@@ -64,6 +65,9 @@ def review_page(request: HttpRequest) -> HttpResponse:
         .annotate(proxier_shown=JSONKey("report", "proxier_detected"))
         .order_by("created")[:PENDING_SHOWN]
     )
+    moment = timezone.now()
+    for sub in pending:  # issue 39: a file that can never count says so before it is verified
+        sub.never_counts = never_counts(sub, moment)  # type: ignore[attr-defined]
     return render(
         request,
         "review/review.html",

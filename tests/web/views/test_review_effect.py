@@ -107,3 +107,20 @@ def test_a_proxier_only_declared_is_flagged_in_the_queue_and_at_verify_time(
     assert "data-declared-only" not in row
     assert "Its proxier (ipvs) is declared only" in _said(client, declared, "verify")
     assert "declared only" not in _said(client, shown, "verify")
+
+
+def test_a_file_that_can_never_count_is_marked_in_the_queue(client: Client, maintainer) -> None:
+    old = f.submission("calico", status=PENDING, run_days_ago=200)
+    below = f.submission("cilium", status=PENDING, kubernetes_version="1.25.3")
+    lab = f.submission("antrea", status=PENDING, emulated=True)
+    fine = f.submission("kube-router", status=PENDING)
+    client.force_login(maintainer)
+    queue = client.get("/review/").content.decode()
+
+    def row(sub: Submission) -> str:
+        return queue[queue.index(f'data-submission="{sub.id}"') :].split("</tr>")[0]
+
+    assert "data-never-counts" in row(old) and "is older than 90 days" in row(old)
+    assert "Kubernetes 1.25 is older than 1.32" in row(below)
+    assert "emulated evidence never counts" in row(lab)
+    assert "data-never-counts" not in row(fine)
