@@ -26,7 +26,7 @@ class DashboardConfig(AppConfig):
         # The kernel reads no Django settings: it is handed the ones it obeys, now and on change.
         kernel_settings.apply()
         setting_changed.connect(kernel_settings.on_setting_changed, dispatch_uid="kernel-settings")
-        from dashboard.domain.history import LISTENERS
+        from dashboard.domain.history import EVALUATED, LISTENERS
         from dashboard.domain.models import Schedule
 
         # Every save of a Schedule (pages, admin, scripts) keeps its beat PeriodicTask in step.
@@ -83,3 +83,5 @@ class DashboardConfig(AppConfig):
         # A criterion that stops being met is announced (importing notify also registers its tasks).
         if notify.on_readiness_change not in LISTENERS:
             LISTENERS.append(notify.on_readiness_change)
+        if notify.on_watch_regressions not in EVALUATED:
+            EVALUATED.append(notify.on_watch_regressions)

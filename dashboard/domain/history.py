@@ -19,6 +19,11 @@ log = logging.getLogger(__name__)
 LISTENERS: list[Callable[[dict[str, str] | None, dict[str, str], dict[str, Any]], None]] = []
 
 
+# Called with every evaluation recorded, changed or not (the post-GA watch's regressions:
+# a cell may regress while every criterion keeps its status). Listeners are idempotent.
+EVALUATED: list[Callable[[dict[str, Any]], object]] = []
+
+
 def statuses_of(evaluation: dict[str, Any]) -> dict[str, str]:
     return {c["key"]: c["status"] for t in evaluation["transitions"] for c in t["criteria"]}
 
@@ -30,6 +35,11 @@ def record_evaluation(reason: str = "") -> bool:
     evaluation = evaluate()
     remember(evaluation)
     statuses = statuses_of(evaluation)
+    for hook in EVALUATED:
+        try:
+            hook(evaluation)
+        except Exception:
+            log.exception("evaluation listener %r failed", hook)
     with transaction.atomic():
         previous = ReadinessSnapshot.objects.select_for_update().order_by("-created").first()
         if previous is not None and previous.statuses == statuses:

@@ -12,6 +12,7 @@ from typing import Any
 
 from django.conf import settings
 
+from dashboard.domain import kep_history
 from dashboard.domain.audit import head
 from dashboard.domain.models import Run, SignOff, Submission
 from dashboard.domain.signoffs import (
@@ -124,6 +125,11 @@ def markdown_report(evaluation: dict[str, Any], base_url: str) -> str:
     runs, subs = _evidence_facts(evaluation)
     stage, unmet = current_override()
     over = f" ({override_text(unmet)})" if unmet and stage == evaluation["stage"] else ""
+    source = evaluation.get("stage_source")
+    if source == "kep":
+        over += " (from KEP-614's history; no sign-off recorded on this dashboard)"
+    elif source == "signoff":
+        over += " (this dashboard's own sign-off)"
     lines = [
         "## KEP-614 SCTP support: graduation evidence",
         "",
@@ -134,6 +140,7 @@ def markdown_report(evaluation: dict[str, Any], base_url: str) -> str:
         ),
         "",
     ]
+    lines += kep_history_lines(evaluation)
     plugins: set[str] = set()
     proxiers: set[str] = set()
     notes = Notes()
@@ -236,10 +243,11 @@ def markdown_report(evaluation: dict[str, Any], base_url: str) -> str:
         f"proxier modes: {', '.join(sorted(proxiers)) or 'none'}."
     )
     lines.append("")
+    lines += watch_lines(evaluation, base_url)
     lines += _verified_submissions(evaluation, base_url)
     signoffs = list(SignOff.objects.select_related("maintainer")[:10])
     if signoffs:
-        lines += ["Sign-offs:", ""]
+        lines += ["Sign-offs (made on this dashboard, apart from the KEP's history):", ""]
         for s in signoffs:
             missed = unmet_criteria(s.snapshot, s.from_stage)
             said = (
@@ -258,6 +266,68 @@ def markdown_report(evaluation: dict[str, Any], base_url: str) -> str:
         lines.append("")
     lines += audit_anchor_lines()
     return "\n".join(lines)
+
+
+def kep_history_lines(evaluation: dict[str, Any]) -> list[str]:
+    """KEP-614's milestones with their PRs: history from the KEP, never this dashboard's sign-offs."""
+    history = evaluation.get("kep_history") or []
+    if not history:
+        return []
+    lines = [
+        f"KEP-614's history (from [the KEP]({kep_history.KEP_URL}), not sign-offs made here):",
+        "",
+    ]
+    for m in history:
+        links = ", ".join(
+            f"[{link['label']}]({link['url']}) ({_cell(link['what'])})" for link in m["links"]
+        )
+        lines.append(f"- {m['label']}: Kubernetes {m['release']}, released {m['date']}; {links}")
+    lines.append("")
+    return lines
+
+
+def watch_lines(evaluation: dict[str, Any], base_url: str) -> list[str]:
+    """After GA, today's question: the GA criteria per supported release, and the regressions."""
+    watch = evaluation.get("watch") or {}
+    if evaluation.get("stage") != "stable" or not watch.get("releases"):
+        return []
+    lines = [
+        "### Post-GA watch: do the GA criteria still hold?",
+        "",
+        "| Kubernetes | GA criteria | plugins qualifying | iptables | nftables | ipvs |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in watch["releases"]:
+        shown = {p["proxier"]: p for p in r["proxiers"]}
+        marks = [
+            f"[{p['evidence']['kind']} {p['evidence']['id']}]({base_url}{p['evidence']['url']})"
+            if p.get("demonstrated") and p.get("evidence")
+            else "not demonstrated"
+            for p in (shown.get(m, {}) for m in ("iptables", "nftables", "ipvs"))
+        ]
+        verdict = "hold" if r["holds"] else _cell(r["why"])
+        plugins = ", ".join(r["plugins"]) or "none"
+        lines.append(f"| {r['release']} | {verdict} | {plugins} | " + " | ".join(marks) + " |")
+    lines.append("")
+    for p in watch.get("proxiers") or []:
+        if p.get("note"):
+            lines.append(f"- {p['proxier']}: {_cell(p['note'])}")
+    regressions = watch.get("regressions") or []
+    lines += [
+        "",
+        "Regressions since the criteria last held:" if regressions else "Regressions: none.",
+        "",
+    ]
+    for g in regressions:
+        e = g.get("evidence") or {}
+        lines.append(
+            f"- {_cell(g['plugin'])} on Kubernetes {g['release']}, {g['proxier']}: "
+            f"{_cell(', '.join(g.get('tests') or []) or g.get('why', ''))} "
+            f"([{e.get('kind', '')} {e.get('id', '')}]({base_url}{e.get('url', '')}), {g.get('when', '')})"
+        )
+    if regressions:
+        lines.append("")
+    return lines
 
 
 def audit_anchor_lines() -> list[str]:

@@ -145,6 +145,38 @@ def on_readiness_change(
             )
 
 
+def on_watch_regressions(evaluation: dict[str, Any]) -> list[int]:
+    """An evaluation listener (dashboard.domain.history.EVALUATED): each post-GA regression (a
+    plugin × proxier × release whose newest evidence no longer qualifies, where older evidence
+    did), once per regressing run or file and channel (emit's event key)."""
+    created: list[int] = []
+    for r in (evaluation.get("watch") or {}).get("regressions") or []:
+        evidence = r.get("evidence") or {}
+        ref = f"{evidence.get('kind', '?')}:{evidence.get('id', '?')}"
+        created += emit(
+            f"watch:{r['plugin']}:{r['release']}:{r['proxier']}:{ref}",
+            "watch.regressed",
+            {
+                "plugin": r["plugin"],
+                "release": r["release"],
+                "kubernetes_version": r.get("kubernetes_version", ""),
+                "plugin_version": r.get("plugin_version", ""),
+                "proxier": r["proxier"],
+                "tests": r.get("tests", []),
+                "when": r.get("when", ""),
+                "detail": (
+                    f"{r['plugin']} on Kubernetes {r['release']}, {r['proxier']}: "
+                    f"{', '.join(r.get('tests') or []) or r.get('why', '')} "
+                    f"({evidence.get('kind', '')} {evidence.get('id', '')}, {r.get('when', '')})"
+                ),
+                "evidence": evidence,
+                "held": r.get("held"),
+                "url": f"{settings.SITE_URL}/#what-changed",
+            },
+        )
+    return created
+
+
 # --- Delivery -------------------------------------------------------------------------------
 
 
@@ -161,6 +193,11 @@ def backoff(attempt: int) -> int:
 def subject_of(payload: dict[str, Any]) -> str:
     if payload.get("event", "").startswith("schedule."):
         return f"[SCTP dashboard] schedule {payload['battery']} on {payload['cluster']} is {payload['state']}"
+    if payload.get("event") == "watch.regressed":
+        return (
+            f"[SCTP dashboard] {payload['plugin']} regressed on Kubernetes {payload['release']} "
+            f"({payload['proxier']})"
+        )
     if payload.get("event") == "criterion.regressed":
         return f"[SCTP dashboard] criterion {payload['criterion']} is now {payload['status']}"
     return f"[SCTP dashboard] {payload.get('event', 'notification')}"

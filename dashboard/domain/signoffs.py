@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dashboard.domain.kep_history import kep_stage
 from dashboard.domain.models import SignOff
 
 
@@ -41,7 +42,8 @@ def stage_override(signoffs_into_stage: Any, stage: str) -> list[str]:
 
 
 def current_override() -> tuple[str, list[str]]:
-    """(current stage, unmet criteria of the sign-off that reached it)."""
+    """(current stage, unmet criteria of the sign-off that reached it). Without a sign-off made
+    here, the stage is KEP-614's (dashboard/domain/kep_history.py), reached over nothing."""
 
     row = (
         SignOff.objects.order_by("-created")
@@ -49,5 +51,5 @@ def current_override() -> tuple[str, list[str]]:
         .first()
     )
     if row is None:
-        return "alpha", []
+        return kep_stage(), []
     return row[0], unmet_criteria(row[2], row[1])

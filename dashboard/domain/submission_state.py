@@ -86,6 +86,24 @@ def state_of(sub: Any) -> State:
     return State("does-not-count", "Does not count", why)
 
 
+def never_counts(sub: Any, when: Any = None) -> str:
+    """Why verifying this submission could never make it count (issue 39), from its own facts:
+    emulated, a release below the floor, a run older than the freshness window; "" otherwise.
+    Read from the row's columns only (the review queue defers the results)."""
+    pol = Policy(now=when or now())
+    why: list[str] = []
+    if sub.emulated:
+        why.append("emulated evidence never counts")
+    minor = sub.kubernetes_minor
+    if minor is not None and minor < pol.minimum:
+        why.append(
+            f"Kubernetes 1.{minor} is older than 1.{pol.minimum}, the oldest release that counts"
+        )
+    if sub.run_at is not None and sub.run_at < pol.fresh_cutoff:
+        why.append(f"its run ({sub.run_at:%Y-%m-%d}) is older than {pol.fresh_days} days")
+    return "; ".join(why)
+
+
 def short_reason(sub: Any) -> str:
     """Why a submission changes no criterion, in a few words ("emulated evidence")."""
     pol = Policy(now=now())
@@ -106,6 +124,59 @@ def readiness_change(before: dict[str, str], after: dict[str, str]) -> list[str]
         for key, status in after.items()
         if before.get(key) != status
     ]
+
+
+def _criteria(evaluation: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["key"]: c for t in evaluation.get("transitions") or [] for c in t["criteria"]}
+
+
+def _missing_tests(criterion: dict[str, Any]) -> int | None:
+    rows = criterion.get("rows")
+    if not rows:
+        return None
+    return sum(1 for r in rows if not r.get("recorded"))
+
+
+PROXIER_WORDS = {"met": "demonstrated", "stale": "stale", "unmet": "not demonstrated"}
+
+
+def evaluation_change(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """What a decision did to each criterion, compared evaluation to evaluation (issue 39):
+    ["tests-written: 8 → 2 missing", "ipvs: now demonstrated", "cilium: not counted → counted",
+    "iptables-and-ipvs: unmet → met"]: statuses, the tests without a verdict, each proxier's and
+    each plugin's verdict. Empty when none of them changed (a detail's wording is not a change)."""
+    old, new = _criteria(before), _criteria(after)
+    out: list[str] = []
+    for key, c in new.items():
+        was = old.get(key) or {}
+        said: list[str] = []
+        if was.get("status") != c["status"]:
+            said.append(
+                f"{key}: {str(was.get('status', '?')).replace('_', ' ')} → "
+                f"{c['status'].replace('_', ' ')}"
+            )
+        if key == TESTS_WRITTEN:
+            m0, m1 = _missing_tests(was), _missing_tests(c)
+            if m0 is not None and m1 is not None and m0 != m1:
+                said.append(f"{key}: {m0} → {m1} missing")
+        if key == PROXIERS:
+            for mode, verdict in (c.get("proxiers") or {}).items():
+                prior = ((was.get("proxiers") or {}).get(mode) or {}).get("status")
+                if prior != verdict["status"]:
+                    word = PROXIER_WORDS.get(verdict["status"], verdict["status"])
+                    said.append(
+                        f"{mode}: now {word}"
+                        if verdict["status"] == "met" or prior != "met"
+                        else f"{mode}: no longer demonstrated ({word})"
+                    )
+        if key == TWO_PLUGINS:
+            prior_rows = {r["plugin"]: r for r in was.get("rows") or []}
+            for r in c.get("rows") or []:
+                prior_status = (prior_rows.get(r["plugin"]) or {}).get("status", "no evidence")
+                if prior_status != r["status"]:
+                    said.append(f"{r['plugin']}: {prior_status} → {r['status']}")
+        out += said
+    return out
 
 
 def run_state(run: Any, outcomes: dict[str, str], reasons: dict[str, str]) -> State:

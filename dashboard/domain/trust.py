@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils.timezone import now
 
 from dashboard.domain import heads
@@ -41,6 +42,16 @@ class TrustError(Exception):
 
 def _user(actor: Any) -> Any:
     return actor if getattr(actor, "is_authenticated", False) else None
+
+
+def awaiting_approval() -> QuerySet[Cluster]:
+    """Clusters waiting for a maintainer's approval, oldest first (the queue on /review/): enabled,
+    real (an emulated one never counts, approved or not) and not approved."""
+    return (
+        Cluster.objects.filter(approved=False, enabled=True, lab=False, emulated=False)
+        .select_related("plugin", "owner")
+        .order_by("created")
+    )
 
 
 def approve_cluster(cluster: Cluster, actor: Any) -> Cluster:

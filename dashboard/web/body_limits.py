@@ -22,12 +22,14 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
 
 from dashboard.domain import tokens
 from dashboard.web.api.auth import bearer
 
 API_PREFIX = "/api/v1/"
 UPLOAD_PATHS = ("/api/v1/submissions/", "/submissions/new/")
+FORM_PATHS = ("/submissions/new/", "/clusters/new/")  # pages whose forms carry a file
 FORM_OVERHEAD = 1024 * 1024  # the other fields and multipart boundaries around the file
 ANONYMOUS_FORM_BYTES = 64 * 1024  # a log-in form, a search: nothing an anonymous user uploads
 
@@ -103,6 +105,16 @@ class BodyGuardMiddleware:
             return self.get_response(request)
         if request.path.startswith(API_PREFIX):
             response: HttpResponse = JsonResponse({"error": refused.message}, status=refused.status)
+        elif refused.status == 413 and request.path in FORM_PATHS:
+            # A form's over-size body: a page that says so and the limit, not a line of text
+            # (issue 39). The body stays unread, so the values come back with the browser's Back;
+            # forms.js refuses the file inside the form before it is sent.
+            response = render(
+                request,
+                "errors/413.html",
+                {"why": refused.message.capitalize(), "limit": body_limit(request.path)},
+                status=413,
+            )
         else:
             response = HttpResponse(
                 refused.message, status=refused.status, content_type="text/plain; charset=utf-8"

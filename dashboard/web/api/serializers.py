@@ -609,6 +609,9 @@ class PolicySettingsSerializer(s.Serializer):
     fresh_days = s.IntegerField()
     periodic_runs = s.IntegerField()
     min_kubernetes = s.CharField(help_text='the oldest release that counts, "1.NN"')
+    stage_without_signoffs = s.CharField(
+        required=False, help_text="the stage shown before this deployment signs anything off"
+    )
 
 
 class PublicationSerializer(s.Serializer):
@@ -627,10 +630,56 @@ class PublicationSerializer(s.Serializer):
     )
 
 
+# "label" and "source" are attributes of a DRF Field too: declared through type(), as "from" is.
+KepLinkSerializer = type(
+    "KepLinkSerializer",
+    (s.Serializer,),
+    {
+        "__doc__": "A PR of a KEP-614 milestone.",
+        "label": s.CharField(help_text='"kubernetes/enhancements#2073"'),
+        "what": s.CharField(),
+        "url": s.URLField(),
+        "kep": s.BooleanField(help_text="a KEP PR (false: a code PR)"),
+    },
+)
+
+KepMilestoneSerializer = type(
+    "KepMilestoneSerializer",
+    (s.Serializer,),
+    {
+        "__doc__": "A stage KEP-614 reached upstream: history from the KEP, not a sign-off made here.",
+        "stage": s.ChoiceField(choices=STAGES),
+        "label": s.CharField(),
+        "release": s.CharField(help_text='the Kubernetes release, "1.NN"'),
+        "date": s.DateField(help_text="that release's date"),
+        "source": s.CharField(help_text='"KEP-614"'),
+        "links": KepLinkSerializer(many=True),
+    },
+)
+
+
 class ReadinessSerializer(s.Serializer):
     feature = s.CharField()
     kep = s.CharField(required=False)
     stage = s.ChoiceField(choices=STAGES)
+    stage_source = s.ChoiceField(
+        choices=["kep", "signoff"],
+        required=False,
+        help_text=(
+            "kep: the stage is KEP-614's history (no sign-off recorded here); "
+            "signoff: this deployment's own newest sign-off"
+        ),
+    )
+    kep_history = KepMilestoneSerializer(many=True, required=False)
+    watch = s.DictField(
+        required=False,
+        help_text=(
+            "the post-GA watch: {releases: [{release, holds, plugins, proxiers, why}], minors, "
+            "holds, proxiers, plugins: [{plugin, status, cells: [{proxier, release, status, "
+            "why, evidence}]}], regressions: [{plugin, release, proxier, tests, evidence, when, "
+            "held}]}"
+        ),
+    )
     evaluated_at = s.DateTimeField(required=False)
     fresh_days = s.IntegerField(required=False)
     min_kubernetes = s.CharField(

@@ -110,3 +110,12 @@ def is_criterion(key: Any, name: str) -> bool:
     """`{% if c.key|is_criterion:"TESTS_WRITTEN" %}`: a template names a criterion by its
     member in the vocabulary, never by spelling its key again."""
     return str(key) == Criterion[name].value
+
+
+@register.filter
+def invalid(field: Any, name: str) -> SafeString:
+    """The attributes of a form field a refusal names (`{{ field|invalid:"name" }}`): marked
+    invalid, described by the form's error, focused first. Nothing for the other fields."""
+    if str(field or "") != name:
+        return mark_safe("")
+    return mark_safe(' aria-invalid="true" aria-describedby="form-error" autofocus')

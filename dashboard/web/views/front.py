@@ -15,10 +15,10 @@ from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_GET
 
-from dashboard.domain import publication
+from dashboard.domain import kep_history, publication
 from dashboard.domain.catalog import Stage
 from dashboard.domain.history import statuses_of
-from dashboard.domain.models import SignOff
+from dashboard.domain.models import ReadinessSnapshot, SignOff
 from dashboard.domain.signoffs import override_text, stage_override
 from dashboard.web.views.published import published_page
 from dashboard.web.views.readiness_words import group_evidence, next_action, short_detail
@@ -47,11 +47,22 @@ def stage_track(
     track never reads as if a stage beyond the next were in reach."""
     current = STAGES.index(evaluation["stage"])
     by_to = {t["to"]: t for t in evaluation["transitions"]}
+    kep = {m["stage"]: m for m in evaluation.get("kep_history") or []}
     track: list[dict[str, Any]] = []
     for i, name in enumerate(STAGES):
         if i > 0:
             signoff = releases.get(name)
-            if i <= current:
+            if i <= current and signoff is None and name in kep:
+                # Reached upstream, not signed off here: history from the KEP (issue 39).
+                m = kep[name]
+                track.append(
+                    {
+                        "kind": "edge",
+                        "state": "kep",
+                        "label": f"KEP-614: Kubernetes {m['release']} ({m['date']})",
+                    }
+                )
+            elif i <= current:
                 unmet = (overrides or {}).get(name) or []
                 label = ("signed off over unmet criteria" if unmet else "signed off") + (
                     f" in Kubernetes {signoff.kubernetes_release}"
@@ -83,6 +94,7 @@ def stage_track(
             "state": state,
             "symbol": "⚠" if overridden else symbol,
             "override": overridden,
+            "kep": kep.get(name),
         }
         track.append(stage_item)
     return track
@@ -110,28 +122,79 @@ def glance(
     nxt = next((t for t in evaluation["transitions"] if t["from"] == stage), None)
     past = [t for t in evaluation["transitions"] if STAGES.index(t["to"]) <= STAGES.index(stage)]
     later = [t for t in evaluation["transitions"] if STAGES.index(t["from"]) > STAGES.index(stage)]
+    source = evaluation.get("stage_source") or ("signoff" if releases else "kep")
+    history = evaluation.get("kep_history") or []
+    kep_reached = history[-1] if history else None
     out: dict[str, Any] = {
         "stage": stage,
         "stage_label": STAGE_NAMES.get(stage, stage),
+        "source": source,
+        "kep_history": history,
+        # The stage from the KEP when nothing was signed off here; when this deployment's own
+        # sign-offs say another stage, the KEP's is named beside it, never merged into it.
+        "kep": next((m for m in history if m["stage"] == stage), None) if source == "kep" else None,
+        "kep_differs": kep_reached
+        if source == "signoff" and kep_reached and kep_reached["stage"] != stage
+        else None,
         "next": nxt,
         "since": releases.get(stage),
         "override": override_text((overrides or {}).get(stage) or []),
         "past": past,
         "later": later,
     }
+    kep = {m["stage"]: m for m in history}
+    for t in past:  # the page's own copy (_own_copy): how each finished transition was reached
+        signoff = releases.get(t["to"])
+        if signoff is not None:
+            t["reached"] = "signed off here" + (
+                f" in Kubernetes {signoff.kubernetes_release}" if signoff.kubernetes_release else ""
+            )
+        elif t["to"] in kep:
+            m = kep[t["to"]]
+            t["reached"] = f"reached upstream in Kubernetes {m['release']} ({m['date']}, KEP-614)"
+        else:
+            t["reached"] = "signed off"
     if nxt is not None:
         out["next_summary"] = _unmet_summary(nxt)
     else:
         # GA reached: keep watching. The criteria that got it there must keep holding.
         ga = next((t for t in evaluation["transitions"] if t["to"] == Stage.STABLE), None)
         criteria = ga["criteria"] if ga else []
+        grid = evaluation.get("watch") or {}
+        alarms = [c for c in criteria if c["status"] != "met"]
         out["watch"] = {
             "criteria": criteria,
-            "alarms": [c for c in criteria if c["status"] != "met"],
+            "alarms": alarms,
             "at_risk": [c for c in criteria if c["status"] == "at_risk"],
             "stale": [c for c in criteria if c["status"] == "stale"],
+            # Today's question (issue 39): per supported release, proxier and plugin.
+            "grid": grid,
+            "holds": not alarms and bool(grid.get("holds", True)),
+            "releases_failing": [r for r in grid.get("releases") or [] if not r["holds"]],
+            "regressions": grid.get("regressions") or [],
+            # plugins with evidence get a row; the others one line, so the answer stays short
+            "rows": [p for p in grid.get("plugins") or [] if p["status"] != "no evidence"],
+            "quiet": [p for p in grid.get("plugins") or [] if p["status"] == "no evidence"],
+            "last_held": last_held([c["key"] for c in criteria]) if alarms else None,
         }
     return out
+
+
+SNAPSHOTS_LOOKED_AT = 500
+
+
+def last_held(keys: list[str]) -> dict[str, Any] | None:
+    """When the GA criteria last all held on this dashboard (the newest stored snapshot in which
+    each was met), or None. Read once per publication (the body is rendered once per publication)."""
+    if not keys:
+        return None
+    rows = ReadinessSnapshot.objects.order_by("-created").values_list("created", "statuses")
+    stopped = None  # the snapshot after the one that held: when it stopped holding
+    for created, statuses in rows[:SNAPSHOTS_LOOKED_AT]:
+        if all((statuses or {}).get(k) == "met" for k in keys):
+            return {"since": created, "until": stopped}
+        stopped = created
+    return None
 
 
 def _own_copy(evaluation: dict[str, Any]) -> dict[str, Any]:
@@ -172,6 +235,8 @@ def readiness_body(evaluation: dict[str, Any], maintainer: bool) -> SafeString:
                 "glance": glance(evaluation, releases, overrides),
                 "last_signoff": last,
                 "is_maintainer": maintainer,
+                "kep_url": kep_history.KEP_URL,
+                "kep_issue_url": kep_history.ISSUE_URL,
                 # The newest evaluation failed: what is served is the last good one (issue 36);
                 # maintainers see the part, the error and the evidence item that raised.
                 "publication_notice": evaluation.get("publication"),

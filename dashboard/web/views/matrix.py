@@ -130,7 +130,26 @@ def _cell_td(c: dict[str, Any]) -> str:
     )
 
 
-def build_matrix() -> dict[str, Any]:
+VERDICT_WORDS = {
+    "holds": ("✔", "connectivity qualifies"),
+    "regressed": ("✘", "connectivity no longer qualifies"),
+    "fails": ("✘", "connectivity does not qualify"),
+    "stale": ("⌛", "connectivity qualified only with stale evidence"),
+    "not counted": ("✘", "connectivity not counted"),
+}
+
+
+def row_verdict(found: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A row's answer before its cells: does its connectivity qualify, and why not (the
+    evaluation's per-row verdicts: dashboard.domain.readiness.watch.row_verdicts)."""
+    if found is None:
+        return None
+    symbol, words = VERDICT_WORDS.get(found["status"], ("?", found["status"]))
+    return {**found, "symbol": symbol, "words": words, "ok": found["status"] == "holds"}
+
+
+def build_matrix(verdicts: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    by_row = {(v["plugin"], v["proxier"], v["minor"]): v for v in verdicts or []}
     rows = []
     for row in evidence.rows():
         cells = [
@@ -146,6 +165,7 @@ def build_matrix() -> dict[str, Any]:
                 "cells_html": mark_safe("".join(_cell_td(c) for c in cells)),  # escaped: _e
                 "kubernetes_versions": row.kubernetes_versions,
                 "first": row.first,
+                "verdict": row_verdict(by_row.get((row.plugin["slug"], row.proxier, row.minor))),
             }
         )
     return {
@@ -180,7 +200,11 @@ def matrix_body(evaluation: dict[str, Any], maintainer: bool) -> SafeString:
     return mark_safe(  # the template's own autoescaped output
         render_to_string(
             "matrix/_matrix_body.html",
-            {"matrix": build_matrix(), "trust": TRUST, "proxiers": proxier_verdicts(evaluation)},
+            {
+                "matrix": build_matrix((evaluation.get("watch") or {}).get("rows")),
+                "trust": TRUST,
+                "proxiers": proxier_verdicts(evaluation),
+            },
         )
     )
 

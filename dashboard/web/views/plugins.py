@@ -142,6 +142,13 @@ def _stage_svg(data: dict[str, Any]) -> str:
     if unmet and stage == data["stage"]:
         # Reached over unmet criteria: the colour of a warning, never of success.
         return badges.render_svg("SCTP " + stage, override_text(unmet), "#9a6700")
+    if data.get("stage_source") == "kep":
+        # Nothing signed off here: the KEP's history, and the badge says it is the KEP's.
+        m = next((m for m in data.get("kep_history") or [] if m["stage"] == data["stage"]), None)
+        if m is not None:
+            return badges.render_svg(
+                "SCTP", f"{m['label']} since {m['release']} (KEP-614)", "#0969da"
+            )
     return badges.render_svg("SCTP", data["stage"], "#0969da")
 
 

@@ -41,6 +41,7 @@ def register(request: HttpRequest) -> HttpResponse:
         "data": request.POST,
         "error": None,
         "field": "",
+        "max_bytes": MAX_UPLOAD,
     }
     if request.method == "POST":
         wait = registration_wait(request, f"user:{request.user.pk}")
@@ -55,7 +56,9 @@ def register(request: HttpRequest) -> HttpResponse:
         if upload is not None:
             if (upload.size or 0) > MAX_UPLOAD:
                 context.update(
-                    error="kubeconfig: the file is larger than 256 KB", field="kubeconfig"
+                    error=f"kubeconfig: the file is {(upload.size or 0) // 1024} KB, larger than the "
+                    "256 KB allowed. Nothing was stored; your other values are kept.",
+                    field="kubeconfig",
                 )
                 return render(request, "clusters/register.html", context, status=400)
             try:
@@ -77,7 +80,9 @@ def register(request: HttpRequest) -> HttpResponse:
                 actor=request.user.get_username(),
             )
         except ClusterError as exc:
-            context.update(error=exc.message, field=exc.field, error_url=exc.url)
+            # A kubeconfig refusal names the input it came from: the file, or the pasted text.
+            named = "kubeconfig_text" if exc.field == "kubeconfig" and upload is None else exc.field
+            context.update(error=exc.message, field=named, error_url=exc.url)
             return render(request, "clusters/register.html", context, status=exc.status)
         messages.success(
             request, f"Cluster {cluster.name} registered; its kubeconfig is stored encrypted."

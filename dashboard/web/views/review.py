@@ -14,12 +14,14 @@ from django.utils import timezone
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
-from dashboard.domain import readiness
+from dashboard.domain import readiness, trust
 from dashboard.domain.catalog import TRANSITIONS
 from dashboard.domain.history import statuses_of
 from dashboard.domain.kep_report import markdown_report
+from dashboard.domain.lookups import JSONKey
 from dashboard.domain.models import AuditEvent, ReadinessSnapshot, SignOff, Submission
 from dashboard.domain.signoffs import override_reason, unmet_criteria
+from dashboard.domain.submission_state import never_counts
 from dashboard.web.views import charts
 from dashboard.web.views.access import AuthenticatedRequest, maintainer_required
 from dashboard.web.views.md import to_html
@@ -33,20 +35,39 @@ def next_transition(stage: str) -> dict[str, Any] | None:
     return next((t for t in TRANSITIONS if t["from"] == stage), None)
 
 
+def _track(evaluation: dict[str, Any]) -> str:
+    """Where this deployment's own sign-offs stand (readiness.signoff_track_stage, read from the
+    evaluation): alpha until it signs anything off."""
+    if evaluation.get("stage_source") == "kep":
+        return "alpha"
+    return str(evaluation["stage"])
+
+
 @maintainer_required
 def review_page(request: HttpRequest) -> HttpResponse:
     evaluation = readiness.evaluate()
-    nxt = next_transition(evaluation["stage"])
+    # This deployment's own sign-off track (alpha until it signs anything off), not the KEP's
+    # history that the stage shown falls back to (issue 39).
+    nxt = next_transition(_track(evaluation))
     transition = next(
         (t for t in evaluation["transitions"] if nxt and t["from"] == nxt["from"]), None
     )
+    awaiting = trust.awaiting_approval().only(
+        "name", "proxier", "mode", "created", "plugin__slug", "plugin__name", "owner__name"
+    )
+    waiting = list(awaiting[:PENDING_SHOWN])
     pending = list(
         Submission.objects.without_content()
         .filter(status=Submission.Status.PENDING)
         .select_related("plugin", "vendor")
         .defer("results", "report", "warnings")
+        # issue 39: a proxier the file does not show is only declared; flagged before verifying
+        .annotate(proxier_shown=JSONKey("report", "proxier_detected"))
         .order_by("created")[:PENDING_SHOWN]
     )
+    moment = timezone.now()
+    for sub in pending:  # issue 39: a file that can never count says so before it is verified
+        sub.never_counts = never_counts(sub, moment)  # type: ignore[attr-defined]
     return render(
         request,
         "review/review.html",
@@ -55,6 +76,9 @@ def review_page(request: HttpRequest) -> HttpResponse:
             "transition": transition,
             "pending": pending,
             "pending_total": Submission.objects.filter(status=Submission.Status.PENDING).count(),
+            # Issue 39: clusters whose runs will count once a maintainer approves them.
+            "awaiting": waiting,
+            "awaiting_total": len(waiting) if len(waiting) < PENDING_SHOWN else awaiting.count(),
             "signoffs": list(SignOff.objects.select_related("maintainer").defer("snapshot")[:20]),
             "audit": list(AuditEvent.objects.order_by("-id")[:AUDIT_SHOWN]),
             "history_svg": _criterion_history(evaluation),
@@ -88,11 +112,12 @@ def sign_off(request: AuthenticatedRequest) -> HttpResponse:
     comment = request.POST.get("comment", "").strip()
     from_stage, to_stage = request.POST.get("from_stage", ""), request.POST.get("to_stage", "")
     evaluation = readiness.evaluate()
-    nxt = next_transition(evaluation["stage"])
+    track = _track(evaluation)
+    nxt = next_transition(track)
     if nxt is None or (from_stage, to_stage) != (nxt["from"], nxt["to"]):
         messages.error(
             request,
-            f"The stage is {evaluation['stage']}: only "
+            f"This dashboard's sign-offs stand at {track}: only "
             + (f"{nxt['from']} → {nxt['to']}" if nxt else "no further transition")
             + " can be signed off.",
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
@@ -14,11 +15,10 @@ from django.views.decorators.http import require_POST
 
 from dashboard.domain import readiness
 from dashboard.domain.catalog import ALL_KEYS, CATALOG, Proxier
-from dashboard.domain.history import statuses_of
 from dashboard.domain.models import Plugin, Submission, Vendor
 from dashboard.domain.policy import submission_qualifying
 from dashboard.domain.roles import is_maintainer, vendor_ids
-from dashboard.domain.submission_state import readiness_change, short_reason, state_of
+from dashboard.domain.submission_state import evaluation_change, short_reason, state_of
 from dashboard.domain.submissions import SubmissionError, create_submission, review
 from dashboard.web.views.access import (
     forbidden,
@@ -186,7 +186,7 @@ def submission_review(request: HttpRequest, sub_id: int) -> HttpResponse:
     if action not in ("verify", "reject"):
         messages.error(request, "Choose verify or reject.")
         return redirect(sub.get_absolute_url())
-    before = statuses_of(readiness.evaluate())
+    before = readiness.evaluate()
     try:
         review(
             sub,
@@ -199,10 +199,18 @@ def submission_review(request: HttpRequest, sub_id: int) -> HttpResponse:
         messages.error(request, exc.message)
         return redirect(sub.get_absolute_url())
     # Tell the maintainer what the decision did to the readiness page.
-    changed = readiness_change(before, statuses_of(readiness.evaluate()))
+    # Compared evaluation to evaluation, not status to status: "tests-written: 8 → 2 missing;
+    # ipvs: now demonstrated" while every status stays (issue 39).
+    changed = evaluation_change(before, readiness.evaluate())
     effect = "; ".join(changed) if changed else f"no change: {short_reason(sub)}"
+    note = ""
+    if action == "verify" and not (sub.report or {}).get("proxier_detected"):
+        note = (
+            f" Its proxier ({sub.proxier}) is declared only: the file does not show "
+            "kube-proxy's mode, so it counts on the vendor's word."
+        )
     messages.success(
-        request, f"Submission {sub.id} {sub.get_status_display()}. Readiness: {effect}."
+        request, f"Submission {sub.id} {sub.get_status_display()}. Readiness: {effect}.{note}"
     )
     return redirect(
         "/review/" if request.POST.get("next") == "/review/" else sub.get_absolute_url()
@@ -217,7 +225,7 @@ def submission_new(request: HttpRequest) -> HttpResponse:
         k: request.POST.get(k, "")
         for k in ("plugin", "plugin_version", "kubernetes_version", "proxier", "cluster")
     }
-    status, error = 200, ""
+    status, error, field = 200, "", ""
     if request.method == "POST":
         upload = request.FILES.get("file")
         vendor = Vendor.objects.filter(id__in=own, plugins__slug=values["plugin"]).first()
@@ -243,7 +251,7 @@ def submission_new(request: HttpRequest) -> HttpResponse:
                 uploaded_by=request.user.get_username(),
             )
         except SubmissionError as exc:
-            status, error = exc.status, exc.message
+            status, error, field = exc.status, exc.message, refused_field(exc)
             existing = exc.extra.get("existing_id")
             if existing:
                 url = reverse("submission", args=[existing])
@@ -260,6 +268,39 @@ def submission_new(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "submissions/new.html",
-        {"plugins": plugins, "values": values, "error": error, "proxiers": Proxier.values},
+        {
+            "plugins": plugins,
+            "values": values,
+            "error": error,
+            "field": field,
+            "values_kept": bool(error),
+            "proxiers": Proxier.values,
+            "max_bytes": int(settings.SUBMISSION_MAX_BYTES),
+        },
         status=status,
     )
+
+
+_FIELD_WORDS = (
+    ("plugin_version", "plugin_version"),
+    ("kubernetes", "kubernetes_version"),
+    ("release", "kubernetes_version"),
+    ("proxier", "proxier"),
+    ("cluster", "cluster"),
+    ("plugin", "plugin"),
+)
+
+
+def refused_field(exc: SubmissionError) -> str:
+    """The form field a refusal is about (marked aria-invalid and focused): the one a "missing
+    field" names, else the first the message speaks of, else the file (what most refusals of an
+    upload are about: unreadable, too large, no SCTP test, a dry run)."""
+    message = exc.message.lower()
+    if message.startswith("missing field: "):
+        return message.removeprefix("missing field: ").strip()
+    if exc.status in (409, 413, 422) and "declared" not in message:
+        return "file"
+    for word, name in _FIELD_WORDS:
+        if word in message:
+            return name
+    return "file"

@@ -11,7 +11,14 @@ pytestmark = pytest.mark.django_db
 
 def test_readiness_answers_the_contract_shape(client):
     data = client.get("/api/v1/readiness/").json()
-    assert data["feature"] == "sctp" and data["stage"] == "alpha"
+    # a fresh install: the KEP's stage (GA in 1.20), marked as history, not a sign-off here
+    assert data["feature"] == "sctp" and data["stage"] == "stable"
+    assert data["stage_source"] == "kep"
+    assert [(m["stage"], m["release"], m["date"]) for m in data["kep_history"]] == [
+        ("alpha", "1.12", "2018-09-27"),
+        ("beta", "1.19", "2020-08-26"),
+        ("stable", "1.20", "2020-12-08"),
+    ]
     assert [(t["from"], t["to"]) for t in data["transitions"]] == [
         ("alpha", "beta"),
         ("beta", "stable"),

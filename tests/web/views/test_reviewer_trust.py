@@ -29,12 +29,36 @@ FINGERPRINT = {
 }
 
 
-def test_the_page_opens_on_the_current_stage_and_the_next_decision(client: Client) -> None:
+def test_a_fresh_install_opens_on_the_kep_stage_marked_as_history(client: Client) -> None:
     body = client.get("/").content.decode()
     glance = body[body.index('class="glance') : body.index("</section>")]
-    assert "SCTP is <strong>alpha</strong>" in glance and 'data-next="alpha-beta"' in glance
-    # only the next transition is judged; stable is "later", never ticked
-    assert 'class="edge later">later<' in body and 'data-stage="stable" data-state="later"' in body
+    # issue 39: SCTP went GA in 1.20 upstream; nothing was signed off here, and the page says so
+    assert "SCTP is <strong>stable (GA)</strong> since Kubernetes 1.20" in glance
+    assert 'data-stage-source="kep"' in glance and "not a sign-off made here" in glance
+    assert "SCTP is <strong>alpha" not in body and "Next decision" not in glance
+    assert 'data-stage="stable" data-state="current"' in body
+    assert 'class="edge kep">KEP-614: Kubernetes 1.19 (2020-08-26)<' in body
+
+
+def test_the_page_opens_on_the_next_decision_of_this_dashboards_own_sign_offs(
+    client: Client, maintainer
+) -> None:
+    SignOff.objects.create(
+        from_stage="alpha",
+        to_stage="beta",
+        maintainer=maintainer,
+        comment="ok",
+        kubernetes_release="1.19",
+        snapshot=readiness.evaluate(),
+    )
+    publication.invalidate()
+    body = client.get("/").content.decode()
+    glance = body[body.index('class="glance') : body.index("</section>")]
+    assert "SCTP is <strong>beta</strong>" in glance and 'data-next="beta-stable"' in glance
+    # the KEP's stage is named beside this dashboard's, never merged into it
+    assert "KEP-614's history says GA since Kubernetes 1.20 (2020-12-08)" in glance
+    # only the next transition is judged; nothing beyond it is ticked
+    assert 'data-stage="stable" data-state="later"' in body
 
 
 def test_after_ga_the_page_watches_the_ga_criteria(client: Client, maintainer) -> None:

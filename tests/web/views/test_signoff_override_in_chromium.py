@@ -21,7 +21,11 @@ def test_an_override_is_confirmed_with_a_reason_and_shown_as_a_warning(sized, ma
     page, size = sized
     log_in(page, "maria", "maria-password")
     page.goto("/")  # the publication is made before the sign-off: it must not linger after it
-    assert page.locator(".glance h2").inner_text().startswith("SCTP is alpha")
+    assert (
+        page.locator(".glance h2")
+        .inner_text()
+        .startswith("SCTP is stable (GA) since Kubernetes 1.20")
+    )
 
     page.goto("/review/")
     page.fill("#kubernetes_release", "1.36")

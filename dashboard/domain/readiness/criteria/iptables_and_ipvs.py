@@ -62,11 +62,10 @@ def _evaluate(ctx: Context, relax: frozenset[str]) -> tuple[Verdict, set[str]]:
                 stale.append(f"{mode} ({why})")
         else:
             state = "not demonstrated"
-            why = (
-                f"{pairs[0][0].kind} {pairs[0][0].id}: {pairs[0][1].why}"
-                if pairs
-                else "no evidence"
-            )
+            # The candidate closest to counting (fewest blocking conditions, then the newest),
+            # not whichever came first (issue 39).
+            near = min(pairs, key=lambda pair: len(pair[1].blocked)) if pairs else None
+            why = f"{near[0].kind} {near[0].id}: {near[1].why}" if near else "no evidence"
             if required:
                 missing.append(f"{mode} ({why})" if pairs else mode)
         rows.append(
