@@ -38,7 +38,8 @@ $(TEST_STAMP): $(RUNTIME_STAMP)
 services:
 	.ci/services
 
-.PHONY: services install demo test test-sqlite lint bench bench-smoke clean-demo screenshots e2e-binaries
+.PHONY: services install demo test test-sqlite lint bench bench-smoke clean-demo screenshots \
+	e2e-binaries cluster cluster-down cluster-proxy
 
 # Upstream's e2e.test of Kubernetes 1.34 to 1.37 (newest patch on the Go module proxy) into
 # var/e2e/v1.<minor>/e2e.test, for the `upstream` battery (needs git, Go, make; once, cached).
@@ -105,3 +106,20 @@ bench-smoke: $(TEST_STAMP)
 
 clean-demo:
 	rm -rf var/dashboard.sqlite3* var/broker
+
+# A real single-node cluster from the upstream release pinned in cluster/release.env, built once
+# from its Go modules (cluster/build.sh: cached; needs Go 1.26, the first build takes minutes)
+# and started on 127.0.0.1 (cluster/up.sh: etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler; says so when it is already up). Kubeconfig: var/cluster/kubeconfig.
+cluster:
+	cluster/build.sh
+	cluster/up.sh
+
+# Stops it (by pid files) and removes its state, keeping the built binaries.
+cluster-down:
+	cluster/down.sh
+
+# kube-proxy on this host against the cluster (KUBE_PROXY_MODE=iptables|nftables, default
+# iptables), started after `make cluster`.
+cluster-proxy: cluster
+	cluster/kube-proxy.sh
