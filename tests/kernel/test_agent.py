@@ -74,7 +74,8 @@ def test_the_agent_posts_an_all_run_that_shows_as_pending_agent_evidence(
     assert results == summary["results"]
     assert results["pod-to-pod"] == "passed" and results["declare-sctp-ports"] == "passed"
     assert TestResult.objects.get(run=run, test_key="pod-to-pod").evidence  # evidence text kept
-    assert run.fingerprint["node_count"] == 2 and run.fingerprint["proxier_detected"] == "iptables"
+    # the default lab profile: a control plane and two workers (tests/labtools.py)
+    assert run.fingerprint["node_count"] == 3 and run.fingerprint["proxier_detected"] == "iptables"
     # the lab's GET /version carries "emulated": true: the run and the cluster are marked
     assert run.fingerprint["emulated"] is True and run.emulated and cluster.emulated
     # the facts the battery records, checked by the dashboard across the cluster's runs
