@@ -115,6 +115,7 @@ cluster-down:
 	cluster/down.sh
 
 # kube-proxy on this host against the cluster (KUBE_PROXY_MODE=iptables|nftables, default
-# iptables), started after `make cluster`.
+# iptables), started after `make cluster`. cluster/capture-proxy-rules.sh captures the rules it
+# writes for an SCTP Service into tests/fixtures/realcluster/.
 cluster-proxy: cluster
 	cluster/kube-proxy.sh
