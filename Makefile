@@ -73,7 +73,7 @@ test: $(TEST_STAMP)
 # nothing listens, so whatever would still reach for Redis fails loudly instead of passing.
 test-embedded: $(TEST_STAMP)
 	DATABASE_URL= CACHE_URL= CELERY_BROKER_URL=filesystem:// REDIS_URL=redis://127.0.0.1:1/0 \
-	  $(TEST_ENV) $(PY) -m pytest -q $(XDIST) -m "not redis and not browser and not guest" $(PYTEST_ARGS)
+	  $(TEST_ENV) $(PY) -m pytest -q $(XDIST) -m "not redis and not browser and not guest and not realcluster" $(PYTEST_ARGS)
 
 # The database-facing tests again on the embedded SQLite, whatever DATABASE_URL says.
 test-sqlite: $(TEST_STAMP)
