@@ -35,7 +35,8 @@ def real_version(kubeconfig: Path) -> dict[str, Any]:
 
     api = api_client_from_kubeconfig(kubeconfig.read_text(), request_timeout=10)
     try:
-        resp = k8s.VersionApi(api).get_code(_preload_content=False)
+        # _preload_content=False: the urllib3 response, not the VersionInfo model.
+        resp: Any = k8s.VersionApi(api).get_code(_preload_content=False)
         body: dict[str, Any] = json.loads(resp.data)
         return body
     finally:
