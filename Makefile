@@ -78,7 +78,7 @@ test: $(TEST_STAMP)
 # nothing listens, so whatever would still reach for Redis fails loudly instead of passing.
 test-embedded: $(TEST_STAMP)
 	DATABASE_URL= CACHE_URL= CELERY_BROKER_URL=filesystem:// REDIS_URL=redis://127.0.0.1:1/0 \
-	  $(TEST_ENV) $(PY) -m pytest -q $(XDIST) -m "not redis and not browser and not guest" $(PYTEST_ARGS)
+	  $(TEST_ENV) $(PY) -m pytest -q $(XDIST) -m "not redis and not browser and not guest and not realcluster" $(PYTEST_ARGS)
 
 # The database-facing tests again on the embedded SQLite, whatever DATABASE_URL says.
 test-sqlite: $(TEST_STAMP)
@@ -120,6 +120,7 @@ cluster-down:
 	cluster/down.sh
 
 # kube-proxy on this host against the cluster (KUBE_PROXY_MODE=iptables|nftables, default
-# iptables), started after `make cluster`.
+# iptables), started after `make cluster`. cluster/capture-proxy-rules.sh captures the rules it
+# writes for an SCTP Service into tests/fixtures/realcluster/.
 cluster-proxy: cluster
 	cluster/kube-proxy.sh

@@ -1,0 +1,139 @@
+"""The battery's rule matching, on the rules that the real kube-proxy wrote.
+
+tests/fixtures/realcluster/ holds what upstream's kube-proxy (the release pinned in
+cluster/release.env, built from its Go modules by cluster/build.sh) wrote into this kernel's
+netfilter for hand-made Services of the real cluster (`make cluster`), captured by
+cluster/capture-proxy-rules.sh (each file's header says how and when):
+
+- sctp-capture/sctp-svc: ClusterIP 10.0.0.95, port 9595/SCTP, endpoint 10.88.0.11:9595;
+- sctp-capture/tcp-svc: ClusterIP 10.0.0.80, port 8080/TCP, endpoint 10.88.0.10:8080.
+
+`kube-proxy-MODE-tcp.txt` was captured with the TCP Service alone, `kube-proxy-MODE-sctp.txt`
+with both. Unlike tests/fixtures/node/ (kube-proxy-style rules written by a script in the qemu
+guest), nothing here was written by this project. No cluster needed.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from kernel.battery import nodeparse
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures" / "realcluster"
+SCTP_VIP, SCTP_PORT, SCTP_ENDPOINT = "10.0.0.95", 9595, "10.88.0.11:9595"
+TCP_VIP, TCP_PORT = "10.0.0.80", 8080
+
+
+def capture(name: str) -> str:
+    return (FIXTURES / name).read_text()
+
+
+def pinned_release() -> str:
+    text = (ROOT / "cluster" / "release.env").read_text()
+    match = re.search(r"^KUBE_VERSION=(\S+)$", text, re.MULTILINE)
+    assert match, "cluster/release.env pins no KUBE_VERSION"
+    return match.group(1)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "kube-proxy-iptables-sctp.txt",
+        "kube-proxy-iptables-tcp.txt",
+        "kube-proxy-nftables-sctp.txt",
+        "kube-proxy-nftables-tcp.txt",
+    ],
+)
+def test_each_capture_says_it_came_from_the_pinned_release(name: str) -> None:
+    header = [ln for ln in capture(name).splitlines() if ln.startswith("#")]
+    text = "\n".join(header)
+    assert f"real kube-proxy {pinned_release()}" in text, (
+        f"{name} was not captured from the pinned release: run cluster/capture-proxy-rules.sh"
+    )
+    assert "cluster/capture-proxy-rules.sh" in text
+
+
+# ---- iptables mode: what service-iptables-rules reads
+
+
+def test_the_battery_finds_the_sctp_service_path_in_real_iptables_rules() -> None:
+    path = nodeparse.iptables_service_path(
+        capture("kube-proxy-iptables-sctp.txt"), SCTP_VIP, SCTP_PORT
+    )
+    assert path is not None
+    assert "-p sctp" in path.jump and f"-d {SCTP_VIP}/32" in path.jump
+    assert path.chain.startswith("KUBE-SVC-")
+    # The DNAT of the endpoint's KUBE-SEP chain, as service-iptables-rules requires.
+    assert path.destinations == [SCTP_ENDPOINT]
+    assert len(path.dnat) == 1 and path.dnat[0].startswith("-A KUBE-SEP-")
+
+
+def test_the_sctp_rules_of_the_real_capture_are_the_sctp_services_only() -> None:
+    text = capture("kube-proxy-iptables-sctp.txt")
+    services = nodeparse.iptables_sctp_rules(text, chain_prefix="KUBE-SERVICES")
+    assert len(services) == 1 and f"--dport {SCTP_PORT}" in services[0]
+    assert nodeparse.iptables_sctp_rules(text, dport=TCP_PORT) == []
+    assert nodeparse.iptables_sctp_rules(text, dest_ip=TCP_VIP) == []
+
+
+def test_the_real_iptables_capture_demonstrates_the_iptables_proxier() -> None:
+    modes = nodeparse.proxier_modes_with(
+        SCTP_VIP,
+        SCTP_PORT,
+        "SCTP",
+        iptables=capture("kube-proxy-iptables-sctp.txt"),
+        ipvs="",
+        nftables=capture("kube-proxy-nftables-tcp.txt"),
+    )
+    assert modes == ["iptables"]
+
+
+def test_a_tcp_only_capture_matches_no_sctp_service() -> None:
+    text = capture("kube-proxy-iptables-tcp.txt")
+    # The TCP Service's rules are really there...
+    assert re.search(rf"-A KUBE-SERVICES -d {TCP_VIP}/32 -p tcp .*--dport {TCP_PORT}", text)
+    # ...and none of them passes for SCTP, whatever the VIP and port asked for.
+    assert nodeparse.iptables_sctp_rules(text) == []
+    assert nodeparse.iptables_service_path(text, TCP_VIP, TCP_PORT) is None
+    assert nodeparse.iptables_service_path(text, SCTP_VIP, SCTP_PORT) is None
+    no_modes = nodeparse.proxier_modes_with(
+        SCTP_VIP, SCTP_PORT, "SCTP", iptables=text, ipvs="", nftables=""
+    )
+    assert no_modes == []
+
+
+# ---- nftables mode
+
+
+def test_the_battery_finds_the_sctp_element_in_real_nftables_rules() -> None:
+    elements = nodeparse.nft_sctp_service_elements(capture("kube-proxy-nftables-sctp.txt"))
+    assert len(elements) == 1
+    ip, port, verdict = elements[0]
+    assert (ip, port) == (SCTP_VIP, SCTP_PORT)
+    assert verdict.startswith("goto service-") and "sctp-capture/sctp-svc/sctp" in verdict
+
+
+def test_the_real_nftables_capture_demonstrates_the_nftables_proxier() -> None:
+    modes = nodeparse.proxier_modes_with(
+        SCTP_VIP,
+        SCTP_PORT,
+        "SCTP",
+        iptables=capture("kube-proxy-iptables-tcp.txt"),
+        ipvs="",
+        nftables=capture("kube-proxy-nftables-sctp.txt"),
+    )
+    assert modes == ["nftables"]
+
+
+def test_a_tcp_only_nftables_capture_has_no_sctp_element() -> None:
+    text = capture("kube-proxy-nftables-tcp.txt")
+    assert re.search(rf"{re.escape(TCP_VIP)} \. tcp \. {TCP_PORT} : goto service-", text)
+    assert nodeparse.nft_sctp_service_elements(text) == []
+    no_modes = nodeparse.proxier_modes_with(
+        SCTP_VIP, SCTP_PORT, "SCTP", iptables="", ipvs="", nftables=text
+    )
+    assert no_modes == []
