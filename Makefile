@@ -39,7 +39,7 @@ services:
 	.ci/services
 
 .PHONY: services install demo test test-sqlite lint bench bench-smoke clean-demo screenshots \
-	cluster cluster-down cluster-proxy
+	cluster cluster-down cluster-proxy cluster-node
 
 install: $(TEST_STAMP)
 
@@ -119,3 +119,10 @@ cluster-down:
 # writes for an SCTP Service into tests/fixtures/realcluster/.
 cluster-proxy: cluster
 	cluster/kube-proxy.sh
+
+# The node: containerd, runc and the reference CNI plugins built from their modules, the pause
+# image built from the release's pause.c and imported (no pull), the kubelet (cgroupfs, cgroup
+# v1 allowed); waits for the node to be Ready (cluster/build-node.sh, cluster/node.sh).
+cluster-node: cluster
+	cluster/build-node.sh
+	cluster/node.sh
