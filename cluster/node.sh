@@ -42,6 +42,8 @@ if [ "${1:-}" = "--down" ]; then
   if [ -f "$nstate/cni/net.d/10-sctp-readiness.conflist" ] && ip link show cni0 >/dev/null 2>&1; then
     ip link delete cni0 || true
   fi
+  # The shims' and runc's state directories, when empty (rmdir removes nothing else).
+  rmdir /run/containerd/runc/k8s.io /run/containerd/runc /run/containerd/s /run/containerd 2>/dev/null || true
   # The chains the kubelet (KUBE-FIREWALL, canaries, hint) and portmap (CNI-HOSTPORT-*) leave.
   ipt() { "$@" 2>/dev/null || true; }
   for t in iptables ip6tables; do
