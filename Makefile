@@ -39,7 +39,7 @@ services:
 	.ci/services
 
 .PHONY: services install demo test test-sqlite lint bench bench-smoke clean-demo screenshots \
-	e2e-binaries cluster cluster-down cluster-proxy
+	e2e-binaries cluster cluster-down cluster-proxy cluster-node
 
 # Upstream's e2e.test of Kubernetes 1.34 to 1.37 (newest patch on the Go module proxy) into
 # var/e2e/v1.<minor>/e2e.test, for the `upstream` battery (needs git, Go, make; once, cached).
@@ -124,3 +124,10 @@ cluster-down:
 # writes for an SCTP Service into tests/fixtures/realcluster/.
 cluster-proxy: cluster
 	cluster/kube-proxy.sh
+
+# The node: containerd, runc and the reference CNI plugins built from their modules, the pause
+# image built from the release's pause.c and imported (no pull), the kubelet (cgroupfs, cgroup
+# v1 allowed); waits for the node to be Ready (cluster/build-node.sh, cluster/node.sh).
+cluster-node: cluster
+	cluster/build-node.sh
+	cluster/node.sh

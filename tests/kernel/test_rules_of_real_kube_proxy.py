@@ -137,3 +137,21 @@ def test_a_tcp_only_nftables_capture_has_no_sctp_element() -> None:
         SCTP_VIP, SCTP_PORT, "SCTP", iptables="", ipvs="", nftables=text
     )
     assert no_modes == []
+
+
+# ---- hostPort: the reference portmap plugin on the real node (cluster/node.sh)
+
+
+def test_the_real_portmap_rules_dnat_the_sctp_host_port_to_the_pod() -> None:
+    nat = nodeparse.iptables_table(capture("portmap-iptables-sctp-hostport.txt"), "nat")
+    dnat = [
+        r
+        for r in nodeparse.iptables_sctp_rules(nat, dport=SCTP_PORT, chain_prefix="CNI-DN-")
+        if "-j DNAT" in r
+    ]
+    assert len(dnat) == 1 and dnat[0].endswith("--to-destination 10.88.0.5:9595")
+    entry = nodeparse.iptables_sctp_rules(nat, dport=SCTP_PORT, chain_prefix="CNI-HOSTPORT-DNAT")
+    assert len(entry) == 1 and "-m multiport --dports 9595" in entry[0]
+    # portmap's chains are CNI-*: the in-tree kubenet hostport manager's KUBE-HOSTPORTS chain
+    # (which hostport-kubenet reads) is gone from the kubelet since 1.24.
+    assert nodeparse.iptables_sctp_rules(nat, chain_prefix="KUBE-HOSTPORTS") == []
