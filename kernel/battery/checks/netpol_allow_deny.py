@@ -15,9 +15,13 @@ whole 9 x 9 matrix with the expected reachability:
   PodSelector and NamespaceSelector": only y/a reaches x/a (port 80), as upstream's
   `allow-ns-y-pod-a-via-namespace-pod-selector` at every tag (v1.34.4 … v1.37.2).
 
-Controls of our own, kept: before any policy the Services answer (a positive control, so a
-plugin that blocks everything cannot pass), and the matrices hold allowed cells as well as
-denied ones. docs/upstream-mapping.md says where recent master uses fewer pods.
+Probing as upstream's prober (netpol/kubemanager.go, probe.go, test_helper.go): the model
+pods are made once, before any policy, and probe from themselves (a `prober` container
+looping over `agnhost connect`; its log is read, no exec); servers must be ready first (the
+whole matrix connects within waitForHTTPServers' 10 passes); each case is a first pass, every
+cell polled up to `netpol_poll` (10 s) until it shows the expected result, and a second pass
+when a cell was wrong; loopback cells are ignored. docs/upstream-mapping.md cites each rule
+and says where recent releases use fewer pods.
 """
 
 from __future__ import annotations
