@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from types import SimpleNamespace
+from typing import Any
 
 from kernel.battery.checks.netpol_allow_deny import ALL, P80, Prober
 from kernel.battery.pods import connect_target
@@ -45,8 +46,8 @@ def _prober(logs: Logs, on_pause=None, poll: float = 10.0):
 
     timeouts = dataclasses.replace(FAST, netpol_poll=poll, netpol_probe_interval=1.0)
     run = SimpleNamespace(clock=lambda: clock.now, tick=lambda: None, pause=pause)
-    ctx = SimpleNamespace(spec=SimpleNamespace(timeouts=timeouts), run=run)
-    spaces = {
+    ctx: Any = SimpleNamespace(spec=SimpleNamespace(timeouts=timeouts), run=run)
+    spaces: Any = {
         letter: SimpleNamespace(
             pod_log=lambda pod, container, tail, letter=letter: logs.text(f"{letter}/{pod}")
         )
