@@ -6,13 +6,18 @@ visitors, a vendor and a maintainer, readable (contrast, landmarks) and no wider
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils.timezone import now
 
 from dashboard.domain.catalog import Outcome
 from dashboard.domain.models import Submission
 from tests import factories as f
 from tests.chromium import accessibility_problems, log_in
 from tests.domain.ingest import real_files as rf
+from tests.domain.ingest.builders import junit_v2
+from tests.junit import SCTP_V130
 
 pytestmark = [
     pytest.mark.browser,
@@ -130,4 +135,24 @@ def test_the_page_a_maintainer_verifies_from_flags_the_declared_proxier(sized, m
     never = page.locator("[data-flag='never-counts']")
     assert never.is_visible() and "older than 90 days" in never.inner_text()
     _fits(page, f"submission page at {size}")
+    assert accessibility_problems(page) == [], size
+
+
+def test_an_upload_that_can_never_count_is_said_at_once(sized, vendor_user) -> None:
+    page, size = sized
+    stamp = (now() - timedelta(days=200)).strftime("%Y-%m-%dT%H:%M:%S")
+    data = junit_v2([(name, "passed") for name in SCTP_V130], timestamp=stamp)
+    log_in(page, "victor", "victor-password")
+    page.goto("/submissions/new/")
+    page.fill("#plugin_version", "3.28.0")
+    page.fill("#kubernetes_version", "1.34.1")
+    page.set_input_files(
+        "#file", {"name": "junit_01.xml", "mimeType": "application/xml", "buffer": data}
+    )
+    page.click("button:has-text('Upload')")
+    said = page.locator(".messages li.warning")
+    said.wait_for()
+    assert "can never count: its run (" in said.inner_text(), size
+    assert page.locator("[data-never-counts]").is_visible()
+    _fits(page, f"submission page after upload at {size}")
     assert accessibility_problems(page) == [], size

@@ -113,3 +113,12 @@ def test_the_api_refusal_carries_the_same_line_and_steps(client: Client, vendor_
     assert body["steps"]["sonobuoy"][-1] == "sonobuoy retrieve . --filename sctp-sonobuoy.tar.gz"
     assert body["steps"]["hydrophone"][0] == body["commands"]["hydrophone"]
     assert len(body["sctp_testcases"]) == 17
+
+
+def test_the_schema_documents_the_refusals_line_and_steps(client: Client) -> None:
+    schema = client.get("/api/v1/schema/?format=json").json()
+    error = schema["components"]["schemas"]["Error"]["properties"]
+    assert {"summary", "conformance_only", "steps", "sctp_testcases", "commands"} <= set(error)
+    assert "one line" in error["summary"]["description"]
+    submission = schema["components"]["schemas"]["Submission"]["properties"]
+    assert {"never_counts", "proxier_declared_only"} <= set(submission)
