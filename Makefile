@@ -124,7 +124,7 @@ lab-replay: $(TEST_STAMP)
 # Records it again from a running real cluster (`make cluster`; REALCLUSTER_KUBECONFIG and
 # REALCLUSTER_KUBECTL name another one's kubeconfig and kubectl).
 lab-record: $(TEST_STAMP)
-	$(PY) -m lab.replay record --kubeconfig $${REALCLUSTER_KUBECONFIG:-var/cluster/kubeconfig} \
+	$(PY) manage.py lab_record --kubeconfig $${REALCLUSTER_KUBECONFIG:-var/cluster/kubeconfig} \
 	  --kubectl $${REALCLUSTER_KUBECTL:-var/cluster/bin/kubectl}
 
 # Stops it (by pid files) and removes its state, keeping the built binaries.
