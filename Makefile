@@ -38,7 +38,7 @@ $(TEST_STAMP): $(RUNTIME_STAMP)
 services:
 	.ci/services
 
-.PHONY: services install demo test test-sqlite lint bench bench-smoke clean-demo screenshots \
+.PHONY: lab-replay lab-record services install demo test test-sqlite lint bench bench-smoke clean-demo screenshots \
 	e2e-binaries cluster cluster-down cluster-proxy cluster-node
 
 # Upstream's e2e.test of Kubernetes 1.34 to 1.37 (newest patch on the Go module proxy) into
@@ -114,6 +114,18 @@ clean-demo:
 cluster:
 	cluster/build.sh
 	cluster/up.sh
+
+# The lab held against the real API server (lab/replay.py): replays the committed recording of
+# kube-apiserver v1.36.3's answers (tests/fixtures/realcluster/api-recording.json) against a
+# fresh lab and lists every difference, the known ones with their reason (exit 1 on another).
+lab-replay: $(TEST_STAMP)
+	$(PY) -m lab.replay replay -v
+
+# Records it again from a running real cluster (`make cluster`; REALCLUSTER_KUBECONFIG and
+# REALCLUSTER_KUBECTL name another one's kubeconfig and kubectl).
+lab-record: $(TEST_STAMP)
+	$(PY) manage.py lab_record --kubeconfig $${REALCLUSTER_KUBECONFIG:-var/cluster/kubeconfig} \
+	  --kubectl $${REALCLUSTER_KUBECTL:-var/cluster/bin/kubectl}
 
 # Stops it (by pid files) and removes its state, keeping the built binaries.
 cluster-down:

@@ -81,18 +81,136 @@ def pod_security_violations(spec: dict[str, Any]) -> list[str]:
     return out
 
 
+def _containers(names: list[str]) -> str:
+    quoted = ", ".join(f'"{n}"' for n in names)
+    return f"container {quoted}" if len(names) == 1 else f"containers {quoted}"
+
+
+def _must(names: list[str], what: str, pod: bool = False) -> str:
+    return f"{'pod or ' if pod else ''}{_containers(names)} must set {what}"
+
+
+# The volume types the restricted level allows (pod-security-admission's restrictedVolumes).
+_RESTRICTED_OK_VOLUMES = (
+    "configMap",
+    "csi",
+    "downwardAPI",
+    "emptyDir",
+    "ephemeral",
+    "persistentVolumeClaim",
+    "projected",
+    "secret",
+)
+
+
+def restricted_violations(spec: dict[str, Any]) -> list[str]:
+    """What the `restricted` level rejects beyond `baseline`, worded as
+    k8s.io/pod-security-admission's policy checks at v1.36 (check_allowPrivilegeEscalation.go,
+    check_capabilities_restricted.go, check_restrictedVolumes.go, check_runAsNonRoot.go,
+    check_seccompProfile_restricted.go), in that order. Only the containers' forms the battery
+    and kubectl send are covered: capabilities added, runAsUser and init containers are not."""
+    containers = spec.get("containers") or []
+    pod_sc = spec.get("securityContext") or {}
+
+    def sc(c: dict[str, Any]) -> dict[str, Any]:
+        return c.get("securityContext") or {}
+
+    out: list[str] = []
+    escalating = [
+        c["name"] for c in containers if sc(c).get("allowPrivilegeEscalation") is not False
+    ]
+    if escalating:
+        out.append(
+            "allowPrivilegeEscalation != false "
+            f"({_must(escalating, 'securityContext.allowPrivilegeEscalation=false')})"
+        )
+    no_drop = [
+        c["name"]
+        for c in containers
+        if "ALL" not in ((sc(c).get("capabilities") or {}).get("drop") or [])
+    ]
+    if no_drop:
+        drop = 'securityContext.capabilities.drop=["ALL"]'
+        out.append(f"unrestricted capabilities ({_must(no_drop, drop)})")
+    bad = [
+        (v["name"], next((k for k in v if k != "name"), ""))
+        for v in spec.get("volumes") or []
+        if not any(k in v for k in _RESTRICTED_OK_VOLUMES)
+    ]
+    if bad:
+        names = ", ".join(f'"{n}"' for n, _t in bad)
+        types = ", ".join(sorted({f'"{t}"' for _n, t in bad}))
+        if len(bad) == 1:
+            out.append(
+                f"restricted volume types (volume {names} uses restricted volume type {types})"
+            )
+        else:
+            word = "type" if len(types.split(", ")) == 1 else "types"
+            out.append(
+                f"restricted volume types (volumes {names} use restricted volume {word} {types})"
+            )
+    if pod_sc.get("runAsNonRoot") is not True:
+        unset = [c["name"] for c in containers if sc(c).get("runAsNonRoot") is not True]
+        if unset:
+            out.append(
+                f"runAsNonRoot != true ({_must(unset, 'securityContext.runAsNonRoot=true', pod=True)})"
+            )
+    if not (pod_sc.get("seccompProfile") or {}).get("type"):
+        unset = [
+            c["name"] for c in containers if not (sc(c).get("seccompProfile") or {}).get("type")
+        ]
+        if unset:
+            what = 'securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost"'
+            out.append(f"seccompProfile ({_must(unset, what, pod=True)})")
+    return out
+
+
+ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
+
+
+def namespace_refusal(
+    name: str, spec: dict[str, Any], labels: dict[str, Any] | None
+) -> ApiError | None:
+    """Pod Security admission as the namespace's `pod-security.kubernetes.io/enforce` label
+    asks (`baseline` or `restricted`; `privileged` or no label: nothing is checked)."""
+    level = str((labels or {}).get(ENFORCE_LABEL) or "")
+    if level not in ("baseline", "restricted"):
+        return None
+    violations = pod_security_violations(spec)
+    if level == "restricted":
+        # restricted's restrictedVolumes check replaces baseline's hostPathVolumes.
+        extra = restricted_violations(spec)
+        violations = [v for v in violations if not v.startswith("hostPath volumes")]
+        violations = violations + extra
+    if not violations:
+        return None
+    version = str((labels or {}).get(f"{ENFORCE_LABEL}-version") or "latest")
+    return ApiError(
+        403,
+        f'pods "{name}" is forbidden: violates PodSecurity "{level}:{version}": '
+        f"{', '.join(violations)}",
+        details={"name": name, "kind": "pods"},
+    )
+
+
 WEBHOOK = "pod-policy.example.com"
 
 
-def admission_refusal(profile: dict[str, Any], name: str, spec: dict[str, Any]) -> ApiError | None:
-    """How admission refuses a privileged pod (`admission.privileged_pods`), or None.
+def admission_refusal(
+    profile: dict[str, Any],
+    name: str,
+    spec: dict[str, Any],
+    namespace_labels: dict[str, Any] | None = None,
+) -> ApiError | None:
+    """How admission refuses a privileged pod (`admission.privileged_pods`, then the
+    namespace's Pod Security label), or None.
 
     forbid: Pod Security admission (403 Forbidden, its own words); webhook-deny: a validating
     webhook (400 BadRequest, the apiserver's `admission webhook ... denied the request`).
     """
     mode = profile["admission"]["privileged_pods"]
     if mode == "allow":
-        return None
+        return namespace_refusal(name, spec, namespace_labels)
     violations = pod_security_violations(spec)
     if not violations:
         return None

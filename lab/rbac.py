@@ -26,6 +26,7 @@ import json
 import re
 import secrets
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -508,7 +509,7 @@ def _store(
 ) -> dict[str, Any]:
     meta = obj.setdefault("metadata", {})
     old = objects.get(key, {}).get("metadata", {})
-    meta["uid"] = old.get("uid") or f"{secrets.token_hex(4)}-{secrets.token_hex(2)}"
+    meta["uid"] = old.get("uid") or str(uuid.uuid4())  # a UUID, as the real server's
     meta["creationTimestamp"] = old.get("creationTimestamp") or time.strftime(
         "%Y-%m-%dT%H:%M:%SZ", time.gmtime()
     )

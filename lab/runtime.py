@@ -148,7 +148,8 @@ class Runtime:
         )
         if causes:
             raise invalid("Pod", name, causes)
-        refusal = admission.admission_refusal(self.profile, name, spec)
+        labels = (self.store.namespaces.get(namespace) or {}).get("metadata", {}).get("labels")
+        refusal = admission.admission_refusal(self.profile, name, spec, labels)
         if refusal is not None:
             raise refusal
         if (namespace, name) in self.objects["pods"]:

@@ -11,10 +11,12 @@ cell looks is the page's business (dashboard/web/views/matrix.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db.models import F, OuterRef, Subquery
+from django.utils.timezone import now
 
 from dashboard.domain import compiled
 from dashboard.domain.catalog import ALL_KEYS, Battery, Outcome, Proxier, keys_of
@@ -40,6 +42,11 @@ class Source:
     )
     name: str = ""  # what a cell names: the cluster of a run, "submission N" for a file
     emulated: bool = False
+    cluster_id: int | None = None  # a run's cluster
+    battery: str = ""  # a run's battery
+    # Our battery's run: upstream's e2e.test's newest run on the same cluster and release, when
+    # both are in the evidence window (issue 38: both outcomes shown, a disagreement flagged).
+    upstream: Source | None = None
 
     @property
     def url(self) -> str:
@@ -63,14 +70,19 @@ def minor_of(version: str) -> str:
     )
 
 
-def _cluster_runs() -> set[int]:
-    """Per cluster, the newest finished run covering the basic and the connectivity tests: one
-    "LIMIT 1" step each on the (cluster, state, battery, -created) index (compiled once:
-    dashboard.domain.compiled)."""
+def _cluster_runs() -> tuple[set[int], set[int]]:
+    """Per cluster, the newest finished run covering the basic and the connectivity tests, and
+    the newest finished run of upstream's e2e.test: one "LIMIT 1" step each on the (cluster,
+    state, battery, -created) index (compiled once: dashboard.domain.compiled)."""
     ids: set[int] = set()
-    for basic_run, conn_run in compiled.rows(("matrix-cluster-runs",), _newest_cluster_runs):
+    upstream: set[int] = set()
+    for basic_run, conn_run, upstream_run in compiled.rows(
+        ("matrix-cluster-runs",), _newest_cluster_runs
+    ):
         ids.update(i for i in (basic_run, conn_run) if i)
-    return ids
+        if upstream_run:
+            upstream.add(upstream_run)
+    return ids, upstream
 
 
 def _newest_cluster_runs() -> Any:
@@ -84,7 +96,8 @@ def _newest_cluster_runs() -> Any:
         conn_run=Subquery(
             finished.filter(battery__in=[Battery.CONNECTIVITY, Battery.ALL]).values("id")[:1]
         ),
-    ).values_list("basic_run", "conn_run")
+        upstream_run=Subquery(finished.filter(battery__in=[Battery.UPSTREAM]).values("id")[:1]),
+    ).values_list("basic_run", "conn_run", "upstream_run")
 
 
 PLUGIN_FIELDS = ("id", "slug", "name", "in_tree", "implements_network_policy")
@@ -174,9 +187,15 @@ def _proxier_order(label: str) -> tuple[int, str]:
     return (PROXIERS.index(label), "") if label in PROXIERS else (len(PROXIERS), label)
 
 
-def load_sources(plugin_runs: set[int], plugin_subs: set[int]) -> list[Source]:
-    """The sources the matrix shows: the plugins' (`_plugins`) and every cluster's newest runs."""
-    run_ids = sorted(_cluster_runs() | plugin_runs)
+def load_sources(
+    plugin_runs: set[int], plugin_subs: set[int], since: datetime | None = None
+) -> list[Source]:
+    """The sources the matrix shows: the plugins' (`_plugins`) and every cluster's newest runs,
+    each of our battery's runs with upstream's newest on its cluster beside it (`upstream`:
+    same release, both finished after `since`, the evidence window's start)."""
+    cluster_runs, upstream_runs = _cluster_runs()
+    shown_runs = cluster_runs | plugin_runs
+    run_ids = sorted(shown_runs | upstream_runs)
     sub_ids = sorted(plugin_subs)
     sources: list[Source] = []
     if run_ids:
@@ -205,6 +224,7 @@ def load_sources(plugin_runs: set[int], plugin_subs: set[int]) -> list[Source]:
                 "proxier_detected",
                 "service_dataplane",
                 "cluster__name",
+                "cluster_id",
             )
         ):
             got = results.get(r["id"], {})
@@ -225,8 +245,11 @@ def load_sources(plugin_runs: set[int], plugin_subs: set[int]) -> list[Source]:
                     keys,
                     name=r["cluster__name"],
                     emulated=r["emulated"],
+                    cluster_id=r["cluster_id"],
+                    battery=r["battery"],
                 )
             )
+        sources = _pair_batteries(sources, shown_runs, upstream_runs, since)
     if sub_ids:
         for s in Submission.objects.filter(any_of("id", sub_ids)).values(
             "id",
@@ -259,6 +282,28 @@ def load_sources(plugin_runs: set[int], plugin_subs: set[int]) -> list[Source]:
     return sources
 
 
+def _pair_batteries(
+    runs: list[Source], shown_runs: set[int], upstream_runs: set[int], since: datetime | None
+) -> list[Source]:
+    """Each of our battery's runs gets its cluster's newest upstream run beside it when both are
+    on the same release and in the window; an upstream run the matrix does not show otherwise
+    is only beside (it has no demonstrated proxier: its own row would be a guess)."""
+    newest_upstream = {
+        s.cluster_id: s for s in runs if s.id in upstream_runs and s.battery == Battery.UPSTREAM
+    }
+    for s in runs:
+        up = newest_upstream.get(s.cluster_id)
+        if (
+            up is not None
+            and s.battery != Battery.UPSTREAM
+            and s.trust == "run"
+            and up.kubernetes_version == s.kubernetes_version
+            and (since is None or (s.when >= since and up.when >= since))
+        ):
+            s.upstream = up
+    return [s for s in runs if s.id in shown_runs]
+
+
 def _pick(candidates: list[Source], key: str) -> Source | None:
     """The newest source with an outcome for key; else the newest source at all (shown as not run)."""
     decided = [s for s in candidates if s.outcome(key) != Outcome.NOT_RUN]
@@ -275,6 +320,7 @@ class Shown:
     main: Source | None
     beside: Source | None
     pending: Source | None
+    upstream: Source | None = None  # upstream's e2e.test beside our run (main)
 
 
 def shown(sources: list[Source], key: str) -> Shown:
@@ -291,7 +337,25 @@ def shown(sources: list[Source], key: str) -> Shown:
         for m in (ours, vendor)
     ):
         pending = None  # an older pending file adds nothing to what the cell says
-    return Shown(main=ours or vendor, beside=vendor if ours is not None else None, pending=pending)
+    return Shown(
+        main=ours or vendor,
+        beside=vendor if ours is not None else None,
+        pending=pending,
+        upstream=ours.upstream if ours is not None and key in _keys(ours.upstream) else None,
+    )
+
+
+def _keys(source: Source | None) -> tuple[str, ...]:
+    return source.keys if source is not None else ()
+
+
+def disagree(main: Source | None, upstream: Source | None, key: str) -> bool:
+    """Both batteries gave a verdict on key, and not the same one."""
+    if main is None or upstream is None:
+        return False
+    verdicts = (Outcome.PASSED, Outcome.FAILED)
+    a, b = main.outcome(key), upstream.outcome(key)
+    return a in verdicts and b in verdicts and a != b
 
 
 @dataclass(frozen=True)
@@ -304,12 +368,15 @@ class Row:
     first: bool  # the plugin's first row
 
 
-def rows() -> list[Row]:
+def rows(since: datetime | None = None) -> list[Row]:
     """Rows: plugin × proxier × Kubernetes minor, so a row never mixes releases; each cell still
-    names the cluster or submission it comes from."""
+    names the cluster or submission it comes from. `since`: the evidence window's start, for
+    pairing our runs with upstream's (default: READINESS_FRESH_DAYS before now)."""
+    if since is None:
+        since = now() - timedelta(days=int(settings.READINESS_FRESH_DAYS))
     plugins, plugin_runs, plugin_subs = _plugins()
     groups: dict[tuple[int, str, str], list[Source]] = {}
-    for s in load_sources(plugin_runs, plugin_subs):
+    for s in load_sources(plugin_runs, plugin_subs, since):
         groups.setdefault((s.plugin_id, s.proxier, s.minor), []).append(s)
     out = []
     for p in plugins:

@@ -104,6 +104,17 @@ def never_counts(sub: Any, when: Any = None) -> str:
     return "; ".join(why)
 
 
+def proxier_declared_only(sub: Any) -> str:
+    """When the file does not show kube-proxy's mode, the flag a maintainer sees before and at
+    verify time (issue 39): the proxier counts on the vendor's word. "" when the file shows it."""
+    if (sub.report or {}).get("proxier_detected"):
+        return ""
+    return (
+        f"Its proxier ({sub.proxier}) is declared only: the file does not show kube-proxy's "
+        "mode, so it counts on the vendor's word"
+    )
+
+
 def short_reason(sub: Any) -> str:
     """Why a submission changes no criterion, in a few words ("emulated evidence")."""
     pol = Policy(now=now())

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import IO
+from typing import IO, Any
 
 from dashboard.domain.ingest import archives, identity, provenance
 from dashboard.domain.ingest.cluster_facts import cni_for, known_slugs
@@ -301,10 +301,11 @@ def _no_sctp_ran(
         what = "the file has no SCTP testcase at all"
     run_scope = f"the run's focus: {focus or 'none recorded'}; skip: {skip or 'none recorded'}"
     tags = f" (tagged {cmds['tags']})" if cmds["tags"] else ""
+    conformance_only = bool(focus) and "conformance" in str(focus).lower()
     raise IngestError(
         f"no SCTP test ran in this file: {what}. Catalog tests absent from the file: "
         f"{', '.join(absent) or 'none'}. {run_scope}. A submission needs at least one SCTP "
-        f"test that passed or failed; to run the connectivity tests{tags}: {cmds['sonobuoy']} "
+        f"test that passed or failed; to run upstream's SCTP tests{tags}: {cmds['sonobuoy']} "
         f"or {cmds['hydrophone']}",
         422,
         {
@@ -313,8 +314,27 @@ def _no_sctp_ran(
             "focus": focus,
             "skip": skip,
             "commands": {"sonobuoy": cmds["sonobuoy"], "hydrophone": cmds["hydrophone"]},
+            "steps": cmds["steps"],
+            "summary": _no_sctp_summary(found, conformance_only),
+            "conformance_only": conformance_only,
         },
     )
+
+
+def _no_sctp_summary(found: list[dict[str, Any]], conformance: bool) -> str:
+    """The refusal in one line, in words: what is wrong with the file (issue 39)."""
+    if not found:
+        return "This file has none of upstream's SCTP tests, so it can never count."
+    n = len(found)
+    tests = f"{n} SCTP test{'s' if n != 1 else ''}"
+    if conformance:
+        return (
+            f"A conformance-only run: upstream's SCTP tests are not conformance tests, so none "
+            f"of its {tests} ran and it can never count."
+        )
+    if all(str(item["state"]) == "not selected" for item in found):
+        return f"The run's focus or skip left out all {tests} it lists, so none of them ran."
+    return f"None of its {tests} passed or failed: they were skipped or not run."
 
 
 def _state(outcome: str, reason: str) -> str:

@@ -17,6 +17,7 @@ from dashboard.domain.clusters import DESCRIPTION
 from dashboard.domain.models import CatalogTest, Cluster, Run, Submission
 from dashboard.domain.policy import submission_qualifying
 from dashboard.domain.runs import missing_reason, results_of
+from dashboard.domain.submission_state import never_counts, proxier_declared_only
 from dashboard.web.api import schema as _schema  # noqa: F401  (registers the token scheme with drf-spectacular)
 
 OUTCOMES = Outcome.values
@@ -82,6 +83,20 @@ class ErrorSerializer(s.Serializer):
         child=s.CharField(),
         required=False,
         help_text="422: a sonobuoy and a hydrophone command that would produce qualifying evidence",
+    )
+    summary = s.CharField(
+        required=False,
+        help_text="422 (no SCTP test ran): the refusal in one line, in words (a conformance-only "
+        "run, a focus that left the SCTP tests out, none of them in the file)",
+    )
+    conformance_only = s.BooleanField(
+        required=False, help_text="422: the run was focused on [Conformance], which no SCTP test is"
+    )
+    steps = s.DictField(
+        child=s.ListField(child=s.CharField()),
+        required=False,
+        help_text="422: for sonobuoy and hydrophone, the command lines in order (run, then "
+        "retrieve or pack) that produce a file that counts",
     )
     release_in_file = s.CharField(required=False, help_text="422: the release the file states")
     release_source = s.CharField(required=False, help_text="422: where the file states it")
@@ -462,6 +477,8 @@ class SubmissionSerializer(SubmissionListItemSerializer):
     review = s.SerializerMethodField()
     report = s.SerializerMethodField()
     qualifying_reason = s.SerializerMethodField()
+    never_counts = s.SerializerMethodField()
+    proxier_declared_only = s.SerializerMethodField()
 
     class Meta(SubmissionListItemSerializer.Meta):
         fields = [
@@ -489,6 +506,8 @@ class SubmissionSerializer(SubmissionListItemSerializer):
             "warnings",
             "qualifying",
             "qualifying_reason",
+            "never_counts",
+            "proxier_declared_only",
             "review",
             "report",
         ]
@@ -524,6 +543,24 @@ class SubmissionSerializer(SubmissionListItemSerializer):
     @extend_schema_field(s.CharField())
     def get_qualifying_reason(self, sub: Submission) -> str:
         return submission_qualifying(sub)[1]
+
+    @extend_schema_field(
+        s.CharField(
+            help_text="while pending: why verifying it could never make it count (emulated, a "
+            "release below the floor, a run older than the window); empty when it could"
+        )
+    )
+    def get_never_counts(self, sub: Submission) -> str:
+        return never_counts(sub) if sub.status == Submission.Status.PENDING else ""
+
+    @extend_schema_field(
+        s.CharField(
+            help_text="the flag a verifier sees when the file does not show kube-proxy's mode "
+            "(the proxier counts on the declaration); empty when the file shows it"
+        )
+    )
+    def get_proxier_declared_only(self, sub: Submission) -> str:
+        return proxier_declared_only(sub)
 
     @extend_schema_field(s.DictField(help_text="the validation report"))
     def get_report(self, sub: Submission) -> dict[str, Any]:

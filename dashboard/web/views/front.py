@@ -106,11 +106,27 @@ def decorate(evaluation: dict[str, Any], baseline: dict[str, str] | None) -> Non
         for c in t["criteria"]:
             c["next_action"] = next_action(c, periodic_runs)
             c["grouped"] = group_evidence(c.get("evidence") or [])
+            c["disagreements"] = disagreements(c.get("evidence") or [])
             c["short_detail"], c["detail_cut"] = short_detail(c.get("detail") or "")
             c["symbol"] = SYMBOLS.get(c["status"], "?")
             c["status_label"] = LABELS.get(c["status"], c["status"])
             was = (baseline or {}).get(c["key"])
             c["changed"] = LABELS.get(was) if was is not None and was != c["status"] else None
+
+
+CONTRADICTED = "contradicted: "
+
+
+def disagreements(evidence: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The criterion's evidence the other battery contradicts (issue 38: the policy's
+    `Item.contradicted`, said in each entry's why), each with the part of its why that says so,
+    for the flag on the criterion's card."""
+    out = []
+    for e in evidence:
+        why = str(e.get("why") or "")
+        if CONTRADICTED in why:
+            out.append({**e, "against": why.split(CONTRADICTED, 1)[1]})
+    return out
 
 
 def glance(

@@ -62,6 +62,10 @@ def _cell(shown: evidence.Shown, key: str) -> dict[str, Any]:
         out["beside"] = _part(shown.beside, key, main=False)
     if shown.pending is not None:
         out["pending"] = _part(shown.pending, key, main=False)
+    if shown.upstream is not None:
+        # Upstream's e2e.test on the same cluster and release (issue 38), its outcome beside ours.
+        out["upstream"] = _part(shown.upstream, key, main=False)
+        out["disagree"] = evidence.disagree(shown.main, shown.upstream, key)
     out["html"] = mark_safe(_cell_html(out))  # every value in it went through _e
     return out
 
@@ -119,6 +123,19 @@ def _cell_html(c: dict[str, Any]) -> str:
         out += _note("beside-note", b)
     if p := c.get("pending"):
         out += _note("pending-note", p)
+    if u := c.get("upstream"):
+        words = f"upstream's e2e.test {u['label']} · run {u['url'].strip('/').rsplit('/', 1)[-1]}"
+        out += (
+            f'<a href="{_e(u["url"])}" class="upstream-note" title="{_e(words)}">'
+            f'<span class="o o-{_e(u["outcome"])}">{_e(u["symbol"])}</span> '
+            f'<span class="trust">upstream e2e.test: {_e(u["label"])}</span></a>'
+        )
+        if c.get("disagree"):
+            out += (
+                '<span class="disagree-flag" data-flag="disagree" title="our battery and '
+                "upstream's e2e.test disagree on this test: neither pass counts\">"
+                "⚠ batteries disagree</span>"
+            )
     return out
 
 
@@ -126,8 +143,17 @@ def _cell_td(c: dict[str, Any]) -> str:
     """The cell's whole <td> (the template would look up five values in each of ~1,000)."""
     return (
         f'<td class="cell" data-label="{_e(c["key"])}" data-key="{_e(c["key"])}" '
-        f'data-outcome="{_e(c["outcome"])}" data-trust="{_e(c["trust"] or "")}">{c["html"]}</td>'
+        f'data-outcome="{_e(c["outcome"])}" data-trust="{_e(c["trust"] or "")}"'
+        f"{_upstream_attrs(c)}>{c['html']}</td>"
     )
+
+
+def _upstream_attrs(c: dict[str, Any]) -> str:
+    u = c.get("upstream")
+    if not u:
+        return ""
+    flag = ' data-disagree="true"' if c.get("disagree") else ""
+    return f' data-upstream="{_e(u["outcome"])}"{flag}'
 
 
 VERDICT_WORDS = {

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.db.models import Count, OuterRef, Subquery
 from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
@@ -12,7 +15,8 @@ from django.utils.timezone import now
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.domain import badges, publication, trust
-from dashboard.domain.catalog import CONNECTIVITY_KEYS
+from dashboard.domain.agreement import side_by_side
+from dashboard.domain.catalog import CONNECTIVITY_KEYS, Battery
 from dashboard.domain.models import Cluster, Plugin, Run, Submission, TestResult
 from dashboard.domain.policy import BADGE, Policy, evidence_entry
 from dashboard.domain.readiness.criteria.two_out_of_tree_plugins import conclusive
@@ -30,14 +34,20 @@ BADGE_MAX_AGE = 300  # seconds: README renderers (camo) re-fetch often enough to
 def plugin_detail(request: HttpRequest, slug: str) -> HttpResponse:
     plugin = get_object_or_404(Plugin.objects.select_related("netpol_exempted_by"), slug=slug)
     newest = Run.objects.filter(cluster=OuterRef("pk")).order_by("-created")
+    finished = newest.filter(state=Run.State.FINISHED)
     clusters = list(
         Cluster.objects.filter(plugin=plugin)
         .select_related("owner")
         .only(*CLUSTER_FIELDS, "owner__name")
-        .annotate(last_run_id=Subquery(newest.values("id")[:1]))
+        .annotate(
+            last_run_id=Subquery(newest.values("id")[:1]),
+            # Each battery's newest finished run, for the side by side (issue 38).
+            ours_run_id=Subquery(finished.exclude(battery=Battery.UPSTREAM).values("id")[:1]),
+            upstream_run_id=Subquery(finished.filter(battery=Battery.UPSTREAM).values("id")[:1]),
+        )
     )
     runs = Run.objects.defer("fingerprint", "error").in_bulk(
-        [c.last_run_id for c in clusters if c.last_run_id]
+        [i for c in clusters for i in (c.last_run_id, c.ours_run_id, c.upstream_run_id) if i]
     )
     submissions = list(
         Submission.objects.without_content()
@@ -63,6 +73,7 @@ def plugin_detail(request: HttpRequest, slug: str) -> HttpResponse:
         {
             "plugin": plugin,
             "clusters": [(c, runs.get(c.last_run_id)) for c in clusters],
+            "batteries": batteries_side_by_side(clusters, runs),
             "submissions": [(s, False) for s in submissions],
             "status": status,
             "conclusive": newest_conclusive,
@@ -74,6 +85,36 @@ def plugin_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "vendors": list(plugin.vendors.values_list("name", flat=True)),
         },
     )
+
+
+def batteries_side_by_side(clusters: Sequence[Any], runs: dict[int, Run]) -> list[dict[str, Any]]:
+    """Per cluster of the plugin with both batteries' newest runs on one release in the
+    evidence window, both outcomes per catalog test (agreement.side_by_side, as on the
+    cluster page), disagreements first. One query for all of them, none when no cluster has
+    both."""
+    since = now() - timedelta(days=int(settings.READINESS_FRESH_DAYS))
+    pairs = []
+    for c in clusters:
+        ours, theirs = runs.get(c.ours_run_id), runs.get(c.upstream_run_id)
+        if ours is None or theirs is None or ours.kubernetes_version != theirs.kubernetes_version:
+            continue
+        if not (ours.finished and theirs.finished and min(ours.finished, theirs.finished) >= since):
+            continue
+        pairs.append((c, ours, theirs))
+    if not pairs:
+        return []
+    results = {
+        (r.run_id, r.test_key): r
+        for r in TestResult.objects.filter(
+            run_id__in=[r.id for _, ours, theirs in pairs for r in (ours, theirs)]
+        ).only("run_id", "test_key", "outcome", "reason")
+    }
+    out = []
+    for c, ours, theirs in pairs:
+        sbs = side_by_side([ours, theirs], results, since)
+        if sbs is not None:
+            out.append({"cluster": c, **sbs})
+    return sorted(out, key=lambda s: (not s["disagree"], s["cluster"].name))
 
 
 def pass_rates(plugin: Plugin) -> list[dict[str, Any]]:

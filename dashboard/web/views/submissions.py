@@ -18,7 +18,13 @@ from dashboard.domain.catalog import ALL_KEYS, CATALOG, Proxier
 from dashboard.domain.models import Plugin, Submission, Vendor
 from dashboard.domain.policy import submission_qualifying
 from dashboard.domain.roles import is_maintainer, vendor_ids
-from dashboard.domain.submission_state import evaluation_change, short_reason, state_of
+from dashboard.domain.submission_state import (
+    evaluation_change,
+    never_counts,
+    proxier_declared_only,
+    short_reason,
+    state_of,
+)
 from dashboard.domain.submissions import SubmissionError, create_submission, review
 from dashboard.web.views.access import (
     forbidden,
@@ -110,6 +116,8 @@ def submission_detail(request: HttpRequest, sub_id: int) -> HttpResponse:
             "facts": _provenance_rows(sub, report),
             "near_duplicates": _near_duplicates(sub),
             "needs_run_date": sub.run_at is None,
+            "never_counts": never_counts(sub) if sub.status == "pending_review" else "",
+            "proxier_declared_only": proxier_declared_only(sub),
         },
     )
 
@@ -203,12 +211,8 @@ def submission_review(request: HttpRequest, sub_id: int) -> HttpResponse:
     # ipvs: now demonstrated" while every status stays (issue 39).
     changed = evaluation_change(before, readiness.evaluate())
     effect = "; ".join(changed) if changed else f"no change: {short_reason(sub)}"
-    note = ""
-    if action == "verify" and not (sub.report or {}).get("proxier_detected"):
-        note = (
-            f" Its proxier ({sub.proxier}) is declared only: the file does not show "
-            "kube-proxy's mode, so it counts on the vendor's word."
-        )
+    declared_only = proxier_declared_only(sub) if action == "verify" else ""
+    note = f" {declared_only}." if declared_only else ""
     messages.success(
         request, f"Submission {sub.id} {sub.get_status_display()}. Readiness: {effect}.{note}"
     )
@@ -226,6 +230,7 @@ def submission_new(request: HttpRequest) -> HttpResponse:
         for k in ("plugin", "plugin_version", "kubernetes_version", "proxier", "cluster")
     }
     status, error, field = 200, "", ""
+    refusal: dict[str, Any] | None = None
     if request.method == "POST":
         upload = request.FILES.get("file")
         vendor = Vendor.objects.filter(id__in=own, plugins__slug=values["plugin"]).first()
@@ -252,6 +257,9 @@ def submission_new(request: HttpRequest) -> HttpResponse:
             )
         except SubmissionError as exc:
             status, error, field = exc.status, exc.message, refused_field(exc)
+            refusal = _no_sctp_refusal(exc)
+            if refusal:
+                error = refusal["summary"]
             existing = exc.extra.get("existing_id")
             if existing:
                 url = reverse("submission", args=[existing])
@@ -259,9 +267,18 @@ def submission_new(request: HttpRequest) -> HttpResponse:
                     '{} — <a href="{}">open submission {}</a>', exc.message, url, existing
                 )
         else:
-            messages.success(
-                request, f"Submission {sub.id} received; it waits for a maintainer's review."
-            )
+            never = never_counts(sub)
+            if never:
+                # Marked at upload, as in the review queue and the API (issue 39).
+                messages.warning(
+                    request,
+                    f"Submission {sub.id} received, but it can never count: {never}. "
+                    "A maintainer's verification would change nothing.",
+                )
+            else:
+                messages.success(
+                    request, f"Submission {sub.id} received; it waits for a maintainer's review."
+                )
             return redirect(sub.get_absolute_url())
     elif not values["plugin"] and len(plugins) == 1:
         values["plugin"] = plugins[0].slug
@@ -274,11 +291,40 @@ def submission_new(request: HttpRequest) -> HttpResponse:
             "error": error,
             "field": field,
             "values_kept": bool(error),
+            "refusal": refusal,
             "proxiers": Proxier.values,
             "max_bytes": int(settings.SUBMISSION_MAX_BYTES),
         },
         status=status,
     )
+
+
+def _no_sctp_refusal(exc: SubmissionError) -> dict[str, Any] | None:
+    """A readable file with no SCTP verdict (issue 39): its one line, the SCTP tests found with
+    their states, the run's focus and skip, and the commands that produce a file that counts."""
+    extra = exc.extra
+    if exc.status != 422 or "sctp_testcases" not in extra:
+        return None
+    steps = extra.get("steps") or {}
+    return {
+        "summary": extra.get("summary") or exc.message,
+        "detail": exc.message,
+        "tests": [
+            {**t, "title": TITLES.get(t.get("catalog_test") or "", "")}
+            for t in extra.get("sctp_testcases") or []
+        ],
+        "absent": extra.get("absent") or [],
+        "focus": extra.get("focus"),
+        "skip": extra.get("skip"),
+        "conformance_only": bool(extra.get("conformance_only")),
+        "commands": [
+            {"tool": tool, "id": f"cmd-{tool}", "text": "\n".join(lines)}
+            for tool, lines in (
+                ("sonobuoy", steps.get("sonobuoy") or [extra["commands"]["sonobuoy"]]),
+                ("hydrophone", steps.get("hydrophone") or [extra["commands"]["hydrophone"]]),
+            )
+        ],
+    }
 
 
 _FIELD_WORDS = (
