@@ -19,6 +19,10 @@ agnhost's ``connect``, and exits non-zero on failure.
 
 Only the standard library, pysctp (optional) and ``kernel.battery.nodeparse`` are imported,
 so the module runs on a bare node with python3 and in the guest.
+
+The battery's runner never runs it (issue 40, item 11): it reaches nodes only through hostexec
+pods that run the node's own tools and parses their output with ``kernel.battery.nodeparse``,
+the same parsers this probe uses; a node has no copy of this file to run.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lab import admission, dataplane, deployments, fields, nodetools, openapi
+from lab import admission, dataplane, deployments, fields, nodetools, openapi, runtime
 from lab.endpoints import EndpointsController
 from lab.nodes import ModuleEvent, Node, NodeSet
 from lab.runtime import NO_NODE, PodRuntime, Runtime, ServiceRuntime
@@ -329,6 +329,33 @@ class Cluster:
             if key in self.objects["pods"]:
                 # A started pod is a new version of it (MODIFIED to watchers).
                 self.store.touch("pods", key)
+        for key, rt in list(self.pod_rt.items()):
+            if rt.started and rt.workload.prober is not None and now >= rt.next_round_at:
+                self._probe_round(key, now)
+
+    def _probe_round(self, key: Key, now: float) -> None:
+        """One round of a pod's probing loop, against the cluster as it is at this request
+        (rounds happen as requests come, at most one per the loop's `sleep`)."""
+        rt = self.pod_rt[key]
+        prober = rt.workload.prober
+        assert prober is not None
+        rt.rounds += 1
+        lines = [f"round {rt.rounds} start"]
+        for target in prober.targets:
+            if target.protocol == "SCTP":
+                self.module_load(self.nodes[rt.node], f"pod {key[0]}/{key[1]} probed over SCTP")
+            failure = dataplane.connect_verdict(self, key, target)
+            shown = (
+                f"[{target.host}]:{target.port}"
+                if ":" in target.host
+                else (f"{target.host}:{target.port}")
+            )
+            outcome = "ok" if failure is None else f"fail {failure[:160]}"
+            lines.append(f"probe {rt.rounds} {shown} {outcome}")
+        lines.append(f"round {rt.rounds} done")
+        rt.prober_log.extend(lines)
+        del rt.prober_log[: -runtime.PROBER_LOG_LINES]
+        rt.next_round_at = now + prober.interval
 
     def next_due(self) -> float | None:
         return self.runtime.next_due()
@@ -367,8 +394,10 @@ class Cluster:
     def pod_is_ready(self, key: Key) -> bool:
         return self.runtime.pod_is_ready(key)
 
-    def pod_log(self, namespace: str, name: str, container: str | None) -> str:
-        return self.runtime.pod_log(namespace, name, container)
+    def pod_log(
+        self, namespace: str, name: str, container: str | None, tail_lines: int | None = None
+    ) -> str:
+        return self.runtime.pod_log(namespace, name, container, tail_lines)
 
     def lb_ip(self, key: Key) -> str | None:
         return self.runtime.lb_ip(key)

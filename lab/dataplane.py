@@ -46,6 +46,7 @@ class DataplaneView(Protocol):
     @property
     def ghost_pods(self) -> set[PodKey]: ...
 
+    def now(self) -> float: ...
     def pod_is_ready(self, key: PodKey) -> bool: ...
     def lb_ip(self, key: PodKey) -> str | None: ...
     def service_backends(self, key: PodKey) -> list[tuple[PodKey, bool]]: ...
@@ -415,6 +416,8 @@ def _peers_match(
         if host_network:
             # Traffic from the host network carries the node IP; pod selectors never match it.
             continue
+        if not _learned(cluster, client):
+            continue  # the CNI has not learned this source pod yet (cni_pod_learn_delay_s)
         ns_selector = peer.get("namespaceSelector")
         pod_selector = peer.get("podSelector")
         if (
@@ -437,6 +440,15 @@ def _peers_match(
             continue
         return True
     return False
+
+
+def _learned(cluster: DataplaneView, pod: PodKey) -> bool:
+    """Whether the plugin knows the pod as a policy peer yet (fault cni_pod_learn_delay_s)."""
+    delay = float(cluster.faults.get("cni_pod_learn_delay_s") or 0.0)
+    if delay <= 0:
+        return True
+    rt = cluster.pod_rt[pod]
+    return rt.started and cluster.now() >= rt.start_at + delay
 
 
 def _ports_match(

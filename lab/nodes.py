@@ -140,6 +140,11 @@ class NodeSet:
             "status": {
                 "addresses": [
                     *(
+                        [{"type": "ExternalIP", "address": f"198.51.100.{node.index + 2}"}]
+                        if (self.profile.get("faults") or {}).get("external_ip_unreachable")
+                        else []
+                    ),
+                    *(
                         {"type": "InternalIP", "address": ip}
                         for ip in families.addresses(self, node.host_ip)
                     ),

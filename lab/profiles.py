@@ -111,6 +111,13 @@ _FAULTS: dict[str, tuple[str, Any]] = {
     "service_programming_delay_s": ("number", 0.0),
     # lsmod exits 1 on every node (a node image without /proc/modules readable).
     "lsmod_fails": ("bool", False),
+    # A CNI slow to learn new pods: for S seconds after a pod starts (Running), NetworkPolicy
+    # peers (podSelector/namespaceSelector) do not match it as a source yet, so traffic from it
+    # that only a peer rule allows is dropped; traffic no policy isolates is unaffected.
+    "cni_pod_learn_delay_s": ("number", 0.0),
+    # Every node also reports an ExternalIP (198.51.100.N, first in its addresses) that nothing
+    # answers: a cloud firewall in front of the nodes' public addresses.
+    "external_ip_unreachable": ("bool", False),
 }
 
 
@@ -266,7 +273,12 @@ def validate_profile(data: Any, source: str = "<profile>") -> dict[str, Any]:
             f"{source}: field faults.api_error_rate must be between 0 and 1, "
             f"got {faults['api_error_rate']}"
         )
-    for field in ("pod_start_delay_s", "api_timeout_s", "service_programming_delay_s"):
+    for field in (
+        "pod_start_delay_s",
+        "api_timeout_s",
+        "service_programming_delay_s",
+        "cni_pod_learn_delay_s",
+    ):
         if faults[field] < 0:
             raise ValueError(f"{source}: field faults.{field} must not be negative")
     if profile["token"] is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import ipaddress
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from lab import admission, families, managedfields, podstatus, validation
@@ -26,6 +26,8 @@ LB_CIDR = ipaddress.ip_network("172.18.255.0/24")
 NODE_PORT_RANGE = (30000, 32767)
 KUBERNETES_SERVICE_IP = "10.96.0.1"
 LB_DELAY_S = 0.2
+PROBER_CONTAINER = "prober"  # the container that runs a probing loop (kernel.battery.pods)
+PROBER_LOG_LINES = 4000  # a loop's log kept in memory (the kubelet rotates logs as well)
 
 
 @dataclass
@@ -40,6 +42,10 @@ class PodRuntime:
     log: str = ""
     finished_at: float | None = None
     uid: str = ""
+    # A probing loop's own container log (lab.workloads.Prober) and its rounds so far.
+    prober_log: list[str] = field(default_factory=list)
+    rounds: int = 0
+    next_round_at: float = 0.0
 
 
 @dataclass
@@ -228,7 +234,9 @@ class Runtime:
         node = None if rt.node == NO_NODE else self.nodes[rt.node]
         return podstatus.kubelet_entry(status, rt, node)
 
-    def pod_log(self, namespace: str, name: str, container: str | None) -> str:
+    def pod_log(
+        self, namespace: str, name: str, container: str | None, tail_lines: int | None = None
+    ) -> str:
         key = (namespace, name)
         if key not in self.objects["pods"]:
             raise not_found("pods", name)
@@ -248,6 +256,11 @@ class Runtime:
                 f'container "{container or names[0]}" in pod "{name}" is waiting '
                 "to start: ContainerCreating",
             )
+        if rt.workload.prober is not None and container == PROBER_CONTAINER:
+            lines = rt.prober_log[-tail_lines:] if tail_lines else rt.prober_log
+            return "".join(f"{line}\n" for line in lines)
+        if tail_lines:
+            return "".join(rt.log.splitlines(keepends=True)[-tail_lines:])
         return rt.log
 
     # ------------------------------------------------------------------ services

@@ -274,6 +274,12 @@ def _q(query: dict[str, list[str]], key: str) -> str | None:
     return values[0] if values else None
 
 
+def _tail_lines(query: dict[str, list[str]]) -> int | None:
+    """`tailLines` of a log request (the kubelet's: the last N lines); None when absent."""
+    value = _q(query, "tailLines")
+    return int(value) if value and value.isdigit() and int(value) > 0 else None
+
+
 class _Router:
     def __init__(self) -> None:
         self.routes: list[tuple[re.Pattern[str], dict[str, Handler]]] = []
@@ -424,7 +430,10 @@ def _build_router() -> _Router:
         _add_kind(r, kind)
     r.add(
         f"/api/v1/namespaces/{_NS}/pods/{_NAME}/log",
-        GET=lambda c, a, q, b: (200, _Text(c.pod_log(a["ns"], a["name"], _q(q, "container")))),
+        GET=lambda c, a, q, b: (
+            200,
+            _Text(c.pod_log(a["ns"], a["name"], _q(q, "container"), _tail_lines(q))),
+        ),
     )
     r.add(
         f"/api/v1/namespaces/{_NS}/endpoints",

@@ -29,6 +29,16 @@ class Workload:
     bad_usage: str | None = None  # a one-shot that cannot even start (log line)
     curl: str | None = None  # a one-shot `curl URL` (netexec /dial, kube-proxy /proxyMode)
     netexec: bool = False  # answers netexec's "hostname" request on every port it serves
+    prober: Prober | None = None  # a long-lived probing loop (the battery's netpol model pods)
+
+
+@dataclass(frozen=True)
+class Prober:
+    """`while true; … for t in TARGETS; do agnhost connect "$t" …; done; sleep S; done`: every
+    round probes each target and logs `round N start`, `probe N T ok|fail …`, `round N done`."""
+
+    targets: tuple[Connect, ...]
+    interval: float
 
 
 def _argv(container: dict[str, Any]) -> list[str]:
@@ -88,6 +98,26 @@ def _parse_connect(argv: list[str]) -> Connect | str:
     return Connect(host=host.strip("[]"), port=int(port), protocol=proto)
 
 
+_PROBER_LOOP = re.compile(
+    r'for t in ([^;]+); do.*agnhost connect "\$t" --protocol=(\w+).*sleep ([0-9.]+); done'
+)
+
+
+def _shell_prober(script: str) -> Prober | None:
+    if "while true" not in script or 'echo "round $n start"' not in script:
+        return None
+    found = _PROBER_LOOP.search(script)
+    if not found:
+        return None
+    targets = []
+    for target in found.group(1).split():
+        host, _, port = target.rpartition(":")
+        if not port.isdigit():
+            return None
+        targets.append(Connect(host.strip("[]"), int(port), found.group(2).upper()))
+    return Prober(tuple(targets), float(found.group(3)))
+
+
 def _shell_connect(script: str) -> list[str] | None:
     """Find `/agnhost connect …` inside a shell loop like upstream's legacy NetworkPolicy client."""
     match = re.search(r"(?:/agnhost|agnhost)\s+connect\s+([^;&|]*)", script)
@@ -126,6 +156,9 @@ def read_container(container: dict[str, Any]) -> Workload:
             return Workload(long_running=False, hostexec=rest[2])
         return Workload(long_running=False, hostexec=" ".join(rest))
     if argv[:2] in (["sh", "-c"], ["/bin/sh", "-c"]) and len(argv) >= 3:
+        prober = _shell_prober(argv[2])
+        if prober is not None:
+            return Workload(long_running=True, prober=prober)
         inner = _shell_connect(argv[2])
         shell_url = _shell_curl(argv[2]) if inner is None else None
         if shell_url is not None:
@@ -169,4 +202,5 @@ def read_pod(spec: dict[str, Any]) -> Workload:
         connect=first.connect,
         hostexec=first.hostexec,
         bad_usage=first.bad_usage,
+        prober=next((w.prober for w in workloads if w.prober is not None), None),
     )

@@ -38,6 +38,14 @@ class Timeouts:
     # Between two of a NetworkingTestConfig dial's tries (upstream's hitEndpointRetryDelay).
     dial_retry_delay: float = 2.0
     request: float = 30.0  # one HTTP request to the API server
+    # Upstream's netpol prober (test/e2e/network/netpol/kubemanager.go): each cell polled up to
+    # defaultPollTimeoutSeconds (10) until the expected result shows, `agnhost connect
+    # --timeout` of getProbeTimeoutSeconds (3); waitForHTTPServers' maxTries (10) windows
+    # before the servers count as not ready; our probers' pause between two rounds.
+    netpol_poll: float = 10.0
+    netpol_probe_timeout: int = 3
+    netpol_ready_tries: int = 10
+    netpol_probe_interval: float = 1.0
     api_tries: int = 4  # transient API errors: tries per call
     api_backoff: float = 1.0  # first retry delay, doubled each try
 
@@ -52,6 +60,9 @@ class Timeouts:
             rules_poll=1.0,
             poll_interval=0.02,
             dial_retry_delay=0.02,
+            netpol_poll=1.5,
+            netpol_probe_timeout=1,
+            netpol_probe_interval=0.05,
             # Lab answers take milliseconds, but a lab shares its process with the tests and
             # CI's two cores with coverage and a qemu guest: 2 s timed out there under load.
             request=10.0,

@@ -415,9 +415,18 @@ class TestContext:
             watcher.stop()  # type: ignore[no-untyped-call]
         return None
 
-    def pod_log(self, name: str) -> str:
+    def pod_log(
+        self, name: str, container: str | None = None, tail_lines: int | None = None
+    ) -> str:
+        extra: dict[str, Any] = {}
+        if container:
+            extra["container"] = container
+        if tail_lines:
+            extra["tail_lines"] = tail_lines
         try:
-            text = self.kube.call(self.kube.core.read_namespaced_pod_log, name, self.namespace)
+            text = self.kube.call(
+                self.kube.core.read_namespaced_pod_log, name, self.namespace, **extra
+            )
         except ApiException as exc:
             if exc.status == 403 and refusal_kind(exc) == "rbac":
                 raise  # the battery's role lacks pods/log: an error, not a log that says so

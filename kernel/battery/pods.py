@@ -102,6 +102,45 @@ def porter_multi_pod(
     )
 
 
+PROBER_CONTAINER = "prober"
+
+
+def prober_script(targets: list[str], protocol: str, timeout_s: int, interval_s: float) -> str:
+    """A loop probing every target in parallel each round, as upstream's netpol prober execs
+    `agnhost connect` in the long-lived model pod (test/e2e/network/netpol/kubemanager.go).
+
+    Its log is the battery's reading (no exec permission): `round N start`, one
+    `probe N HOST:PORT ok` or `probe N HOST:PORT fail WORDS` per target, `round N done`.
+    """
+    listed = " ".join(targets)
+    return (
+        'n=0; while true; do n=$((n+1)); echo "round $n start"; '
+        f"for t in {listed}; do "
+        f'( if out=$(/agnhost connect "$t" --protocol={protocol.lower()} '
+        f'--timeout={max(1, int(timeout_s))}s 2>&1); then echo "probe $n $t ok"; '
+        'else echo "probe $n $t fail $(echo $out | head -c 160)"; fi ) & '
+        'done; wait; echo "round $n done"; '
+        f"sleep {interval_s:g}; done"
+    )
+
+
+def netpol_model_pod(
+    name: str,
+    image: str,
+    sctp_ports: tuple[int, ...],
+    labels: dict[str, str],
+    node: str | None,
+    prober: str,
+) -> dict[str, Any]:
+    """Upstream's netpol model pod (porter serving SCTP on `sctp_ports`) with a second container
+    that probes from the pod itself, created before any policy and kept for the whole test."""
+    body = porter_multi_pod(name, image, sctp_ports, labels, node)
+    body["spec"]["containers"].append(
+        {"name": PROBER_CONTAINER, "image": image, "command": ["sh", "-c", prober]}
+    )
+    return body
+
+
 def netexec_tcp_udp_pod(
     name: str, image: str, tcp_udp_port: int, labels: dict[str, str], node: str | None
 ) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers as s
 
-from dashboard.domain.catalog import ALL_KEYS, Battery, Outcome, Proxier
+from dashboard.domain.catalog import ALL_KEYS, CATALOG, Battery, Outcome, Proxier
 from dashboard.domain.clusters import DESCRIPTION
 from dashboard.domain.models import CatalogTest, Cluster, Run, Submission
 from dashboard.domain.policy import submission_qualifying
@@ -28,6 +28,8 @@ EVIDENCE_KINDS = ["run", "submission"]
 RUN_STATES = Run.State.choices
 RUN_TRIGGERS = Run.Trigger.choices
 SUBMISSION_STATUSES = Submission.Status.choices
+# Catalog tests with no upstream spec today (dashboard/domain/catalog.py's `upstream_note`).
+UPSTREAM_NOTES = {str(e["key"]): str(e["upstream_note"]) for e in CATALOG if e.get("upstream_note")}
 
 
 def iso(value: Any) -> str | None:
@@ -109,11 +111,21 @@ class CatalogTestSerializer(s.ModelSerializer):
     tags = s.ListField(child=s.CharField())
     upstream_names = s.ListField(child=s.CharField())
     battery = s.ChoiceField(choices=CATALOG_BATTERIES)
+    upstream_note = s.SerializerMethodField(
+        help_text=(
+            "Set when no current upstream spec stands behind this test (it is ours alone, "
+            "never upstream's verdict); empty otherwise"
+        )
+    )
 
     class Meta:
         model = CatalogTest
-        fields = ["key", "title", "battery", "tags", "upstream_names", "kep_text"]
+        fields = ["key", "title", "battery", "tags", "upstream_names", "kep_text", "upstream_note"]
         read_only_fields = fields
+
+    @extend_schema_field(s.CharField())
+    def get_upstream_note(self, obj: CatalogTest) -> str:
+        return UPSTREAM_NOTES.get(obj.key, "")
 
 
 # --- clusters ---------------------------------------------------------------------------------

@@ -33,3 +33,21 @@ def test_the_catalog_is_encoded_once_per_publication_and_a_change_shows_at_once(
     test.save()  # bumps the publication
     data = client.get("/api/v1/catalog/").json()
     assert next(t for t in data if t["key"] == "pod-to-pod")["title"] == test.title
+
+
+def test_the_catalog_says_which_tests_have_no_upstream_spec(client):
+    data = {t["key"]: t for t in client.get("/api/v1/catalog/").json()}
+    noted = {k for k, t in data.items() if t["upstream_note"]}
+    assert noted == {"service-iptables-rules", "pod-to-loadbalancer"}
+    for key in noted:
+        assert data[key]["upstream_note"].startswith("No upstream spec")
+    assert data["pod-to-service"]["upstream_note"] == ""
+
+
+def test_the_schema_describes_the_upstream_note():
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    field = schema["components"]["schemas"]["CatalogTest"]["properties"]["upstream_note"]
+    assert field["type"] == "string" and field["readOnly"] is True
+    assert "ours alone" in field["description"]

@@ -95,3 +95,21 @@ def test_tests_without_an_upstream_spec_say_so_beside_their_outcome():
 
     assert set(UPSTREAM_NOTES) == {"service-iptables-rules", "pod-to-loadbalancer"}
     assert all(note.startswith("No upstream spec") for note in UPSTREAM_NOTES.values())
+
+
+def test_the_run_page_shows_the_no_upstream_spec_note_beside_those_two_tests_only(
+    client: Client,
+) -> None:
+    c = factories.cluster("calico-notes")
+    run = Run.objects.create(
+        cluster=c, plugin=c.plugin, proxier=c.proxier, battery="all", state="succeeded"
+    )
+    for key in ("service-iptables-rules", "pod-to-loadbalancer", "pod-to-service"):
+        TestResult.objects.create(run=run, test_key=key, outcome="passed", reason=f"{key} ok")
+    body = client.get(f"/runs/{run.id}/").content.decode()
+    assert body.count('class="muted upstream-note"') == 2
+    for key in ("service-iptables-rules", "pod-to-loadbalancer"):
+        row = body.split(f"{key} ok", 1)[1].split("</td>", 1)[0]
+        assert '<p class="muted upstream-note">No upstream spec' in row
+    row = body.split("pod-to-service ok", 1)[1].split("</td>", 1)[0]
+    assert "upstream-note" not in row
