@@ -38,7 +38,7 @@ $(TEST_STAMP): $(RUNTIME_STAMP)
 services:
 	.ci/services
 
-.PHONY: lab-replay lab-record services install demo test test-sqlite lint bench bench-smoke clean-demo screenshots \
+.PHONY: lab-replay lab-record services install demo test test-sqlite fuzz lint bench bench-smoke clean-demo screenshots \
 	e2e-binaries cluster cluster-down cluster-proxy cluster-node
 
 # Upstream's e2e.test of Kubernetes 1.34 to 1.37 (newest patch on the Go module proxy) into
@@ -72,6 +72,18 @@ COV_ARGS = $(if $(COVERAGE),--cov --cov-report=term,)
 test: $(TEST_STAMP)
 	rm -rf var/coverage && mkdir -p var/coverage
 	$(TEST_ENV) $(PY) -m pytest -q $(XDIST) --durations=15 $(COV_ARGS) $(PYTEST_ARGS)
+
+# The property-based tests at length (issue 36): the evidence state machine at 200 examples of 30
+# steps (`make test` runs 10 of 12) and schemathesis at 100 examples per operation and role
+# (`make test`: 15), on the database of DATABASE_URL like `make test`. SCTP_MACHINE_SEED=N draws
+# another sequence of steps than the derandomized default.
+FUZZ_MACHINE_EXAMPLES ?= 200
+FUZZ_MACHINE_STEPS ?= 30
+FUZZ_SCHEMA_EXAMPLES ?= 100
+fuzz: $(TEST_STAMP)
+	SCTP_MACHINE_EXAMPLES=$(FUZZ_MACHINE_EXAMPLES) SCTP_MACHINE_STEPS=$(FUZZ_MACHINE_STEPS) \
+	  SCHEMA_FUZZ_EXAMPLES=$(FUZZ_SCHEMA_EXAMPLES) $(TEST_ENV) $(PY) -m pytest -q $(XDIST) \
+	  tests/domain/test_evidence_machine.py tests/web/test_schema_conformance.py $(PYTEST_ARGS)
 
 # The embedded mode (`make demo` without Redis): every test that does not need a Redis server,
 # on the filesystem broker, database cache and database leases. REDIS_URL names a port where

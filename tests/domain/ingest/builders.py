@@ -160,3 +160,118 @@ def e2e_log(server: str = "v1.30.2", passed: int = 402, failed: int = 0) -> byte
         f"\x1b[38;5;14m\x1b[1m{7197 - passed - failed} Skipped\x1b[0m\n"
         f"PASS\n"
     ).encode()
+
+
+# --- Edited copies of real files (tests/domain/test_evidence_machine.py and others) -----------
+#
+# A vendor who wants a file to count edits it: flips the SCTP testcases' outcomes, takes the
+# timestamp out (or puts a recent one in), marks it, re-times a testcase so that it is no longer
+# the same run. Each helper changes one thing and leaves the rest of the real file's bytes as
+# they were. `status` values are the testcases' as ginkgo v2 writes them, plus "not_selected"
+# (left as the real file has it: skipped by focus, `<skipped message="skipped">`).
+
+_V2_SCTP_SKIPPED = re.compile(
+    rb'<testcase name="([^"]*(?:sctp|SCTP)[^"]*)" classname="([^"]*)" status="skipped" time="0">'
+    rb"\s*<skipped message=\"skipped\"></skipped>\s*</testcase>"
+)
+_TESTSUITE_TAG = re.compile(rb"<testsuite\b[^>]*>")
+_TIMESTAMP_ATTR = re.compile(rb'\stimestamp="[^"]*"')
+
+
+def catalog_key_of(name: bytes | str) -> str | None:
+    """The catalog test an upstream testcase name feeds (the ingest's own matching), or None."""
+    from html import unescape
+
+    from dashboard.domain.ingest.upstream_names import catalog_key
+
+    text = name.decode() if isinstance(name, bytes) else name
+    return catalog_key(unescape(text))
+
+
+def _v2_case(name: bytes, classname: bytes, status: str, seconds: str = "12.5") -> bytes:
+    if status == "not_selected":
+        return (
+            b'<testcase name="%s" classname="%s" status="skipped" time="0">'
+            b'<skipped message="skipped"></skipped></testcase>' % (name, classname)
+        )
+    head = b'<testcase name="%s" classname="%s" status="%s" time="%s">' % (
+        name,
+        classname,
+        status.encode(),
+        seconds.encode(),
+    )
+    if status == "passed":
+        return head + b"</testcase>"
+    if status == "skipped":
+        return head + b'<skipped message="skipped - no SCTP load balancer"></skipped></testcase>'
+    if status == "error":
+        return head + b'<error message="" type="panicked">panic: runtime error</error></testcase>'
+    return head + (
+        b'<failure message="" type="%s">[FAILED] dial sctp 10.0.0.7:9090: connection refused'
+        b"</failure></testcase>" % status.encode()
+    )
+
+
+def with_sctp_statuses(document: bytes, status_of: dict[str, str], default: str = "") -> bytes:
+    """A ginkgo v2 JUnit (the real v1.30 file's shape) whose unselected SCTP testcases are
+    rewritten, each as the status `status_of` gives its catalog test (`default` for the others;
+    "" leaves them as they are)."""
+
+    def rewrite(match: re.Match[bytes]) -> bytes:
+        key = catalog_key_of(match.group(1))
+        status = status_of.get(key or "", default)
+        if not status:
+            return match.group(0)
+        return _v2_case(match.group(1), match.group(2), status)
+
+    return _V2_SCTP_SKIPPED.sub(rewrite, document)
+
+
+def with_timestamp(document: bytes, stamp: str | None) -> bytes:
+    """The JUnit with its (first) testsuite's `timestamp` replaced by `stamp` ("2026-11-20T10:00:00"),
+    or removed (None): a file that does not say when its run happened."""
+    match = _TESTSUITE_TAG.search(document)
+    assert match is not None, "no <testsuite> in the document"
+    tag = _TIMESTAMP_ATTR.sub(b"", match.group(0))
+    if stamp is not None:
+        tag = tag[:-1] + b' timestamp="%s">' % stamp.encode()
+    return document[: match.start()] + tag + document[match.end() :]
+
+
+def with_suite_properties(document: bytes, properties: dict[str, str]) -> bytes:
+    """The JUnit with these testsuite properties added (e.g. the project's `emulated` = `true`)."""
+    rows = "".join(
+        f"<property name={quoteattr(k)} value={quoteattr(v)}></property>"
+        for k, v in properties.items()
+    ).encode()
+    if b"<properties>" in document:
+        return document.replace(b"<properties>", b"<properties>" + rows, 1)
+    match = _TESTSUITE_TAG.search(document)
+    assert match is not None, "no <testsuite> in the document"
+    return (
+        document[: match.end()]
+        + b"<properties>"
+        + rows
+        + b"</properties>"
+        + document[match.end() :]
+    )
+
+
+_PASSED_TIME = re.compile(
+    rb'(<testcase name="[^"]*" classname="[^"]*" status="passed" time=")([0-9.]+)(")'
+)
+
+
+def retimed(document: bytes, salt: int) -> bytes:
+    """The JUnit with its first passed testcase `salt` milliseconds longer: another e2e run to
+    the content identity (the same names and outcomes, another time), nothing else changed."""
+    if not salt:
+        return document
+
+    def bump(match: re.Match[bytes]) -> bytes:
+        seconds = float(match.group(2)) + salt / 1000
+        return match.group(1) + f"{seconds:.6f}".encode() + match.group(3)
+
+    edited, count = _PASSED_TIME.subn(bump, document, count=1)
+    assert count == 1, "no passed testcase to re-time"
+    return edited
