@@ -41,8 +41,9 @@ services:
 .PHONY: lab-replay lab-record services install demo test test-sqlite fuzz lint bench bench-smoke clean-demo screenshots \
 	e2e-binaries cluster cluster-down cluster-proxy cluster-node
 
-# Upstream's e2e.test of Kubernetes 1.34 to 1.37 (newest patch on the Go module proxy) into
-# var/e2e/v1.<minor>/e2e.test, for the `upstream` battery (needs git, Go, make; once, cached).
+# Upstream's e2e.test of each release with a wrapper module in deploy/e2e/v1.<minor>/ (the newest
+# patch the Go module proxy serves) into var/e2e/v1.<minor>/e2e.test, for the `upstream` battery
+# (needs Go; out of tree, `go test -c`; cached by a stamp; E2E_MINORS="36" builds one).
 e2e-binaries:
 	deploy/e2e/build-binaries.sh
 
