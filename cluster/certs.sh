@@ -7,6 +7,7 @@
 #   admin                  client, CN kubernetes-admin, O system:masters (var/cluster/kubeconfig)
 #   apiserver-kubelet-client  the apiserver's client to kubelets (O system:masters)
 #   kube-controller-manager, kube-scheduler, kube-proxy, kubelet (system:node:NODE, O system:nodes)
+#   kubelet-serving        the kubelet's serving certificate: 127.0.0.1 and the node IP
 #   sa.{key,pub}           the service-account token signing key pair
 set -euo pipefail
 
@@ -14,6 +15,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
 pki="${CLUSTER_PKI:-$root/var/cluster/pki}"
 service_ip="${CLUSTER_SERVICE_IP:-10.0.0.1}"
+# The node's address (cluster/lib.sh): the kubelet serves on it.
+node_ip="${CLUSTER_NODE_IP:-198.18.37.1}"
 node="${CLUSTER_NODE_NAME:-$(hostname | tr '[:upper:]' '[:lower:]')}"
 days=3650
 
@@ -57,7 +60,7 @@ cert kube-controller-manager "/CN=system:kube-controller-manager" clientAuth
 cert kube-scheduler "/CN=system:kube-scheduler" clientAuth
 cert kube-proxy "/CN=system:kube-proxy" clientAuth
 cert kubelet "/O=system:nodes/CN=system:node:$node" clientAuth
-cert kubelet-serving "/O=system:nodes/CN=system:node:$node" serverAuth "IP:127.0.0.1,DNS:localhost,DNS:$node"
+cert kubelet-serving "/O=system:nodes/CN=system:node:$node" serverAuth "IP:127.0.0.1,IP:$node_ip,DNS:localhost,DNS:$node"
 
 if ! [ -f sa.pub ]; then
   key sa

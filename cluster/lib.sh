@@ -16,6 +16,13 @@ pids="$state/pids"
 export CLUSTER_PKI="$pki"
 
 host=127.0.0.1
+# The node's address: the kubelet refuses a loopback node IP ("nodeIP can't be loopback
+# address"), so cluster/node.sh gives the node an interface of its own, NODE_IF (a veth pair,
+# this kernel has no dummy links), holding NODE_IP/32 from 198.18.0.0/15 (RFC 2544's benchmark
+# range: routed nowhere, unlikely to clash). Traffic to it is local delivery on this host.
+export CLUSTER_NODE_IP="${CLUSTER_NODE_IP:-198.18.37.1}"
+node_ip="$CLUSTER_NODE_IP"
+node_if="${CLUSTER_NODE_IF:-sctpnode0}"
 apiserver_port="${CLUSTER_APISERVER_PORT:-6443}"
 etcd_port="${CLUSTER_ETCD_PORT:-2379}"
 etcd_peer_port="${CLUSTER_ETCD_PEER_PORT:-2380}"

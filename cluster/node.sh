@@ -2,7 +2,9 @@
 # The node layer of the real cluster (after `make cluster` and cluster/build-node.sh):
 # containerd (runc, the reference CNI plugins from var/cluster/bin/cni, the pause image imported
 # from bin/pause.oci.tar: no pull) and the kubelet (cgroupfs driver on this cgroup v1 host,
-# failCgroupV1: false), registering node NODE (var/cluster/pki/node-name) at 127.0.0.1.
+# failCgroupV1: false), registering node NODE (var/cluster/pki/node-name) with the address
+# NODE_IP (198.18.37.1) on an interface of its own, sctpnode0 (lib.sh): the kubelet serves
+# there (10250), containerd's streaming server stays on 127.0.0.1.
 # Pods get addresses of CLUSTER_POD_CIDR's first /24 on the bridge cni0, in network namespaces
 # of their own.
 #
@@ -42,6 +44,12 @@ if [ "${1:-}" = "--down" ]; then
   if [ -f "$nstate/cni/net.d/10-sctp-readiness.conflist" ] && ip link show cni0 >/dev/null 2>&1; then
     ip link delete cni0 || true
   fi
+  # The node's interface, when this node made it (node.sh records it in $nstate/node-if).
+  if [ -f "$nstate/node-if" ]; then
+    made="$(cat "$nstate/node-if")"
+    ip link show "$made" >/dev/null 2>&1 && ip link delete "$made" && say "removed interface $made"
+    rm -f "$nstate/node-if"
+  fi
   # The shims' and runc's state directories, when empty (rmdir removes nothing else).
   rmdir /run/containerd/runc/k8s.io /run/containerd/runc /run/containerd/s /run/containerd 2>/dev/null || true
   # The chains the kubelet (KUBE-FIREWALL, canaries, hint) and portmap (CNI-HOSTPORT-*) leave.
@@ -75,6 +83,22 @@ if alive containerd && alive kubelet; then
   exit 0
 fi
 
+# The node's address: a veth pair of our own (this kernel has no dummy links), NODE_IP/32 on
+# NODE_IF, both ends up so that the link has carrier; nothing is attached to the peer.
+mkdir -p "$nstate"
+if ! ip -o addr show dev "$node_if" 2>/dev/null | grep -q " $node_ip/"; then
+  if ip -o addr show 2>/dev/null | grep -q " inet $node_ip/"; then
+    die "$node_ip is already on another interface: set CLUSTER_NODE_IP"
+  fi
+  ip link show "$node_if" >/dev/null 2>&1 && die "interface $node_if exists (not ours?): set CLUSTER_NODE_IF"
+  ip link add "$node_if" type veth peer name "${node_if}p"
+  echo "$node_if" >"$nstate/node-if"
+  ip addr add "$node_ip/32" dev "$node_if"
+  ip link set "${node_if}p" up
+  ip link set "$node_if" up
+  say "node address $node_ip on $node_if"
+fi
+
 # Can this process lower its oom_score_adj (CAP_SYS_RESOURCE)? Not in every sandbox.
 restrict_oom=false
 if ! sh -c 'echo -1 >/proc/self/oom_score_adj' 2>/dev/null; then restrict_oom=true; fi
@@ -94,6 +118,11 @@ state = "$nstate/containerd/state"
   snapshotter = "overlayfs"
   [plugins.'io.containerd.cri.v1.images'.pinned_images]
     sandbox = "$pause_image"
+
+[plugins.'io.containerd.grpc.v1.cri']
+  # The CRI streaming server (exec, attach, port-forward): the kubelet relays to it.
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
 
 [plugins.'io.containerd.cri.v1.runtime']
   # This machine's root lacks CAP_SYS_RESOURCE: it cannot lower an oom_score_adj (the kubelet
@@ -142,7 +171,7 @@ write_kubeconfig "$nstate/kubelet/kubeconfig" kubelet
 cat >"$nstate/kubelet/config.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-address: $host
+address: $node_ip
 port: $kubelet_port
 readOnlyPort: 0
 healthzBindAddress: $host
@@ -169,7 +198,7 @@ start kubelet \
   --config="$nstate/kubelet/config.yaml" \
   --kubeconfig="$nstate/kubelet/kubeconfig" \
   --hostname-override="$node" \
-  --node-ip="$host" \
+  --node-ip="$node_ip" \
   --root-dir="$nstate/kubelet/root" \
   --cert-dir="$nstate/kubelet/pki" \
   --v=2
