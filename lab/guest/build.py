@@ -37,7 +37,16 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 PYSCTP_VERSION = "0.7.3"
 SUITE = "bookworm"
-GUEST_PACKAGES = ("python3", "iproute2", "iptables", "ipvsadm", "nftables", "kmod", "procps")
+GUEST_PACKAGES = (
+    "python3",
+    "iproute2",
+    "iptables",
+    "ipset",
+    "ipvsadm",
+    "nftables",
+    "kmod",
+    "procps",
+)
 GUEST_PROJECT_DIR = "opt/sctp-dashboard"
 
 # Files whose content defines the base root filesystem (changing them rebuilds it).

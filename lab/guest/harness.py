@@ -121,7 +121,14 @@ class Guest:
         self.prepare_seconds = round(time.monotonic() - started, 1)
         self.kvm, self.accel_reason = kvm_usable()
 
-    def qemu_command(self, job: Path) -> list[str]:
+    def qemu_command(self, job: Path, network: bool = False) -> list[str]:
+        """qemu's command line; ``network`` adds a virtio NIC on qemu's user-mode network.
+
+        There the guest is 10.0.2.15/24 and 10.0.2.2 is the host's loopback (what a guest
+        connects to at 10.0.2.2:PORT, qemu connects to at 127.0.0.1:PORT); the guest gets no
+        default route, so nothing else is reachable.
+        """
+        nic = ["-nic", "user,model=virtio-net-pci"] if network else ["-nic", "none"]
         security = "passthrough" if os.geteuid() == 0 else "none"
         accel = (
             ["-enable-kvm", "-cpu", "host"]
@@ -137,8 +144,7 @@ class Guest:
             str(self.cpus),
             "-nographic",
             "-no-reboot",
-            "-nic",
-            "none",
+            *nic,
             "-serial",
             "mon:stdio",
             "-kernel",
@@ -153,11 +159,25 @@ class Guest:
             f"local,path={job},mount_tag=job,security_model={security}",
         ]
 
-    def run(self, script: str, timeout: float = 240.0) -> GuestResult:
-        """Boot, run ``script`` with sh in the guest, power off; never longer than ``timeout``."""
+    def run(
+        self,
+        script: str,
+        timeout: float = 240.0,
+        network: bool = False,
+        inputs: dict[str, Path] | None = None,
+    ) -> GuestResult:
+        """Boot, run ``script`` with sh in the guest, power off; never longer than ``timeout``.
+
+        ``inputs`` are copied into /job (by their name there) before the boot; ``network``: see
+        ``qemu_command``.
+        """
         job = Path(tempfile.mkdtemp(prefix="sctp-guest-job-"))
         try:
             (job / "out").mkdir()
+            for name, src in (inputs or {}).items():
+                dst = job / name
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, dst)
             (job / "run.sh").write_text(
                 # python3 -S skips site.py, which costs ~1.5 s per start under TCG (it stats
                 # every sys.path entry over 9p); PYTHONPATH brings back what it would add.
@@ -169,7 +189,7 @@ class Guest:
             console_path = job.parent / f"{job.name}.console"
             with open(console_path, "wb") as console:
                 proc = subprocess.Popen(
-                    self.qemu_command(job),
+                    self.qemu_command(job, network=network),
                     stdin=subprocess.DEVNULL,
                     stdout=console,
                     stderr=subprocess.STDOUT,

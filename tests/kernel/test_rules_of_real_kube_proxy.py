@@ -155,3 +155,61 @@ def test_the_real_portmap_rules_dnat_the_sctp_host_port_to_the_pod() -> None:
     # portmap's chains are CNI-*: the in-tree kubenet hostport manager's KUBE-HOSTPORTS chain
     # (which hostport-kubenet reads) is gone from the kubelet since 1.24.
     assert nodeparse.iptables_sctp_rules(nat, chain_prefix="KUBE-HOSTPORTS") == []
+
+
+# ---- the same release's kube-proxy in the qemu guest (python -m lab.guest.real_proxy): real
+# kernel SCTP and IPVS, a real SCTP association through sctp-guest-proxy/sctp-svc
+# (10.0.0.95:9595/SCTP -> 10.88.0.11:9595) in each mode before these rules were captured.
+
+GUEST_ENDPOINT = ("10.88.0.11", 9595)
+
+
+def guest_capture(mode: str) -> str:
+    return capture(f"guest-kube-proxy-{mode}-sctp.txt")
+
+
+@pytest.mark.parametrize("mode", ["iptables", "ipvs", "nftables"])
+def test_each_guest_capture_came_from_the_pinned_release_in_its_mode(mode: str) -> None:
+    header = "\n".join(ln for ln in guest_capture(mode).splitlines() if ln.startswith("#"))
+    assert f"real kube-proxy {pinned_release()}" in header and f"mode {mode}," in header
+    assert f"Kubernetes {pinned_release()} ({mode})" in header  # `kube-proxy --version` there
+    assert "lab.guest.real_proxy" in header
+
+
+def test_the_battery_finds_the_sctp_path_in_the_guests_iptables_rules() -> None:
+    text = guest_capture("iptables")
+    path = nodeparse.iptables_service_path(text, SCTP_VIP, SCTP_PORT)
+    assert path is not None and "-p sctp" in path.jump
+    assert path.destinations == ["10.88.0.11:9595"]
+    modes = nodeparse.proxier_modes_with(
+        SCTP_VIP, SCTP_PORT, "SCTP", iptables=text, ipvs="", nftables=""
+    )
+    assert modes == ["iptables"]
+
+
+def test_the_battery_finds_the_sctp_virtual_service_in_the_guests_ipvs_rules() -> None:
+    text = guest_capture("ipvs")
+    services = nodeparse.ipvs_sctp_services(text)
+    assert [(s.vip, s.port, s.scheduler) for s in services] == [(SCTP_VIP, SCTP_PORT, "rr")]
+    assert services[0].reals == [(*GUEST_ENDPOINT, "Masq")]
+    modes = nodeparse.proxier_modes_with(
+        SCTP_VIP, SCTP_PORT, "SCTP", iptables="", ipvs=text, nftables=""
+    )
+    assert modes == ["ipvs"]
+    # The kubernetes Service's TCP virtual service is there too, and is no SCTP service.
+    assert re.search(r"^TCP\s+10\.0\.0\.1:443 rr", text, re.MULTILINE)
+    assert (
+        nodeparse.proxier_modes_with("10.0.0.1", 443, "SCTP", iptables="", ipvs=text, nftables="")
+        == []
+    )
+
+
+def test_the_battery_finds_the_sctp_element_in_the_guests_nftables_rules() -> None:
+    text = guest_capture("nftables")
+    elements = nodeparse.nft_sctp_service_elements(text)
+    assert [(ip, port) for ip, port, _ in elements] == [(SCTP_VIP, SCTP_PORT)]
+    assert "sctp-guest-proxy/sctp-svc/sctp" in elements[0][2]
+    modes = nodeparse.proxier_modes_with(
+        SCTP_VIP, SCTP_PORT, "SCTP", iptables="", ipvs="", nftables=text
+    )
+    assert modes == ["nftables"]
