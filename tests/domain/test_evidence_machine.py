@@ -46,8 +46,8 @@ database of its own: the test is transactional (as production: autocommit, on_co
 fire) and the machine's `teardown()` flushes every table and seeds the catalog again, as
 Django's TransactionTestCase does between tests.
 
-Measured on the 2-core development machine (shared): the bounded run takes about 40 s on
-SQLite and 45 s on PostgreSQL. With the fix of issue 36 undone (`Assessment.stale_only`
+Measured on the 2-core development machine: the bounded run took 100 s in CI on PostgreSQL
+(7 Dec 2026) and 98 s on SQLite with other work running. With the fix of issue 36 undone (`Assessment.stale_only`
 without its `dated` condition), the bounded run fails in its first examples with the issue's
 TypeError ("unsupported format string passed to NoneType.__format__" in
 iptables_and_ipvs.py), shrunk to: a vendor uploads an edited copy of the real v1.30 JUnit with
