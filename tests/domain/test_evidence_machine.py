@@ -72,7 +72,6 @@ from typing import Any
 
 import pytest
 import time_machine
-import yaml
 from django.conf import settings as dj_settings
 from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -126,6 +125,7 @@ from dashboard.domain.schedules import ScheduleError, create_schedule, set_enabl
 from dashboard.domain.withdrawals import CorrectionError, reinstate, withdraw
 from tests.domain.ingest import builders as b
 from tests.domain.ingest import real_files as rf
+from tests.kubeconfigs import token_kubeconfig
 from tests.task_layer import SENT
 from tests.uploads import SCTP
 
@@ -231,16 +231,7 @@ def version_server() -> Iterator[str]:
 
 
 def kubeconfig(server: str) -> str:
-    return yaml.safe_dump(
-        {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "current-context": "c",
-            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-            "clusters": [{"name": "c", "cluster": {"server": server}}],
-            "users": [{"name": "u", "user": {"token": "machine-token"}}],
-        }
-    )
+    return token_kubeconfig(server, "machine-token")
 
 
 # --- the real files -----------------------------------------------------------------------
@@ -1038,12 +1029,7 @@ class EvidenceMachine(RuleBasedStateMachine):
         reason=st.sampled_from(["the cluster was misconfigured", ""]),
     )
     def withdraw_or_reinstate_run(self, run: RunRef, back: bool, reason: str) -> None:
-        obj = Run.objects.get(pk=run.id)
-        action = reinstate if back else withdraw
-        self.refused_by_domain(
-            lambda: action(obj, actor=self.maintainer_user, reason=reason), CorrectionError
-        )
-        self.touched = [f"/runs/{run.id}/"]
+        self._correct(Run.objects.get(pk=run.id), back, reason, f"/runs/{run.id}/")
 
     @rule(
         sub=submissions,
@@ -1051,12 +1037,15 @@ class EvidenceMachine(RuleBasedStateMachine):
         reason=st.sampled_from(["the vendor asked", ""]),
     )
     def withdraw_or_reinstate_submission(self, sub: SubmissionRef, back: bool, reason: str) -> None:
-        obj = Submission.objects.get(pk=sub.id)
+        self._correct(Submission.objects.get(pk=sub.id), back, reason, f"/submissions/{sub.id}/")
+
+    def _correct(self, obj: Run | Submission, back: bool, reason: str, page: str) -> None:
+        """A maintainer withdraws `obj` (or reinstates it: `back`); the domain may refuse."""
         action = reinstate if back else withdraw
         self.refused_by_domain(
             lambda: action(obj, actor=self.maintainer_user, reason=reason), CorrectionError
         )
-        self.touched = [f"/submissions/{sub.id}/"]
+        self.touched = [page]
 
     @rule(
         plugin=st.sampled_from(PLUGINS),

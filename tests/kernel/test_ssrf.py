@@ -18,6 +18,7 @@ import yaml
 
 from dashboard.domain.models import AuditEvent, Cluster, Run
 from tests.conftest import auth
+from tests.kubeconfigs import token_kubeconfig
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("inside_one_window")]
 
@@ -83,16 +84,7 @@ def version_ok(conn: socket.socket, request: bytes) -> None:
 
 
 def kubeconfig(server: str) -> str:
-    return yaml.safe_dump(
-        {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "current-context": "c",
-            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-            "clusters": [{"name": "c", "cluster": {"server": server}}],
-            "users": [{"name": "u", "user": {"token": TOKEN}}],
-        }
-    )
+    return token_kubeconfig(server, TOKEN)
 
 
 def register(client, token: str, server: str, name: str = "calico-prod"):

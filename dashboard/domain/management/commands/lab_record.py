@@ -83,6 +83,18 @@ def _pod(name: str, ports: list[tuple[int, str]], labels: dict[str, str]) -> dic
     return pods.pause_pod(name, IMAGE, [pods.port(p, proto) for p, proto in ports], labels, None)
 
 
+def _namespace(name: str, enforce: str) -> dict[str, Any]:
+    """A namespace of the recording under Pod Security level `enforce`."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "name": name,
+            "labels": {**LABELS, "pod-security.kubernetes.io/enforce": enforce},
+        },
+    }
+
+
 def battery_steps(api: k8s.ApiClient, rec: Recorder) -> None:
     """The battery's calls, with its own bodies (kernel.battery.pods), in a run's order."""
     from kernel.battery import pods
@@ -103,14 +115,7 @@ def battery_steps(api: k8s.ApiClient, rec: Recorder) -> None:
     step("nodes", lambda: core.list_node(**raw))
     step("daemonsets", lambda: apps.list_daemon_set_for_all_namespaces(**raw))
     step("configmaps-kube-system", lambda: core.list_namespaced_config_map("kube-system", **raw))
-    ns_body = {
-        "apiVersion": "v1",
-        "kind": "Namespace",
-        "metadata": {
-            "name": NS,
-            "labels": {**LABELS, "pod-security.kubernetes.io/enforce": "privileged"},
-        },
-    }
+    ns_body = _namespace(NS, "privileged")
     step("namespace-create", lambda: core.create_namespace(ns_body))
     step("namespace-create-again-409", lambda: core.create_namespace(ns_body))
     bad_ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "Sctp_Bad"}}
@@ -185,14 +190,7 @@ def battery_steps(api: k8s.ApiClient, rec: Recorder) -> None:
     hostexec = pods.hostexec_pod("hostexec-1", IMAGE, "replay-node", "lsmod")
     hostexec["spec"].pop("nodeName", None)
     step("hostexec-create", lambda: core.create_namespaced_pod(NS, hostexec))
-    restricted = {
-        "apiVersion": "v1",
-        "kind": "Namespace",
-        "metadata": {
-            "name": NS_RESTRICTED,
-            "labels": {**LABELS, "pod-security.kubernetes.io/enforce": "restricted"},
-        },
-    }
+    restricted = _namespace(NS_RESTRICTED, "restricted")
     step("namespace-restricted-create", lambda: core.create_namespace(restricted))
     step(
         "hostexec-create-restricted-403",
