@@ -62,13 +62,39 @@ class NoBinary(Exception):
     """There is no e2e.test for the cluster's minor: the run is refused, never guessed."""
 
 
+_MINOR_DIR = re.compile(r"^v1\.(\d+)$")
+
+
+def _usable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def available_minors(e2e_dir: Path) -> list[int]:
+    """The minors that have an executable E2E_DIR/v1.<minor>/e2e.test, in order."""
+    try:
+        entries = list(Path(e2e_dir).iterdir())
+    except OSError:
+        return []
+    found = {
+        int(m.group(1))
+        for entry in entries
+        if (m := _MINOR_DIR.match(entry.name)) and _usable(entry / BINARY_NAME)
+    }
+    return sorted(found)
+
+
 def binary_for(e2e_dir: Path, minor: int) -> Path:
-    """E2E_DIR/v1.<minor>/e2e.test, or NoBinary saying where it should be and how to build it."""
+    """E2E_DIR/v1.<minor>/e2e.test, or NoBinary saying where it should be, how to build it and
+    which minors this worker does have binaries for."""
     path = Path(e2e_dir) / f"v1.{minor}" / BINARY_NAME
-    if not path.is_file() or not os.access(path, os.X_OK):
+    if not _usable(path):
+        have = available_minors(e2e_dir)
+        listed = ", ".join(f"1.{m}" for m in have)
+        where = f"{listed} only" if have else "no minor at all"
         raise NoBinary(
-            f"no e2e.test for Kubernetes 1.{minor}: build it with `make e2e-binaries` or put it "
-            f"at {path} (an executable file)"
+            f"no e2e.test for Kubernetes 1.{minor}: this worker has e2e.test for {where} "
+            f"(in {e2e_dir}); build it with `make e2e-binaries` or put it at {path} "
+            "(an executable file)"
         )
     return path
 

@@ -170,9 +170,11 @@ def test_a_minor_without_a_binary_is_refused_by_name_not_guessed(e2e_dir):
         data, code = run_battery("up-none")
     assert code == 1 and data["status"] == "error"
     assert data["error"].startswith(
-        "no e2e.test for Kubernetes 1.30: build it with `make e2e-binaries` or put it at "
+        f"no e2e.test for Kubernetes 1.30: this worker has e2e.test for 1.31 only (in {e2e_dir}); "
+        "build it with `make e2e-binaries` or put it at "
     )
     assert str(e2e_dir / "v1.30" / "e2e.test") in data["error"]
+    assert Run.objects.get(pk=data["run"]).upstream == {"minor": 30, "binary": "", "specs": []}
     assert {v["outcome"] for v in data["results"].values()} == {"not_run"}
 
 
