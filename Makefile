@@ -43,7 +43,8 @@ services:
 
 # Upstream's e2e.test of each release with a wrapper module in deploy/e2e/v1.<minor>/ (the newest
 # patch the Go module proxy serves) into var/e2e/v1.<minor>/e2e.test, for the `upstream` battery
-# (needs Go; out of tree, `go test -c`; cached by a stamp; E2E_MINORS="36" builds one).
+# (needs Go; out of tree, `go test -c`; cached by a stamp; E2E_MINORS="36" builds one, E2E_BUILD_P=1
+# compiles one package at a time). `deploy/e2e/dry-run.py <minor>` dry-runs a built one.
 e2e-binaries:
 	deploy/e2e/build-binaries.sh
 
