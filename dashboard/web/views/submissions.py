@@ -20,7 +20,6 @@ from dashboard.domain.models import Plugin, Submission, Vendor
 from dashboard.domain.policy import submission_qualifying
 from dashboard.domain.roles import is_maintainer, vendor_ids
 from dashboard.domain.submission_state import (
-    evaluation_change,
     never_counts,
     proxier_declared_only,
     short_reason,
@@ -203,6 +202,7 @@ def submission_review(request: HttpRequest, sub_id: int) -> HttpResponse:
             verify=action == "verify",
             reason=request.POST.get("reason", ""),
             run_date=request.POST.get("run_date", "") if action == "verify" else "",
+            before=before,
         )
     except SubmissionError as exc:
         messages.error(request, exc.message)
@@ -210,7 +210,7 @@ def submission_review(request: HttpRequest, sub_id: int) -> HttpResponse:
     # Tell the maintainer what the decision did to the readiness page.
     # Compared evaluation to evaluation, not status to status: "tests-written: 8 → 2 missing;
     # ipvs: now demonstrated" while every status stays (issue 39).
-    changed = evaluation_change(before, readiness.evaluate())
+    changed = sub.review_effect or []
     effect = "; ".join(changed) if changed else f"no change: {short_reason(sub)}"
     declared_only = proxier_declared_only(sub) if action == "verify" else ""
     note = f" {declared_only}." if declared_only else ""
