@@ -99,7 +99,8 @@ BATTERY_KEYS: dict[str, tuple[str, ...]] = {
     Battery.BASIC: BASIC_KEYS,
     Battery.CONNECTIVITY: CONNECTIVITY_KEYS,
     Battery.ALL: ALL_KEYS,
-    # Keyed by catalog key like any run; pod-to-loadbalancer has no upstream spec (not_run).
+    # Keyed by catalog key like any run; a key with no upstream spec at the release is stored
+    # not_run and never shown as an outcome of upstream (ingest.upstream_names.fed_keys).
     Battery.UPSTREAM: ALL_KEYS,
 }
 # The proxier modes kube-proxy has (and a demonstration can show), in the order pages list them.

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from dashboard.domain.catalog import Outcome
+from dashboard.domain.ingest.upstream_names import fed_keys
 from dashboard.domain.models import Run, TestResult
 
 UPSTREAM = "upstream"
@@ -79,9 +80,22 @@ def side_by_side(
     version = max(versions, key=lambda v: max(newest[(v, f)].finished for f in NAMES))
     ours, upstream = newest[(version, "ours")], newest[(version, "upstream")]
     rows = []
+    fed = fed_keys(upstream.kubernetes_version)
     for key in ALL_KEYS:
         a, b = results.get((ours.id, key)), results.get((upstream.id, key))
         if a is None and b is None:
+            continue
+        if key not in fed:
+            # upstream has no spec for it at this release: no outcome of upstream's to show
+            rows.append(
+                {
+                    "key": key,
+                    "ours": a.outcome if a else Outcome.NOT_RUN,
+                    "upstream": "",
+                    "state": "no upstream spec",
+                    "why": "upstream's e2e.test has no spec for it",
+                }
+            )
             continue
         mine = a.outcome if a else Outcome.NOT_RUN
         theirs = b.outcome if b else Outcome.NOT_RUN

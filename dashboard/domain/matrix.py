@@ -20,6 +20,7 @@ from django.utils.timezone import now
 
 from dashboard.domain import compiled
 from dashboard.domain.catalog import ALL_KEYS, Battery, Outcome, Proxier, keys_of
+from dashboard.domain.ingest.upstream_names import fed_keys
 from dashboard.domain.lookups import JSONKey, any_of
 from dashboard.domain.models import Cluster, Plugin, Run, Submission, TestResult
 from kernel.vocabulary import PROXIERS
@@ -341,7 +342,13 @@ def shown(sources: list[Source], key: str) -> Shown:
         main=ours or vendor,
         beside=vendor if ours is not None else None,
         pending=pending,
-        upstream=ours.upstream if ours is not None and key in _keys(ours.upstream) else None,
+        # upstream's outcome only for a test it has a spec for at the release (issue 39)
+        upstream=ours.upstream
+        if ours is not None
+        and ours.upstream is not None
+        and key in _keys(ours.upstream)
+        and key in fed_keys(ours.upstream.kubernetes_version)
+        else None,
     )
 
 

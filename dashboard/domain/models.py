@@ -397,6 +397,10 @@ class SubmissionQuerySet(models.QuerySet["Submission"]):
 
 
 class Submission(EvidenceMixin):
+    # Not a column: what the last review() of this instance did to readiness (its audit entry
+    # keeps it as `effect`).
+    review_effect: list[str] | None = None
+
     class Status(models.TextChoices):
         PENDING = "pending_review", "pending review"
         VERIFIED = "verified", "verified"

@@ -25,6 +25,7 @@ from dashboard.domain import heads
 from dashboard.domain.catalog import ALL_KEYS, Battery, Outcome, Proxier, keys_of, kubernetes_minor
 from dashboard.domain.evidence import summarize
 from dashboard.domain.history import record_evaluation
+from dashboard.domain.ingest.upstream_names import fed_keys
 from dashboard.domain.models import Cluster, Run, Schedule, TestResult
 from dashboard.domain.tasks_port import send
 from dashboard.domain.trust import refuse_remote_run
@@ -314,7 +315,12 @@ def results_of(
 ) -> tuple[dict[str, TestResult | None], dict[str, TestResult]]:
     """The run's results as its pages, the API and `run_battery` show them: every test of its
     battery in catalog order (None: no result), then the conformance checks beside them."""
-    catalog = {key: by_key.get(key) for key in keys_of(run.battery)}
+    keys = keys_of(run.battery)
+    if run.battery == Battery.UPSTREAM:
+        # upstream's e2e.test has no outcome for a test it has no spec for (issue 39)
+        fed = fed_keys(run.kubernetes_version)
+        keys = tuple(k for k in keys if k in fed)
+    catalog = {key: by_key.get(key) for key in keys}
     extras = {key: res for key, res in sorted(by_key.items()) if key not in ALL_KEYS}
     return catalog, extras
 

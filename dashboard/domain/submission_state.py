@@ -187,6 +187,41 @@ def evaluation_change(before: dict[str, Any], after: dict[str, Any]) -> list[str
                 if prior_status != r["status"]:
                     said.append(f"{r['plugin']}: {prior_status} → {r['status']}")
         out += said
+    return out + _watch_change(before.get("watch") or {}, after.get("watch") or {})
+
+
+def _watch_change(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """What changed in `/`'s post-GA watch (per supported release, proxier and plugin): a
+    decision can leave every criterion's status as it was and still change these cells
+    ("ipvs on 1.34: now demonstrated", "calico on ipvs, 1.34: no evidence → holds")."""
+    out: list[str] = []
+    old = {r["release"]: r for r in before.get("releases") or []}
+    for r in after.get("releases") or []:
+        was = old.get(r["release"]) or {}
+        if was and bool(was.get("holds")) != bool(r["holds"]):
+            out.append(
+                f"Kubernetes {r['release']}: the GA criteria "
+                + ("now hold" if r["holds"] else "no longer hold")
+            )
+        shown = {p["proxier"]: p["demonstrated"] for p in was.get("proxiers") or []}
+        for p in r["proxiers"]:
+            if p["proxier"] in shown and shown[p["proxier"]] != p["demonstrated"]:
+                out.append(
+                    f"{p['proxier']} on {r['release']}: "
+                    + ("now demonstrated" if p["demonstrated"] else "no longer demonstrated")
+                )
+    cells = {
+        (row["plugin"], c["proxier"], c["release"]): c["status"]
+        for row in before.get("plugins") or []
+        for c in row["cells"]
+    }
+    for row in after.get("plugins") or []:
+        for c in row["cells"]:
+            prior = cells.get((row["plugin"], c["proxier"], c["release"]), "no evidence")
+            if prior != c["status"]:
+                out.append(
+                    f"{row['plugin']} on {c['proxier']}, {c['release']}: {prior} → {c['status']}"
+                )
     return out
 
 

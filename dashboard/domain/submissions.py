@@ -379,8 +379,11 @@ def review(
     reason: str,
     actor: str = "",
     run_date: str | None = None,
+    before: dict[str, Any] | None = None,
 ) -> Submission:
-    """Verify or reject. `actor` names who acted when `user` is None (a token's id); an audit
+    """Verify or reject. ``before``: the readiness evaluation before the decision; given, what
+    the decision did to it (submission_state.evaluation_change) is ``sub.review_effect`` and
+    is written to the audit entry as ``effect`` ("no change" only when nothing changed). `actor` names who acted when `user` is None (a token's id); an audit
     entry always has one. ``run_date`` (verify only): when the file does not say when its e2e
     run happened, the maintainer's date for it (audited); without one such a submission is
     verified but never fresh (contract: Evidence policy, Age)."""
@@ -411,7 +414,15 @@ def review(
         fields += ["run_at", "run_at_source"]
     with transaction.atomic():
         sub.save(update_fields=fields)
-        extra = {"run_date": entered.isoformat()} if entered is not None else {}
+        extra: dict[str, Any] = {"run_date": entered.isoformat()} if entered is not None else {}
+        sub.review_effect = None
+        if before is not None:
+            # deferred: the readiness evaluation reads submissions through this module
+            from dashboard.domain import readiness
+            from dashboard.domain.submission_state import evaluation_change
+
+            sub.review_effect = evaluation_change(before, readiness.evaluate())
+            extra["effect"] = "; ".join(sub.review_effect) or "no change"
         AuditEvent.record(
             actor,
             "submission.verify" if verify else "submission.reject",

@@ -48,6 +48,7 @@ DETAIL_WORDS = {
     "comment": "comment",
     "counts": "outcomes",
     "changes": "changes",
+    "effect": "what it changed on the readiness page",
 }
 
 

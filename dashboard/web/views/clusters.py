@@ -18,7 +18,7 @@ from dashboard.domain.agreement import side_by_side
 from dashboard.domain.catalog import ALL_KEYS, BASIC_KEYS, Battery
 from dashboard.domain.clusters import DESCRIPTION
 from dashboard.domain.models import AuditEvent, Cluster, Run, TestResult
-from dashboard.domain.roles import can_manage_cluster
+from dashboard.domain.roles import can_manage_cluster, vendor_ids
 from dashboard.domain.runs import RunRequestError, request_run
 from dashboard.web.views.access import forbidden, login_required, maintainer_required
 from dashboard.web.views.fingerprint import facts
@@ -90,6 +90,7 @@ def cluster_list(request: HttpRequest) -> HttpResponse:
             test_key__in=ALL_KEYS,
         ).only("run_id", "test_key", "outcome"):
             results.setdefault(r.run_id, []).append(r)
+    mine = vendor_ids(request.user)
     rows = []
     for c in clusters:
         last, done = runs.get(c.last_run_id), runs.get(c.last_finished_id)
@@ -101,8 +102,11 @@ def cluster_list(request: HttpRequest) -> HttpResponse:
                 "outcomes": _labelled(results.get(c.last_finished_id, [])),
                 "freshness": freshness(done.finished if done else None, list(c.schedules.all())),
                 "can_manage": can_manage_cluster(request.user, c),
+                "mine": c.owner_id is not None and c.owner_id in mine,
             }
         )
+    # A vendor's own clusters first (issue 39's walk: "is my cluster approved?" on one screen).
+    rows.sort(key=lambda row: not row["mine"])
     return render(request, "clusters/list.html", {"rows": rows})
 
 

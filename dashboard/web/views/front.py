@@ -192,7 +192,22 @@ def glance(
             "rows": [p for p in grid.get("plugins") or [] if p["status"] != "no evidence"],
             "quiet": [p for p in grid.get("plugins") or [] if p["status"] == "no evidence"],
             "last_held": last_held([c["key"] for c in criteria]) if alarms else None,
+            "by_proxier": _by_proxier(grid),
         }
+    return out
+
+
+def _by_proxier(grid: dict[str, Any]) -> list[dict[str, Any]]:
+    """The answer per proxier in one line each (issue 39's walk): the supported releases on
+    which pod-to-service was demonstrated through it, and those on which it was not."""
+    out = []
+    for p in grid.get("proxiers") or []:
+        shown: list[str] = []
+        missing: list[str] = []
+        for r in grid.get("releases") or []:
+            cell = next((c for c in r["proxiers"] if c["proxier"] == p["proxier"]), None)
+            (shown if cell and cell["demonstrated"] else missing).append(r["release"])
+        out.append({**p, "shown": shown, "missing": missing})
     return out
 
 

@@ -118,9 +118,11 @@ def batteries_side_by_side(clusters: Sequence[Any], runs: dict[int, Run]) -> lis
 
 
 def pass_rates(plugin: Plugin) -> list[dict[str, Any]]:
-    """The plugin's connectivity verdicts (our runs and verified submissions, emulated ones
-    too) per Kubernetes minor: [{"minor": "1.34", "passed", "verdicts", "rate"}], oldest first.
-    Only passed and failed are verdicts: skips and harness errors say nothing about SCTP."""
+    """The plugin's connectivity verdicts (our battery's runs and verified submissions,
+    emulated ones too) per Kubernetes minor: [{"minor": "1.34", "passed", "verdicts", "rate"}],
+    oldest first. Only passed and failed are verdicts: skips and harness errors say nothing
+    about SCTP. Upstream's e2e.test runs are not ours: they are beside ours in the
+    side-by-side table, never in this rate."""
     counts: dict[int, list[int]] = {}
     for minor, outcome, n in (
         TestResult.objects.filter(
@@ -129,6 +131,7 @@ def pass_rates(plugin: Plugin) -> list[dict[str, Any]]:
             test_key__in=CONNECTIVITY_KEYS,
             outcome__in=("passed", "failed"),
         )
+        .exclude(run__battery=Battery.UPSTREAM)
         .values_list("run__kubernetes_minor", "outcome")
         .annotate(n=Count("id"))
     ):

@@ -15,7 +15,7 @@ from django.utils.timezone import now
 from django.views.decorators.http import require_POST
 
 from dashboard.domain import trust
-from dashboard.domain.catalog import CATALOG, Battery
+from dashboard.domain.catalog import CATALOG, Battery, keys_of
 from dashboard.domain.ingest.export import run_to_junit
 from dashboard.domain.models import Run
 from dashboard.domain.submission_state import run_result, run_state
@@ -71,6 +71,9 @@ def _context(run_id: int) -> dict[str, Any]:
         "run": run,
         "data": data,
         "tests": tests,
+        "no_upstream_spec": [k for k in keys_of(run.battery) if k not in data["results"]]
+        if run.battery == Battery.UPSTREAM
+        else [],
         "conformance": conformance,
         "active": run.state in ACTIVE,
         "done": done,

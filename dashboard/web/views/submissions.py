@@ -15,11 +15,11 @@ from django.views.decorators.http import require_POST
 
 from dashboard.domain import readiness
 from dashboard.domain.catalog import ALL_KEYS, CATALOG, Proxier
+from dashboard.domain.ingest import provenance
 from dashboard.domain.models import Plugin, Submission, Vendor
 from dashboard.domain.policy import submission_qualifying
 from dashboard.domain.roles import is_maintainer, vendor_ids
 from dashboard.domain.submission_state import (
-    evaluation_change,
     never_counts,
     proxier_declared_only,
     short_reason,
@@ -202,6 +202,7 @@ def submission_review(request: HttpRequest, sub_id: int) -> HttpResponse:
             verify=action == "verify",
             reason=request.POST.get("reason", ""),
             run_date=request.POST.get("run_date", "") if action == "verify" else "",
+            before=before,
         )
     except SubmissionError as exc:
         messages.error(request, exc.message)
@@ -209,7 +210,7 @@ def submission_review(request: HttpRequest, sub_id: int) -> HttpResponse:
     # Tell the maintainer what the decision did to the readiness page.
     # Compared evaluation to evaluation, not status to status: "tests-written: 8 → 2 missing;
     # ipvs: now demonstrated" while every status stays (issue 39).
-    changed = evaluation_change(before, readiness.evaluate())
+    changed = sub.review_effect or []
     effect = "; ".join(changed) if changed else f"no change: {short_reason(sub)}"
     declared_only = proxier_declared_only(sub) if action == "verify" else ""
     note = f" {declared_only}." if declared_only else ""
@@ -292,6 +293,8 @@ def submission_new(request: HttpRequest) -> HttpResponse:
             "field": field,
             "values_kept": bool(error),
             "refusal": refusal,
+            # Before any upload: what to run so the file counts (issue 39's walk).
+            "produce": command_blocks(provenance.commands(None)["steps"], "produce"),
             "proxiers": Proxier.values,
             "max_bytes": int(settings.SUBMISSION_MAX_BYTES),
         },
@@ -317,14 +320,22 @@ def _no_sctp_refusal(exc: SubmissionError) -> dict[str, Any] | None:
         "focus": extra.get("focus"),
         "skip": extra.get("skip"),
         "conformance_only": bool(extra.get("conformance_only")),
-        "commands": [
-            {"tool": tool, "id": f"cmd-{tool}", "text": "\n".join(lines)}
-            for tool, lines in (
-                ("sonobuoy", steps.get("sonobuoy") or [extra["commands"]["sonobuoy"]]),
-                ("hydrophone", steps.get("hydrophone") or [extra["commands"]["hydrophone"]]),
-            )
-        ],
+        "commands": command_blocks(
+            {
+                "sonobuoy": steps.get("sonobuoy") or [extra["commands"]["sonobuoy"]],
+                "hydrophone": steps.get("hydrophone") or [extra["commands"]["hydrophone"]],
+            },
+            "cmd",
+        ),
     }
+
+
+def command_blocks(steps: dict[str, list[str]], prefix: str) -> list[dict[str, str]]:
+    """Sonobuoy's and Hydrophone's command lines as the copyable blocks the pages show."""
+    return [
+        {"tool": tool, "id": f"{prefix}-{tool}", "text": "\n".join(steps[tool])}
+        for tool in ("sonobuoy", "hydrophone")
+    ]
 
 
 _FIELD_WORDS = (

@@ -8,7 +8,7 @@ import pytest
 from django.contrib.messages import get_messages
 from django.test import Client
 
-from dashboard.domain.models import Submission
+from dashboard.domain.models import AuditEvent, Submission
 from dashboard.domain.submission_state import evaluation_change
 from tests import factories as f
 
@@ -124,3 +124,39 @@ def test_a_file_that_can_never_count_is_marked_in_the_queue(client: Client, main
     assert "Kubernetes 1.25 is older than 1.32" in row(below)
     assert "emulated evidence never counts" in row(lab)
     assert "data-never-counts" not in row(fine)
+
+
+def test_a_change_only_on_the_watch_is_said_not_no_change(client: Client, maintainer) -> None:
+    """Every criterion keeps its status (calico already counts on ipvs, on 1.35), yet `/`'s
+    per-release watch changes: ipvs is now demonstrated on 1.34 too. Before, "no change"."""
+    f.submission("calico", proxier="ipvs", kubernetes_version="1.35.1")
+    sub = f.submission("calico", status=PENDING, proxier="ipvs", kubernetes_version="1.34.2")
+    client.force_login(maintainer)
+    said = _said(client, sub, "verify")
+    assert "no change" not in said, said
+    assert "ipvs on 1.34: now demonstrated" in said, said
+    assert "calico on ipvs, 1.34: not counted → holds" in said, said  # shown while pending
+    assert "tests-written" not in said and "iptables-and-ipvs" not in said  # statuses kept
+
+
+def test_the_effect_is_written_to_the_audit_trail_apart_from_the_kep_history(
+    client: Client, maintainer
+) -> None:
+    sub = f.submission("calico", status=PENDING, proxier="ipvs")
+    nothing = f.submission("antrea", status=PENDING, emulated=True)
+    client.force_login(maintainer)
+    said = _said(client, sub, "verify")
+    _said(client, nothing, "verify")
+    verify = AuditEvent.objects.get(action="submission.verify", target=f"submission {sub.id}")
+    assert verify.detail["effect"] in said  # the message's words, kept
+    assert "tests-written: 8 → 1 missing" in verify.detail["effect"]
+    assert "ipvs: now demonstrated" in verify.detail["effect"]
+    same = AuditEvent.objects.get(action="submission.verify", target=f"submission {nothing.id}")
+    assert same.detail["effect"] == "no change"  # emulated: not counted before or after
+    page = client.get("/audit/").content.decode()
+    assert "what it changed on the readiness page: tests-written: 8 → 1 missing" in page
+    # KEP-614's milestones are history from the KEP, never entries of this trail; a review is
+    # not a sign-off either
+    assert not AuditEvent.objects.filter(action="signoff").exists()
+    assert not [e for e in AuditEvent.objects.all() if "kep" in e.action.lower()]
+    assert "data-kep-history-apart" in page
