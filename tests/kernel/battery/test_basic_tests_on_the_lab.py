@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 
@@ -229,9 +230,12 @@ def test_hostport_kubenet_fails_when_no_iptables_rule_appears(start_lab):
     report = lab.run("basic", spec=spec_for(lab.profile, kubenet=True))
     hostport = report.results["hostport-kubenet"]
     assert hostport.outcome == "failed"
-    assert hostport.reason.startswith(
-        "no iptables rule for SCTP hostPort 5060 on node lab-worker within"
-    )
+    assert re.fullmatch(
+        r"no nat-table rule for SCTP hostPort 5060 DNATing to 10\.244\.\d+\.\d+:5060 on node "
+        r"lab-worker \(CNI-HOSTPORT-DNAT -> CNI-DN-\*, as portmap writes it, or "
+        r"KUBE-HOSTPORTS -> KUBE-HP-\*\) within 1s",
+        hostport.reason,
+    ), hostport.reason
 
 
 @pytest.mark.parametrize("mode", ["ipvs", "nftables"])
