@@ -167,6 +167,10 @@ class RunContext:
         self.feature_gate: str | None = None
         self.cancelled = False
         self.no_endpoint_slices = False
+        # The nodes' kernels asked once before the first connectivity test
+        # (kernel.battery.kernelsctp): node -> "yes" | "no" | "unknown"; None until asked.
+        self.kernel_sctp: dict[str, str] | None = None
+        self.kernel_sctp_evidence: list[str] = []
         self.deleted_namespaces: set[str] = set()
         self._names = itertools.count(1)
 
