@@ -305,3 +305,12 @@ def test_the_no_endpoint_element_with_its_comment_is_read() -> None:
         nodeparse.proxier_modes_with("10.0.0.96", 506, "sctp", iptables="", ipvs="", nftables=sctp)
         == []
     )
+
+
+def test_the_batterys_own_hostport_on_the_real_node_is_found_again() -> None:
+    # What hostport-kubenet read on the real node (its 5060/SCTP pod), fed back to the parser.
+    text = capture("battery-hostport-kubenet-evidence.txt")
+    (path,) = nodeparse.iptables_hostport_paths(text, 5060)
+    assert path.chain == "CNI-DN-e81df6075111154b9368d"
+    assert path.destinations == ["10.88.0.3:5060"]
+    assert nodeparse.iptables_hostport_paths(text, 9595) == []
