@@ -248,7 +248,7 @@ RUN_LEASE_SECONDS = env_int("RUN_LEASE_SECONDS", 60)
 RUNS_QUEUED_PER_OWNER = env_int("RUNS_QUEUED_PER_OWNER", 5)
 # Keys this deployment writes to Redis directly (run leases) start with it: Redis may be shared.
 REDIS_PREFIX = env("REDIS_PREFIX", "sctp-dashboard")
-AGNHOST_IMAGE = env("AGNHOST_IMAGE", "registry.k8s.io/e2e-test-images/agnhost:2.53")
+AGNHOST_IMAGE = env("AGNHOST_IMAGE", "registry.k8s.io/e2e-test-images/agnhost:2.63.0")
 # Comma-separated CIDRs cluster servers may use although they are loopback, private, link-local…
 # (kernel/netguard.py). Empty: only public addresses. `make demo` and the tests allow 127.0.0.0/8.
 CLUSTER_ALLOWED_NETWORKS = env("CLUSTER_ALLOWED_NETWORKS", "")

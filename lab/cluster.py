@@ -383,6 +383,11 @@ class Cluster:
                 self.module_load(node, f"pod {pod_name} opened an SCTP socket")
             failure = dataplane.connect_verdict(self, key, work.connect)
             rt.exit_code, rt.log = (0, "") if failure is None else (1, failure + "\n")
+        elif work.hostexec is not None and work.nsenter and self.faults["nsenter_refused"]:
+            rt.exit_code, rt.log = (
+                1,
+                "nsenter: can't open '/rootfs/proc/1/ns/mnt': Permission denied\n",
+            )
         elif work.hostexec is not None:
             rt.exit_code, rt.log = nodetools.run(self, node, work.hostexec)
         elif work.curl is not None:

@@ -81,6 +81,9 @@ def connect_verdict(cluster: DataplaneView, client: PodKey, connect: Any) -> str
     SCTP has no refused branch, so an ABORT reads `OTHER: connection refused`; UDP
     `TIMEOUT: …` and `REFUSED: …` with the Go error; `DNS: …` for every protocol.
     """
+    if connect.protocol == "SCTP" and cluster.faults.get("no_kernel_sctp"):
+        # agnhost's connectSCTP: socket(2) fails before any packet, printed as OTHER.
+        return "OTHER: protocol not supported"
     word = connect_word(cluster, client, connect.host, connect.port, connect.protocol)
     return (
         None if word is None else agnhost_words(word, connect.host, connect.port, connect.protocol)

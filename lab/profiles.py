@@ -118,6 +118,13 @@ _FAULTS: dict[str, tuple[str, Any]] = {
     # Every node also reports an ExternalIP (198.51.100.N, first in its addresses) that nothing
     # answers: a cloud firewall in front of the nodes' public addresses.
     "external_ip_unreachable": ("bool", False),
+    # The nodes' kernels have no SCTP sockets (no sctp.ko, as the real cluster's host):
+    # every SCTP socket a pod opens fails with `protocol not supported` (EPROTONOSUPPORT).
+    "no_kernel_sctp": ("bool", False),
+    # A node that refuses a privileged pod its PID 1's mount namespace (the real cluster's host:
+    # its root lacks ptrace access to PID 1): `nsenter --mount=/rootfs/proc/1/ns/mnt` exits 1
+    # with `nsenter: can't open '/rootfs/proc/1/ns/mnt': Permission denied`; chroot works.
+    "nsenter_refused": ("bool", False),
 }
 
 

@@ -26,6 +26,7 @@ class Workload:
     listens: set[Listen] = field(default_factory=set)
     connect: Connect | None = None
     hostexec: str | None = None  # the shell command of a node inspection pod
+    nsenter: bool = False  # the inspection enters PID 1's mount namespace (else: chroot)
     bad_usage: str | None = None  # a one-shot that cannot even start (log line)
     curl: str | None = None  # a one-shot `curl URL` (netexec /dial, kube-proxy /proxyMode)
     netexec: bool = False  # answers netexec's "hostname" request on every port it serves
@@ -150,11 +151,13 @@ def read_container(container: dict[str, Any]) -> Workload:
     url = _curl_url(argv)
     if url is not None:
         return Workload(long_running=False, curl=url)
+    if argv[:2] == ["chroot", "/rootfs"] and len(argv) >= 5 and argv[3] == "-c":
+        return Workload(long_running=False, hostexec=argv[4])
     if argv[:1] == ["nsenter"] and "--" in argv:
         rest = argv[argv.index("--") + 1 :]
         if len(rest) >= 3 and rest[0] in ("sh", "/bin/sh", "bash") and rest[1] == "-c":
-            return Workload(long_running=False, hostexec=rest[2])
-        return Workload(long_running=False, hostexec=" ".join(rest))
+            return Workload(long_running=False, hostexec=rest[2], nsenter=True)
+        return Workload(long_running=False, hostexec=" ".join(rest), nsenter=True)
     if argv[:2] in (["sh", "-c"], ["/bin/sh", "-c"]) and len(argv) >= 3:
         prober = _shell_prober(argv[2])
         if prober is not None:
@@ -201,6 +204,7 @@ def read_pod(spec: dict[str, Any]) -> Workload:
         listens=listens,
         connect=first.connect,
         hostexec=first.hostexec,
+        nsenter=first.nsenter,
         bad_usage=first.bad_usage,
         prober=next((w.prober for w in workloads if w.prober is not None), None),
     )

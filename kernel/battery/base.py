@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from kernel.battery.context import RunContext, TestContext
 
 OUTCOMES = ("passed", "failed", "skipped", "error")
-DEFAULT_AGNHOST_IMAGE = "registry.k8s.io/e2e-test-images/agnhost:2.53"
+DEFAULT_AGNHOST_IMAGE = "registry.k8s.io/e2e-test-images/agnhost:2.63.0"
 NAMESPACE_PREFIX = "sctp-battery-"
 RUN_ID_LABEL = "sctp-dashboard/run-id"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"

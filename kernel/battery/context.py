@@ -167,6 +167,12 @@ class RunContext:
         self.feature_gate: str | None = None
         self.cancelled = False
         self.no_endpoint_slices = False
+        # The nodes' kernels asked once before the first connectivity test
+        # (kernel.battery.kernelsctp): node -> "yes" | "no" | "unknown"; None until asked.
+        self.kernel_sctp: dict[str, str] | None = None
+        self.kernel_sctp_evidence: list[str] = []
+        # Nodes whose hostexec pods run chrooted (they refused nsenter: pods.NSENTER_REFUSED).
+        self.hostexec_chroot: set[str] = set()
         self.deleted_namespaces: set[str] = set()
         self._names = itertools.count(1)
 
@@ -458,12 +464,33 @@ class TestContext:
         return self.hostexec_nodes([node], cmd)[node]
 
     def hostexec_nodes(self, nodes: list[str], cmd: str) -> dict[str, tuple[bool, str]]:
-        """`hostexec` on several nodes at once: all pods are created before any is awaited."""
+        """`hostexec` on several nodes at once: all pods are created before any is awaited.
+
+        A node that refuses nsenter its PID 1's mount namespace (pods.NSENTER_REFUSED) is
+        asked again chrooted into its root, and from then on only so (run.hostexec_chroot)."""
+        results = self._hostexec_nodes(nodes, cmd)
+        refused = [
+            node
+            for node, (ok, log) in results.items()
+            if not ok and pods.NSENTER_REFUSED in log and node not in self.run.hostexec_chroot
+        ]
+        if refused:
+            for node in refused:
+                self.run.hostexec_chroot.add(node)
+                self.note(
+                    f"node {node} refused nsenter ({pods.NSENTER_REFUSED!r}): its commands run "
+                    "chrooted into its root (/rootfs) in its network namespace"
+                )
+            results.update(self._hostexec_nodes(refused, cmd))
+        return results
+
+    def _hostexec_nodes(self, nodes: list[str], cmd: str) -> dict[str, tuple[bool, str]]:
         names: dict[str, str] = {}
         for node in nodes:
             name = self.run.unique(f"hostexec-{pods.dns_label(node, 30)}")
+            chroot = node in self.run.hostexec_chroot
             try:
-                self.create_pod(pods.hostexec_pod(name, self.image, node, cmd))
+                self.create_pod(pods.hostexec_pod(name, self.image, node, cmd, chroot=chroot))
             except ApiException as exc:
                 kind = refusal_kind(exc)
                 if kind == "admission":

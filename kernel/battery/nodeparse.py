@@ -14,8 +14,10 @@ import shlex
 from dataclasses import dataclass, field
 
 __all__ = [
+    "HostportPath",
     "IptablesServicePath",
     "IpvsService",
+    "iptables_hostport_paths",
     "iptables_sctp_rules",
     "iptables_service_path",
     "iptables_table",
@@ -173,6 +175,63 @@ def iptables_service_path(save_text: str, vip: str, port: int) -> IptablesServic
     return None
 
 
+# Who writes a pod's hostPort into the nat table, and how: the entry chain holds one rule per
+# hostPort (`-p sctp … --dport P` or `-m multiport --dports P`) jumping to a chain of the pod,
+# whose rule DNATs to the pod. The reference CNI portmap plugin (iptables backend; what kubenet
+# clusters run since the kubelet's own hostport manager went in 1.24): CNI-HOSTPORT-DNAT ->
+# CNI-DN-<hash> (tests/fixtures/realcluster/portmap-iptables-sctp-hostport.txt). The in-tree
+# kubenet hostport manager before 1.24: KUBE-HOSTPORTS -> KUBE-HP-<hash>.
+HOSTPORT_CHAINS: tuple[tuple[str, str], ...] = (
+    ("CNI-HOSTPORT-DNAT", "CNI-DN-"),
+    ("KUBE-HOSTPORTS", "KUBE-HP-"),
+)
+
+
+@dataclass
+class HostportPath:
+    """How the nat table carries one SCTP hostPort: the entry rule, the pod's chain, its DNATs."""
+
+    entry: str  # `-A CNI-HOSTPORT-DNAT -p sctp … --dports 5060 -j CNI-DN-…` (or KUBE-HOSTPORTS)
+    chain: str  # CNI-DN-… (or KUBE-HP-…)
+    dnat: list[str] = field(default_factory=list)  # the chain's `-p sctp … -j DNAT` lines
+    destinations: list[str] = field(default_factory=list)  # "ip:port" of each DNAT
+
+
+def iptables_hostport_paths(save_text: str, port: int) -> list[HostportPath]:
+    """The nat-table paths of SCTP hostPort `port` that end in a DNAT (HOSTPORT_CHAINS).
+
+    An entry rule whose pod chain has no SCTP DNAT carries nothing and is left out; the
+    pod chain's own `-s … -j CNI-HOSTPORT-SETMARK` / `KUBE-MARK-MASQ` lines are not DNATs.
+    """
+    nat = iptables_table(save_text, "nat")
+    rules = [
+        (raw.strip(), _rule_tokens(raw.strip()))
+        for raw in nat.splitlines()
+        if raw.strip().startswith("-A ")
+    ]
+    paths: list[HostportPath] = []
+    for entry_chain, pod_prefix in HOSTPORT_CHAINS:
+        for line in iptables_sctp_rules(nat, dport=port, chain_prefix=entry_chain):
+            tokens = _rule_tokens(line)
+            chain = _jump(tokens)
+            if tokens[1] != entry_chain or not chain.startswith(pod_prefix):
+                continue
+            path = HostportPath(entry=line, chain=chain)
+            for text, t in rules:
+                if (
+                    len(t) > 1
+                    and t[1] == chain
+                    and _jump(t) == "DNAT"
+                    and _protocol_is_sctp(t)
+                    and (not _option_values(t, "--dport", "--dports") or _dport_matches(t, port))
+                ):
+                    path.dnat.append(text)
+                    path.destinations += _option_values(t, "--to-destination")
+            if path.dnat:
+                paths.append(path)
+    return paths
+
+
 @dataclass
 class IpvsService:
     vip: str
@@ -220,9 +279,16 @@ def ipvs_sctp_services(ipvsadm_text: str) -> list[IpvsService]:
     return services
 
 
-# One element of a kube-proxy nftables verdict map: `10.96.0.10 . sctp . 95 : goto service-…`.
+# One element of a kube-proxy nftables verdict map: `10.96.0.10 . sctp . 95 : goto service-…`,
+# or, as kube-proxy writes the `no-endpoint-services` and `no-endpoint-nodeports` elements, with
+# the service port's name as a comment before the verdict:
+# `10.0.0.1 . tcp . 443 comment "default/kubernetes:https" : goto reject-chain`
+# (tests/fixtures/realcluster/guest-kube-proxy-nftables-sctp.txt).
+_NFT_COMMENT = r'(?:\s+comment\s+"[^"]*")?'
 _NFT_ELEMENT = re.compile(
-    r"(?P<ip>[0-9a-fA-F.:]+)\s*\.\s*(?P<proto>sctp|132)\s*\.\s*(?P<port>\d+)\s*:\s*(?P<verdict>[^,}]+)"
+    r"(?P<ip>[0-9a-fA-F.:]+)\s*\.\s*(?P<proto>sctp|132)\s*\.\s*(?P<port>\d+)"
+    + _NFT_COMMENT
+    + r"\s*:\s*(?P<verdict>[^,}]+)"
 )
 
 
@@ -277,7 +343,9 @@ def proxier_modes_with(
         ):
             modes.append("ipvs")
             break
-    element = re.compile(rf"(?<![0-9.]){re.escape(vip)}\s*\.\s*{proto}\s*\.\s*{port}\s*:")
+    element = re.compile(
+        rf"(?<![0-9.]){re.escape(vip)}\s*\.\s*{proto}\s*\.\s*{port}(?!\d){_NFT_COMMENT}\s*:"
+    )
     if element.search(nftables or ""):
         modes.append("nftables")
     return modes

@@ -11,6 +11,13 @@ from typing import Any
 
 # Upstream's host_exec.go: enter the host's mount namespace through a hostPath of `/`.
 HOSTEXEC_PREFIX = ["nsenter", "--mount=/rootfs/proc/1/ns/mnt", "--", "sh", "-c"]
+# Where the node refuses the pod its PID 1's mount namespace (`nsenter: can't open
+# '/rootfs/proc/1/ns/mnt': Permission denied`: a node whose root lacks ptrace access to PID 1,
+# as the real cluster's host here), the same command runs chrooted into the node's root (the
+# hostPath `/`): the node's own binaries and files, in the node's network namespace (the pod
+# is hostNetwork), so iptables-save, nft and lsmod read the node's kernel state as before.
+HOSTEXEC_CHROOT_PREFIX = ["chroot", "/rootfs", "sh", "-c"]
+NSENTER_REFUSED = "nsenter: can't open '/rootfs/proc/1/ns/mnt': Permission denied"
 PROXY_MODE_CMD = "curl -q -s --connect-timeout 1 http://localhost:10249/proxyMode"
 
 LABEL_ROLE = "sctp-dashboard/role"
@@ -235,12 +242,15 @@ def client_pod(
     )
 
 
-def hostexec_pod(name: str, image: str, node: str, cmd: str) -> dict[str, Any]:
-    """A privileged one-shot pod that runs `cmd` in the node's mount namespace."""
+def hostexec_pod(
+    name: str, image: str, node: str, cmd: str, chroot: bool = False
+) -> dict[str, Any]:
+    """A privileged one-shot pod that runs `cmd` in the node's mount namespace (or, with
+    `chroot`, chrooted into the node's root: HOSTEXEC_CHROOT_PREFIX)."""
     manifest = _pod(
         name,
         image,
-        command=[*HOSTEXEC_PREFIX, cmd],
+        command=[*(HOSTEXEC_CHROOT_PREFIX if chroot else HOSTEXEC_PREFIX), cmd],
         labels={LABEL_ROLE: "hostexec"},
         node=node,
     )

@@ -19,7 +19,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from kernel import cni, sctp_host
-from kernel.battery import invariant, nodeparse, pods, proxier, schedulable
+from kernel.battery import invariant, kernelsctp, nodeparse, pods, proxier, schedulable
 from kernel.battery.base import (
     MANAGED_BY_LABEL,
     MANAGED_BY_VALUE,
@@ -450,6 +450,14 @@ def _run_body(run: RunContext, test: BatteryTest) -> tuple[TestOutcome, str | No
         ), namespace
 
     try:
+        if test.battery == "connectivity":
+            # [Feature:SCTPConnectivity]: upstream's label skips these specs on clusters
+            # without the feature, before any runtime skip of the spec's own.
+            no_sctp = kernelsctp.skip_reason(run)
+            if no_sctp:
+                evidence.extend(run.kernel_sctp_evidence)
+                own = test.skip_reason(run)
+                return done("skipped", no_sctp + (f"; besides, {own}" if own else ""))
         skip = test.skip_reason(run)
         if skip:
             return done("skipped", skip)

@@ -213,3 +213,104 @@ def test_the_battery_finds_the_sctp_element_in_the_guests_nftables_rules() -> No
         SCTP_VIP, SCTP_PORT, "SCTP", iptables="", ipvs="", nftables=text
     )
     assert modes == ["nftables"]
+
+
+# ---- what hostport-kubenet reads: the hostPort's nat-table path to the pod
+
+
+def test_the_hostport_path_follows_portmaps_real_chains_to_the_pod() -> None:
+    paths = nodeparse.iptables_hostport_paths(capture("portmap-iptables-sctp-hostport.txt"), 9595)
+    assert len(paths) == 1
+    path = paths[0]
+    assert path.entry.startswith("-A CNI-HOSTPORT-DNAT -p sctp ")
+    assert "-m multiport --dports 9595 -j CNI-DN-7e9c32ad76658c1c7d640" in path.entry
+    assert path.chain == "CNI-DN-7e9c32ad76658c1c7d640"
+    # The pod chain's two SETMARK rules (hairpin and loopback masquerade) are not DNATs.
+    assert path.dnat == [
+        (
+            "-A CNI-DN-7e9c32ad76658c1c7d640 -p sctp -m sctp --dport 9595 -j DNAT "
+            "--to-destination 10.88.0.5:9595"
+        )
+    ]
+    assert path.destinations == ["10.88.0.5:9595"]
+
+
+def test_no_hostport_path_for_another_port_or_protocol() -> None:
+    text = capture("portmap-iptables-sctp-hostport.txt")
+    assert nodeparse.iptables_hostport_paths(text, 5060) == []
+    as_tcp = text.replace("-p sctp -m sctp", "-p tcp -m tcp").replace("-p sctp", "-p tcp")
+    assert nodeparse.iptables_hostport_paths(as_tcp, 9595) == []
+
+
+def test_an_entry_rule_whose_pod_chain_has_no_dnat_carries_nothing() -> None:
+    text = "\n".join(
+        line
+        for line in capture("portmap-iptables-sctp-hostport.txt").splitlines()
+        if "-j DNAT" not in line
+    )
+    assert nodeparse.iptables_hostport_paths(text, 9595) == []
+
+
+def test_the_in_tree_hostport_managers_chains_still_count() -> None:
+    # The kubelet's own hostport manager (kubenet before 1.24), as the lab writes it.
+    text = "\n".join(
+        [
+            "*nat",
+            ":KUBE-HOSTPORTS - [0:0]",
+            ":KUBE-HP-GJ3TFVVSCLGOZ4DX - [0:0]",
+            (
+                '-A KUBE-HOSTPORTS -p sctp -m comment --comment "hp_a hostport 5060" -m sctp '
+                "--dport 5060 -j KUBE-HP-GJ3TFVVSCLGOZ4DX"
+            ),
+            (
+                '-A KUBE-HP-GJ3TFVVSCLGOZ4DX -s 10.244.1.3/32 -m comment --comment "hp_a hostport '
+                '5060" -j KUBE-MARK-MASQ'
+            ),
+            (
+                '-A KUBE-HP-GJ3TFVVSCLGOZ4DX -p sctp -m comment --comment "hp_a hostport 5060" '
+                "-m sctp -j DNAT --to-destination 10.244.1.3:5060"
+            ),
+            "COMMIT",
+        ]
+    )
+    (path,) = nodeparse.iptables_hostport_paths(text, 5060)
+    assert path.chain == "KUBE-HP-GJ3TFVVSCLGOZ4DX"
+    assert path.destinations == ["10.244.1.3:5060"]
+
+
+# ---- kube-proxy's nftables no-endpoint elements carry the service port's name as a comment
+
+
+def test_the_no_endpoint_element_with_its_comment_is_read() -> None:
+    # Real: `10.0.0.1 . tcp . 443 comment "default/kubernetes:https" : goto reject-chain` in
+    # the `no-endpoint-services` map (the guest's kube-proxy v1.36.3, nftables mode).
+    text = guest_capture("nftables")
+    assert '10.0.0.1 . tcp . 443 comment "default/kubernetes:https" : goto reject-chain' in text
+    modes = nodeparse.proxier_modes_with(
+        "10.0.0.1", 443, "tcp", iptables="", ipvs="", nftables=text
+    )
+    assert modes == ["nftables"]
+    # The same form for an SCTP Service without endpoints (kube-proxy writes the protocol's
+    # name as the key's middle part, and the comment as it does for TCP).
+    sctp = text.replace(
+        '10.0.0.1 . tcp . 443 comment "default/kubernetes:https"',
+        '10.0.0.96 . sctp . 5060 comment "ns/sctp-np:sctp"',
+    )
+    assert nodeparse.proxier_modes_with(
+        "10.0.0.96", 5060, "sctp", iptables="", ipvs="", nftables=sctp
+    ) == ["nftables"]
+    assert ("10.0.0.96", 5060, "goto reject-chain") in nodeparse.nft_sctp_service_elements(sctp)
+    # A port that only begins with the wanted one is another port.
+    assert (
+        nodeparse.proxier_modes_with("10.0.0.96", 506, "sctp", iptables="", ipvs="", nftables=sctp)
+        == []
+    )
+
+
+def test_the_batterys_own_hostport_on_the_real_node_is_found_again() -> None:
+    # What hostport-kubenet read on the real node (its 5060/SCTP pod), fed back to the parser.
+    text = capture("battery-hostport-kubenet-evidence.txt")
+    (path,) = nodeparse.iptables_hostport_paths(text, 5060)
+    assert path.chain == "CNI-DN-e81df6075111154b9368d"
+    assert path.destinations == ["10.88.0.3:5060"]
+    assert nodeparse.iptables_hostport_paths(text, 9595) == []

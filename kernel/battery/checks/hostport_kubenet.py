@@ -4,8 +4,11 @@ Upstream's "should allow creating a Pod with an SCTP HostPort [LinuxOnly]" (Netw
 test/e2e/network/networking.go, [Serial]) runs on every cluster (the kubenet gate went with
 kubernetes#96640): sctp.ko on the pod's node before, `CreateSync` of the hostPort 5060/SCTP
 pod, sctp.ko after; it checks no iptables rule. Ours is stricter on kubenet clusters only:
-there the hostport manager's KUBE-HOSTPORTS rule must appear too (an older upstream's grep of
-`iptables-save`); elsewhere the CNI's portmap writes whatever its dataplane uses. It does not connect to the hostPort over SCTP: a client would
+there the nat-table path of the hostPort to the pod must appear too (an older upstream's grep
+of `iptables-save`), in the chains the CNI portmap plugin writes (CNI-HOSTPORT-DNAT ->
+CNI-DN-<hash>, what a kubenet cluster's bridge/host-local/portmap run) or the in-tree hostport
+manager wrote before 1.24 (KUBE-HOSTPORTS -> KUBE-HP-<hash>); elsewhere the CNI writes
+whatever its dataplane uses. It does not connect to the hostPort over SCTP: a client would
 load sctp.ko itself, and this is a basic test.
 """
 
@@ -60,23 +63,28 @@ class HostportKubenet(BatteryTest):
                 f"(hostIP {pod.status.host_ip}); iptables hostPort rule not checked: "
                 f"kubenet is not in use ({ctx.spec.plugin_slug})"
             )
-        # Upstream: a line of `iptables-save` holding `-p sctp` and `--dport 5060`; here the
-        # hostport manager's own KUBE-HOSTPORTS chain of the nat table.
-        rules = poll_node_rules(
-            ctx,
-            node,
-            "iptables-save",
-            lambda text: nodeparse.iptables_sctp_rules(
-                nodeparse.iptables_table(text, "nat"),
-                dport=SCTP_PORT,
-                chain_prefix="KUBE-HOSTPORTS",
-            ),
-        )
+        # Upstream once grepped `iptables-save` for a line holding `-p sctp` and `--dport 5060`;
+        # here the nat table's path of this hostPort to this pod, as the CNI portmap plugin
+        # writes it (CNI-HOSTPORT-DNAT -> CNI-DN-…, what kubenet clusters run) or the old
+        # in-tree hostport manager did (KUBE-HOSTPORTS -> KUBE-HP-…): nodeparse.HOSTPORT_CHAINS.
+        want = f"{pod.status.pod_ip}:{SCTP_PORT}"
+
+        def find(text: str) -> list[str]:
+            for path in nodeparse.iptables_hostport_paths(text, SCTP_PORT):
+                if want in path.destinations:
+                    return [path.entry, *path.dnat]
+            return []
+
+        rules = poll_node_rules(ctx, node, "iptables-save", find)
         if not rules:
             raise TestFailed(
-                f"no iptables rule for SCTP hostPort {SCTP_PORT} on node {node} within "
-                f"{ctx.spec.timeouts.rules_poll:g}s"
+                f"no nat-table rule for SCTP hostPort {SCTP_PORT} DNATing to {want} on node "
+                f"{node} (CNI-HOSTPORT-DNAT -> CNI-DN-*, as portmap writes it, or "
+                f"KUBE-HOSTPORTS -> KUBE-HP-*) within {ctx.spec.timeouts.rules_poll:g}s"
             )
         ctx.note(f"iptables-save on {node}:")
         ctx.evidence.extend(f"  {line}" for line in rules)
-        return f"iptables on node {node} has {len(rules)} SCTP rule(s) for hostPort {SCTP_PORT}"
+        return (
+            f"iptables on node {node} carries SCTP hostPort {SCTP_PORT} to the pod ({want}): "
+            f"{rules[0].split()[1]} -> {rules[1].split()[1]} DNAT"
+        )

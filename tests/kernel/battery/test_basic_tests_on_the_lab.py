@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 
@@ -229,9 +230,12 @@ def test_hostport_kubenet_fails_when_no_iptables_rule_appears(start_lab):
     report = lab.run("basic", spec=spec_for(lab.profile, kubenet=True))
     hostport = report.results["hostport-kubenet"]
     assert hostport.outcome == "failed"
-    assert hostport.reason.startswith(
-        "no iptables rule for SCTP hostPort 5060 on node lab-worker within"
-    )
+    assert re.fullmatch(
+        r"no nat-table rule for SCTP hostPort 5060 DNATing to 10\.244\.\d+\.\d+:5060 on node "
+        r"lab-worker \(CNI-HOSTPORT-DNAT -> CNI-DN-\*, as portmap writes it, or "
+        r"KUBE-HOSTPORTS -> KUBE-HP-\*\) within 1s",
+        hostport.reason,
+    ), hostport.reason
 
 
 @pytest.mark.parametrize("mode", ["ipvs", "nftables"])
@@ -401,3 +405,20 @@ def test_a_hostexec_pod_that_never_runs_fails_the_upstream_module_check(start_la
     declare = lab.run("basic").results["declare-sctp-ports"]
     assert declare.outcome == "failed"
     assert declare.reason.startswith("the hostexec pod of the sctp.ko check did not run: pod ")
+
+
+def test_a_node_that_refuses_nsenter_is_read_chrooted_into_its_root(start_lab):
+    # The real cluster's host: `nsenter: can't open '/rootfs/proc/1/ns/mnt': Permission denied`.
+    lab = start_lab(kubenet=True, faults={"nsenter_refused": True})
+    report = lab.run("basic")
+    outcomes = {key: report.results[key].outcome for key in BASIC_KEYS}
+    assert outcomes == dict.fromkeys(BASIC_KEYS, "passed"), {
+        k: report.results[k].reason for k in BASIC_KEYS
+    }
+    hostport = report.results["hostport-kubenet"].evidence
+    assert "-A KUBE-HOSTPORTS -p sctp" in hostport
+    assert report.fingerprint["node_access"] is True
+    assert report.fingerprint["sctp_invariant"]["held"] is True
+    # lsmod was read chrooted on every node: sctp.ko known (not loaded), not "unread".
+    before = report.fingerprint["sctp_module_before"]
+    assert before and set(before.values()) == {False}

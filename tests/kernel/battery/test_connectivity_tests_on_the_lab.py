@@ -319,3 +319,35 @@ def test_connectivity_tests_load_sctp_ko_and_do_not_check_the_module_invariant(s
     # Why they are [Disruptive]: SCTP servers and clients pull the module in, on every node
     # they run on (the workers: the tainted control plane is not counted, as upstream).
     assert [n.name for n in lab.cluster.nodes if n.sctp_loaded] == ["lab-worker", "lab-worker2"]
+
+
+def test_a_node_kernel_without_sctp_skips_every_connectivity_test_and_says_so(start_lab):
+    # [Feature:SCTPConnectivity]: upstream runs these specs only where the nodes have SCTP.
+    lab = start_lab(faults={"no_kernel_sctp": True})
+    report = lab.run("all")
+    connectivity = [*CONNECTIVITY_KEYS, "pod-to-service-secondary-family"]
+    for key in connectivity:
+        result = report.results[key]
+        assert result.outcome == "skipped", (key, result.reason)
+        assert result.reason.startswith(
+            "[Feature:SCTPConnectivity]: the kernels of nodes lab-worker, lab-worker2 have no "
+            "SCTP sockets (`agnhost connect --protocol=sctp`: `OTHER: protocol not supported`)"
+        ), result.reason
+        assert "neither passed nor failed" in result.reason
+        assert (
+            "node lab-worker: `agnhost connect 127.0.0.1:9 --protocol=sctp` answered "
+            "'OTHER: protocol not supported': its kernel has no SCTP sockets"
+        ) in result.evidence
+    # The basic tests do not depend on kernel SCTP: they ran (and passed) before the probe.
+    assert {report.results[k].outcome for k in report.results if k not in connectivity} == {
+        "passed"
+    }
+    # One probe for the whole run, in a namespace of its own, removed with the others.
+    assert sum("kernel-sctp" in n for n in report.namespaces_created) == 1
+    assert lab.battery_namespaces() == []
+
+
+def test_a_node_kernel_with_sctp_is_asked_once_and_runs_the_tests(start_lab):
+    report = start_lab().run("connectivity")
+    assert sum("kernel-sctp" in n for n in report.namespaces_created) == 1
+    assert report.results["pod-to-pod"].outcome == "passed"
