@@ -60,7 +60,7 @@ def spec_names(minor: int) -> list[str]:
 
     A release newer than the table has the newest table's names: the focus ignores tags, and
     ingest reports a name it cannot map as a warning, so a renamed spec shows, never misleads.
-    For 1.36 and 1.37 the real binaries' dry runs select exactly these names
+    For 1.34 to 1.37 the real binaries' dry runs select exactly these names
     (tests/domain/ingest/test_e2e_dry_runs.py).
     """
     release = f"v1.{minor}"
