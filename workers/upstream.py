@@ -21,7 +21,7 @@ from typing import Any
 
 from django.conf import settings
 
-from dashboard.domain.catalog import Outcome, kubernetes_minor
+from dashboard.domain.catalog import Outcome, kubernetes_minor, newer_than_known
 from dashboard.domain.ingest import IngestError, ingest
 from dashboard.domain.ingest.upstream_names import RELEASE_NAMES, RELEASES
 from dashboard.domain.models import Run
@@ -193,7 +193,8 @@ def _judge(
     provenance: Mapping[str, Any] = read.provenance
     dry = provenance.get("dry_run") or {}
     state["focus_recorded"] = provenance.get("focus")
-    state["warnings"] = read.warnings[:20]
+    newer = newer_than_known(kubernetes_minor(version))
+    state["warnings"] = ([newer] if newer else []) + read.warnings[:20]
     if isinstance(dry, Mapping) and dry.get("value") == "yes":
         return f"upstream's JUnit is no evidence: {dry.get('source')}"
     if read.suite_failures:

@@ -165,6 +165,19 @@ DEFAULT_MIN_MINOR = NEWEST_KNOWN_MINOR - 3
 _MINOR_RE = re.compile(r"^\s*v?1\.(\d{1,3})(?:\D|$)")
 
 
+def newer_than_known(minor: int | None) -> str:
+    """What the product says of a release newer than the catalog knows ("" for any other): its
+    SCTP specs are read with the newest known release's names (matched on their text without
+    tags), and a spec renamed since shows as not in the catalog mapping, never as another test."""
+    if minor is None or minor <= NEWEST_KNOWN_MINOR:
+        return ""
+    return (
+        f"Kubernetes 1.{minor} is newer than the releases whose upstream SCTP spec names this "
+        f"dashboard knows (1.19 to 1.{NEWEST_KNOWN_MINOR}): its names were mapped with "
+        f"1.{NEWEST_KNOWN_MINOR}'s"
+    )
+
+
 def kubernetes_minor(version: str | None) -> int | None:
     """The minor of a "1.31.2" / "v1.31.0-gke.1" style version; None when it is not one."""
     m = _MINOR_RE.match(version or "")
