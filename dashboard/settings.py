@@ -219,6 +219,9 @@ READINESS_PERIODIC_RUNS = env_int("READINESS_PERIODIC_RUNS", 3)
 # Evidence of an older Kubernetes minor never counts; empty: three minors below the newest
 # release the catalog knows (dashboard.domain.catalog.DEFAULT_MIN_MINOR).
 READINESS_MIN_KUBERNETES = env("READINESS_MIN_KUBERNETES", "")
+# The post-GA watch follows this many of the newest minors the catalog knows
+# (dashboard.domain.readiness.watch.supported_minors).
+READINESS_WATCH_MINORS = env_int("READINESS_WATCH_MINORS", 3)
 # The public page, API and badges serve the stored evaluation (dashboard.domain.models.PublishedReadiness)
 # until evidence changes or it is this old (0: evaluate every request); beat recomputes it every
 # minute.

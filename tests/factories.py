@@ -36,7 +36,7 @@ def plugin(slug: str, *, in_tree: bool = False, netpol: bool = True) -> Plugin:
 
 
 KUBERNETES = (
-    "1.34.2"  # a release the evidence policy counts (READINESS_MIN_KUBERNETES default 1.32)
+    "1.34.2"  # a release the evidence policy counts (READINESS_MIN_KUBERNETES default 1.34)
 )
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from django.conf import settings
 
-from dashboard.domain.catalog import Outcome, kubernetes_minor
+from dashboard.domain.catalog import Outcome, kubernetes_minor, newer_than_known
 from dashboard.domain.ingest import IngestError, ingest
 from dashboard.domain.ingest.upstream_names import RELEASE_NAMES, RELEASES
 from dashboard.domain.models import Run
@@ -60,7 +60,7 @@ def spec_names(minor: int) -> list[str]:
 
     A release newer than the table has the newest table's names: the focus ignores tags, and
     ingest reports a name it cannot map as a warning, so a renamed spec shows, never misleads.
-    For 1.36 and 1.37 the real binaries' dry runs select exactly these names
+    For 1.34 to 1.37 the real binaries' dry runs select exactly these names
     (tests/domain/ingest/test_e2e_dry_runs.py).
     """
     release = f"v1.{minor}"
@@ -193,7 +193,8 @@ def _judge(
     provenance: Mapping[str, Any] = read.provenance
     dry = provenance.get("dry_run") or {}
     state["focus_recorded"] = provenance.get("focus")
-    state["warnings"] = read.warnings[:20]
+    newer = newer_than_known(kubernetes_minor(version))
+    state["warnings"] = ([newer] if newer else []) + read.warnings[:20]
     if isinstance(dry, Mapping) and dry.get("value") == "yes":
         return f"upstream's JUnit is no evidence: {dry.get('source')}"
     if read.suite_failures:

@@ -309,6 +309,9 @@ def watch_lines(evaluation: dict[str, Any], base_url: str) -> list[str]:
         plugins = ", ".join(r["plugins"]) or "none"
         lines.append(f"| {r['release']} | {verdict} | {plugins} | " + " | ".join(marks) + " |")
     lines.append("")
+    for r in watch["releases"]:
+        if r.get("note"):
+            lines.append(f"- {r['release']}: {_cell(r['note'])}")
     for p in watch.get("proxiers") or []:
         if p.get("note"):
             lines.append(f"- {p['proxier']}: {_cell(p['note'])}")

@@ -142,7 +142,7 @@ T0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
 API = "/api/v1/"
 PROXIERS = ["iptables", "ipvs", "nftables"]
-# Releases under and over the floor (READINESS_MIN_KUBERNETES, 1.32 by default).
+# Releases under and over the floor (READINESS_MIN_KUBERNETES, 1.34 by default).
 RELEASES = ["1.34.2", "1.33.1", "1.35.0", "1.32.0", "1.31.4", "1.21.1"]
 VENDORS = {  # vendor name -> its plugins (issue_token creates kindnet: out-of-tree, NetworkPolicy)
     "calico inc": ("calico",),

@@ -82,7 +82,7 @@ def test_a_release_below_the_floor_never_counts(client, maintainer_token, settin
     c = criteria(client)["two-out-of-tree-plugins"]
     assert c["status"] == "unmet"
     entry = next(e for e in c["evidence"] if e["kind"] == "submission" and e["id"] == sub)
-    assert not entry["counts"] and "1.29 is older than 1.32" in entry["why"]
+    assert not entry["counts"] and "1.29 is older than 1.34" in entry["why"]
     settings.READINESS_MIN_KUBERNETES = "1.29"
     Submission.objects.filter(pk=sub).update(plugin_version="x")  # any change republishes
     assert criteria(client)["two-out-of-tree-plugins"]["status"] == "met"

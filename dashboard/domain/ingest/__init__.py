@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any
 
+from dashboard.domain.catalog import kubernetes_minor, newer_than_known
 from dashboard.domain.ingest import archives, identity, provenance
 from dashboard.domain.ingest.cluster_facts import cni_for, known_slugs
 from dashboard.domain.ingest.e2elog import minor_of
@@ -192,6 +193,8 @@ def _report(
                 f"the file says Kubernetes {release_fact.value} ({release_fact.source}) but "
                 f"its SCTP test names are those of {names_range}"
             )
+    if sctp_names and (newer := newer_than_known(kubernetes_minor(release_fact.value))):
+        warnings.add(f"{newer} ({release_fact.source})")
     run_at, run_fact, started = provenance.run_time(contents, junit, scan, received_at)
     if run_at is None:
         if junit.bad_timestamps:

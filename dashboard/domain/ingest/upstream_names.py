@@ -198,6 +198,8 @@ RELEASE_NAMES: Mapping[str, Mapping[str, str]] = {
     "v1.33": _V129,
     "v1.34": _V129,
     "v1.35": _V129,
+    "v1.36": _V129,
+    "v1.37": _V129,
 }
 RELEASES: tuple[str, ...] = tuple(RELEASE_NAMES)
 
@@ -210,6 +212,42 @@ def fed_keys(kubernetes_version: str | None) -> frozenset[str]:
     minor = f"v{parts[0]}.{parts[1]}" if len(parts) >= 2 else ""
     names = RELEASE_NAMES.get(minor) or RELEASE_NAMES[RELEASES[-1]]
     return frozenset(str(key) for key in names.values())
+
+
+# Where upstream writes each SCTP spec at the tags read (test/e2e/ in the Go module cache's
+# k8s.io/kubernetes@<tag>): (file, text on the line) in SPEC_SOURCES' order, the line per tag in
+# SOURCE_LINES. The "using SCTP" line is the ginkgo.Context of the three policy tests that follow.
+# tests/domain/ingest/test_upstream_names.py checks every line against the trees the cache holds.
+SPEC_SOURCES: tuple[tuple[str, str], ...] = (
+    ("network/service.go", "should allow creating a basic SCTP service with pod and endpoints"),
+    ("network/networking.go", "should allow creating a Pod with an SCTP HostPort"),
+    ("network/networking.go", '"should function for pod-Service: sctp"'),
+    ("network/networking.go", '"should function for node-Service: sctp"'),
+    ("network/networking.go", '"should function for endpoint-Service: sctp"'),
+    ("common/network/networking.go", "should function for intra-pod communication: sctp"),
+    ("common/network/networking.go", "should function for node-pod communication: sctp"),
+    ("network/dual_stack.go", '"should function for pod-Service: sctp"'),
+    ("network/netpol/network_policy.go", "should not mistakenly treat 'protocol: SCTP'"),
+    ("network/netpol/network_policy.go", "selected by a policy allowing SCTP, even if"),
+    ("network/netpol/network_policy.go", "NetworkPolicy between server and client using SCTP"),
+    ("network/netpol/network_policy.go", "should support a 'default-deny-ingress' policy"),
+    ("network/netpol/network_policy.go", "should enforce policy based on Ports"),
+    ("network/netpol/network_policy.go", "based on PodSelector and NamespaceSelector"),
+)
+SOURCE_LINES: Mapping[str, tuple[int, ...]] = {
+    "v1.34.4": (3936, 635, 177, 219, 263, 135, 140, 454, 1137, 1163, 1336, 1338, 1352, 1376),
+    "v1.35.4": (3753, 635, 177, 219, 263, 135, 140, 454, 1137, 1163, 1336, 1338, 1352, 1376),
+    "v1.36.3": (3776, 635, 177, 219, 263, 135, 140, 469, 1176, 1204, 1403, 1405, 1423, 1452),
+    "v1.37.2": (3783, 634, 177, 219, 263, 135, 140, 469, 1200, 1228, 1427, 1429, 1447, 1476),
+}
+
+
+def source_lines(tag: str) -> str:
+    """The cited lines of a tag, by file: "test/e2e/network/service.go:3936, …"."""
+    by_file: dict[str, list[str]] = {}
+    for (path, _), line in zip(SPEC_SOURCES, SOURCE_LINES[tag], strict=True):
+        by_file.setdefault(path, []).append(str(line))
+    return ", ".join(f"test/e2e/{path}:{'/'.join(lines)}" for path, lines in by_file.items())
 
 
 # Where each release's name set was checked (the module doc says how to read this).
@@ -226,17 +264,18 @@ CHECKED: Mapping[str, str] = {
     "v1.29": "the v1.30 file's names (labels rendered after the text), " + _INFERRED,
     "v1.30": "a real v1.30 conformance JUnit: tests/fixtures/e2e-junit (all 13 SCTP names)",
     **{f"v1.{m}": "the same names as v1.30 and master; " + _INFERRED for m in range(31, 34)},
-    # v1.36 and v1.37 (not in this table: workers.upstream.spec_names gives them the newest
-    # release's names) were checked the same way: the same 13 names at v1.36.3 and v1.37.2.
     **{
         f"v1.{m}": f"a real Ginkgo dry run of upstream's e2e.test {tag} with the upstream "
         "battery's focus (tests/fixtures/e2e-junit/dry-run-*: the same 13 names, and no other "
-        "SCTP spec in the binary) and test/e2e/network/*.go and test/e2e/common/network at the tag"
-        for m, tag in ((34, "v1.34.4"), (35, "v1.35.4"))
+        "SCTP spec in the binary) and test/e2e/network/*.go and test/e2e/common/network at the "
+        "tag (" + source_lines(tag) + ")"
+        for m, tag in ((34, "v1.34.4"), (35, "v1.35.4"), (36, "v1.36.3"), (37, "v1.37.2"))
     },
 }
 # Releases whose names were read from a real file or the source (CHECKED says which).
-VERIFIED_FROM_SOURCE: frozenset[str] = frozenset({"v1.19", "v1.21", "v1.30", "v1.34", "v1.35"})
+VERIFIED_FROM_SOURCE: frozenset[str] = frozenset(
+    {"v1.19", "v1.21", "v1.30", "v1.34", "v1.35", "v1.36", "v1.37"}
+)
 
 # --- normalisation and matching --------------------------------------------------------
 
@@ -327,9 +366,9 @@ def catalog_key(name: str) -> str | None:
 def guess_release(normalised_names: Iterable[str], prefer: str | None = None) -> str | None:
     """The release whose exact names match the most of these.
 
-    Several releases share identical names (v1.29 to v1.35, for instance); then
+    Several releases share identical names (v1.29 to v1.37, for instance); then
     ``prefer`` (a "v1.30"-style release from e2e.log or the declared version) wins if
-    it is among them, otherwise the answer is the range, "v1.29-v1.35".
+    it is among them, otherwise the answer is the range, "v1.29-v1.37".
     """
     found = set(normalised_names)
     scores = {release: len(found & _EXACT_BY_RELEASE[release]) for release in RELEASES}

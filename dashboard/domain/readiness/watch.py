@@ -2,7 +2,9 @@
 proxier and per plugin, with the evidence; and what regressed since it last held.
 
 Supported releases are the newest READINESS_WATCH_MINORS minors (default 3) of the releases the
-catalog knows. A *cell* is one plugin × proxier × release: it **holds** when its newest eligible
+catalog knows. Evidence of a release newer than the catalog knows (a 1.38 run or file) is never
+dropped: its release gets a row of its own above them, marked as read with the newest known
+names, and outside the supported releases' verdict until the catalog knows it. A *cell* is one plugin × proxier × release: it **holds** when its newest eligible
 connectivity evidence (counted, or failing only on its outcomes) is qualifying; it **regressed**
 when that newest evidence does not qualify while older evidence of the same cell did (the
 regression names the plugin, release, proxier, the tests, the run or file, and when). A release
@@ -20,7 +22,13 @@ from typing import Any
 
 from django.conf import settings
 
-from dashboard.domain.catalog import CONNECTIVITY_KEYS, NEWEST_KNOWN_MINOR, Outcome, Proxier
+from dashboard.domain.catalog import (
+    CONNECTIVITY_KEYS,
+    NEWEST_KNOWN_MINOR,
+    Outcome,
+    Proxier,
+    newer_than_known,
+)
 from dashboard.domain.policy import (
     BADGE,
     PROXIERS,
@@ -45,6 +53,14 @@ def supported_minors() -> list[int]:
     """The newest READINESS_WATCH_MINORS minors the catalog knows, newest first."""
     count = int(getattr(settings, "READINESS_WATCH_MINORS", DEFAULT_MINORS) or DEFAULT_MINORS)
     return [NEWEST_KNOWN_MINOR - i for i in range(max(1, count))]
+
+
+def newer_minors(items: list[Item]) -> list[int]:
+    """The minors of evidence newer than the catalog knows, newest first."""
+    return sorted(
+        {i.minor for i in items if i.minor is not None and i.minor > NEWEST_KNOWN_MINOR},
+        reverse=True,
+    )
 
 
 def _day(item: Item) -> str:
@@ -149,7 +165,9 @@ def watch(ctx: Context) -> dict[str, Any]:
     plugins = ctx.memo("plugins", plugins_by_id)
     items = connectivity(ctx)  # newest first
     pol = ctx.policy
-    minors = supported_minors()
+    supported = supported_minors()
+    newer = newer_minors(items)
+    minors = newer + supported
     by_plugin: dict[str, list[Item]] = {}
     for item in items:
         if item.minor in minors:
@@ -234,12 +252,20 @@ def watch(ctx: Context) -> dict[str, Any]:
                     for mode in MODES
                 ],
                 "why": "; ".join(missing) if missing else "the GA criteria hold",
+                "supported": minor in supported,
+                "note": newer_than_known(minor)
+                + (
+                    "; not among the supported releases until the catalog knows it"
+                    if minor in newer
+                    else ""
+                ),
             }
         )
     return {
         "releases": releases,
-        "minors": [f"1.{m}" for m in minors],
-        "holds": all(r["holds"] for r in releases),
+        "minors": [f"1.{m}" for m in supported],
+        "newer": [f"1.{m}" for m in newer],
+        "holds": all(r["holds"] for r in releases if r["supported"]),
         "proxiers": [
             {"proxier": str(mode), "required": mode in REQUIRED, "note": NOTES.get(str(mode), "")}
             for mode in MODES

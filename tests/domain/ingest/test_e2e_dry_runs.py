@@ -16,7 +16,12 @@ from pathlib import Path
 import pytest
 
 from dashboard.domain.ingest import IngestError, ingest
-from dashboard.domain.ingest.upstream_names import catalog_key, normalise
+from dashboard.domain.ingest.upstream_names import (
+    RELEASE_NAMES,
+    catalog_key,
+    guess_release,
+    normalise,
+)
 from kernel import upstream as e2e
 from workers.upstream import UpstreamReport, _judge, spec_names
 
@@ -67,6 +72,14 @@ def test_the_focus_selects_exactly_the_releases_sctp_specs_by_their_names(minor)
     assert len(selected) == 13
     assert {normalise(n) for n in selected} == {normalise(n) for n in spec_names(minor)}
     assert all(catalog_key(n) for n in selected)
+
+
+@pytest.mark.parametrize("minor", MINORS)
+def test_the_names_table_holds_the_releases_own_names(minor):
+    # The table's own row for the release, not the newest row lent to a newer release.
+    selected = {normalise(n) for n in _selected(minor)}
+    assert selected == {normalise(n) for n in RELEASE_NAMES[f"v1.{minor}"]}
+    assert guess_release(selected, prefer=f"v1.{minor}") == f"v1.{minor}"
 
 
 @pytest.mark.parametrize("minor", MINORS)

@@ -39,7 +39,7 @@ def test_the_real_v1_30_file_has_every_sctp_test_not_selected_so_not_run():
     assert sum(len(r.upstream_names) for r in report.results.values()) == 13
     assert len(report.results["pod-to-service"].upstream_names) == 4
     assert report.warnings == []
-    assert report.release == "v1.29-v1.35"
+    assert report.release == "v1.29-v1.37"
 
 
 def test_the_real_v1_30_file_is_no_evidence_and_refused_with_422():

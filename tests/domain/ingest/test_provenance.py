@@ -190,7 +190,7 @@ def test_the_verification_page_names_the_source_of_every_fact(client, vendor_tok
     assert "Where each fact comes from" in page
     assert "from the JUnit testsuite timestamp" in page
     assert "declared; not detected in the file" in page  # plugin and proxier
-    assert "declared; the file&#x27;s test names fit v1.29-v1.35" in page
+    assert "declared; the file&#x27;s test names fit v1.29-v1.37" in page
     assert "checked: DryRun property" in page and "no other submission of this run" in page
 
 

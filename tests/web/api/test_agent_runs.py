@@ -44,7 +44,7 @@ def payload(**changes):
         "cluster": "calico-prod",
         "plugin": "calico",
         "plugin_version": "3.28.0",
-        "kubernetes_version": "1.33.1",
+        "kubernetes_version": "1.35.4",
         "proxier": "iptables",
         "battery": "basic",
         "started": (finished - timedelta(minutes=3)).isoformat(),

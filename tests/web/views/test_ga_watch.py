@@ -16,10 +16,10 @@ pytestmark = pytest.mark.django_db
 
 
 def _fleet() -> dict[str, Run]:
-    """calico on iptables and cilium on ipvs pass on 1.35; then cilium's newest ipvs run fails."""
-    calico = f.cluster("calico-ipt", kubernetes_version="1.35.0")
+    """calico on iptables and cilium on ipvs pass on 1.37; then cilium's newest ipvs run fails."""
+    calico = f.cluster("calico-ipt", kubernetes_version="1.37.0")
     cilium = f.cluster(
-        "cilium-ipvs", plugin_slug="cilium", proxier="ipvs", kubernetes_version="1.35.0"
+        "cilium-ipvs", plugin_slug="cilium", proxier="ipvs", kubernetes_version="1.37.0"
     )
     good = f.run(calico, days_ago=3)
     held = f.run(cilium, days_ago=3)
@@ -31,24 +31,24 @@ def _fleet() -> dict[str, Run]:
 def test_the_watch_answers_per_release_proxier_and_plugin() -> None:
     runs = _fleet()
     w = readiness.evaluate()["watch"]
-    assert w["minors"] == ["1.35", "1.34", "1.33"]
+    assert w["minors"] == ["1.37", "1.36", "1.35"]
     newest = w["releases"][0]
-    assert newest["release"] == "1.35" and newest["plugins"] == ["calico"]
+    assert newest["release"] == "1.37" and newest["plugins"] == ["calico"]
     assert not newest["holds"] and "1 of 2 out-of-tree plugins qualify (calico)" in newest["why"]
     # ipvs stays demonstrated by the older fresh run, as in the KEP criterion; nftables never was
     ipvs = next(p for p in newest["proxiers"] if p["proxier"] == "ipvs")
     assert ipvs["demonstrated"] and ipvs["evidence"]["id"] == runs["held"].id
     assert not next(p for p in newest["proxiers"] if p["proxier"] == "nftables")["demonstrated"]
     calico = next(p for p in w["plugins"] if p["plugin"] == "calico")
-    cell = next(c for c in calico["cells"] if (c["proxier"], c["release"]) == ("iptables", "1.35"))
+    cell = next(c for c in calico["cells"] if (c["proxier"], c["release"]) == ("iptables", "1.37"))
     assert cell["status"] == "holds" and cell["evidence"]["id"] == runs["good"].id
-    assert {c["status"] for c in calico["cells"] if c["release"] != "1.35"} == {"no evidence"}
+    assert {c["status"] for c in calico["cells"] if c["release"] != "1.37"} == {"no evidence"}
 
 
 def test_a_regression_names_plugin_release_proxier_test_run_and_when() -> None:
     runs = _fleet()
     (r,) = readiness.evaluate()["watch"]["regressions"]
-    assert (r["plugin"], r["release"], r["proxier"]) == ("cilium", "1.35", "ipvs")
+    assert (r["plugin"], r["release"], r["proxier"]) == ("cilium", "1.37", "ipvs")
     assert r["tests"] == ["pod-to-service failed"]
     assert r["evidence"]["kind"] == "run" and r["evidence"]["id"] == runs["broke"].id
     finished = runs["broke"].finished
@@ -61,22 +61,22 @@ def test_the_page_leads_with_the_watch_and_what_changed(client: Client) -> None:
     body = client.get("/").content.decode()
     assert body.index("data-ga-watch") < body.index('class="stage-track"')
     assert (
-        'data-watch="alarm"' in body and "Supported releases: Kubernetes 1.35, 1.34, 1.33" in body
+        'data-watch="alarm"' in body and "Supported releases: Kubernetes 1.37, 1.36, 1.35" in body
     )
     changed = body[body.index('id="what-changed"') : body.index("Per supported release")]
-    item = changed[changed.index('data-regression="cilium-ipvs-1.35"') :].split("</li>")[0]
-    assert "on Kubernetes <strong>1.35</strong>" in item and "<strong>ipvs</strong>" in item
+    item = changed[changed.index('data-regression="cilium-ipvs-1.37"') :].split("</li>")[0]
+    assert "on Kubernetes <strong>1.37</strong>" in item and "<strong>ipvs</strong>" in item
     assert "pod-to-service failed" in item
     assert (
         f'href="/runs/{runs["broke"].id}/"' in item and f'href="/runs/{runs["held"].id}/"' in item
     )
-    assert 'data-release="1.35" data-holds="false"' in body
+    assert 'data-release="1.37" data-holds="false"' in body
     assert "deprecated since Kubernetes 1.35 (KEP-5495)" in body
     assert 'data-plugin="cilium" data-status="regressed"' in body
 
 
 def test_when_every_release_holds_the_page_says_so(client: Client) -> None:
-    for minor in ("1.35", "1.34", "1.33"):
+    for minor in ("1.37", "1.36", "1.35"):
         for slug, proxier in (("calico", "iptables"), ("cilium", "ipvs")):
             f.run(
                 f.cluster(
@@ -101,7 +101,7 @@ def test_a_regression_notifies_once_per_run_and_channel(
     assert entry.payload["plugin"] == "cilium" and entry.payload["proxier"] == "ipvs"
     assert entry.payload["evidence"]["id"] == runs["broke"].id
     assert notify.subject_of(entry.payload) == (
-        "[SCTP dashboard] cilium regressed on Kubernetes 1.35 (ipvs)"
+        "[SCTP dashboard] cilium regressed on Kubernetes 1.37 (ipvs)"
     )
     assert notify.on_watch_regressions in history.EVALUATED  # every recorded evaluation
 
@@ -112,7 +112,7 @@ def test_the_kep_report_carries_the_watch_and_its_regressions() -> None:
     runs = _fleet()
     report = markdown_report(readiness.evaluate(), "http://testserver")
     assert "### Post-GA watch: do the GA criteria still hold?" in report
-    row = next(line for line in report.splitlines() if line.startswith("| 1.35 |"))
+    row = next(line for line in report.splitlines() if line.startswith("| 1.37 |"))
     assert "1 of 2 out-of-tree plugins qualify" in row and "| calico |" in row
     broke = runs["broke"].id
-    assert f"- cilium on Kubernetes 1.35, ipvs: pod-to-service failed ([run {broke}]" in report
+    assert f"- cilium on Kubernetes 1.37, ipvs: pod-to-service failed ([run {broke}]" in report

@@ -121,7 +121,7 @@ def test_a_file_that_can_never_count_is_marked_in_the_queue(client: Client, main
         return queue[queue.index(f'data-submission="{sub.id}"') :].split("</tr>")[0]
 
     assert "data-never-counts" in row(old) and "is older than 90 days" in row(old)
-    assert "Kubernetes 1.25 is older than 1.32" in row(below)
+    assert "Kubernetes 1.25 is older than 1.34" in row(below)
     assert "emulated evidence never counts" in row(lab)
     assert "data-never-counts" not in row(fine)
 

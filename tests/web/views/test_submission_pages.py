@@ -47,7 +47,7 @@ def test_a_vendor_uploads_a_junit_file_and_lands_on_its_report(client: Client, v
     )
     # Kubernetes 1.30 is below the release floor: one state, said once, and no "Qualifies".
     assert sub.sha256 in body and 'data-state="does-not-count"' in body
-    assert "older than 1.32, the oldest release that counts" in body
+    assert "older than 1.34, the oldest release that counts" in body
     assert "verifying it would not change that" in body and "Qualifies" not in body
     assert "Download the original file" in body  # its own upload
     download = client.get(f"/submissions/{sub.id}/download/")
