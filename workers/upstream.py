@@ -195,9 +195,11 @@ def _judge(
     if isinstance(dry, Mapping) and dry.get("value") == "yes":
         return f"upstream's JUnit is no evidence: {dry.get('source')}"
     if read.suite_failures:
+        why = result.suite_failure
         return (
             f"upstream's suite could not start on this cluster ({', '.join(read.suite_failures)} "
-            f"failed): no spec ran, nothing is counted{_last_lines(result)}"
+            f"failed{': ' + why if why else ''}): no spec ran, nothing is counted"
+            f"{_last_lines(result)}"
         )
     verdicts = [r for r in read.results.values() if r.outcome in (Outcome.PASSED, Outcome.FAILED)]
     if result.exit_code not in (0, None) and not verdicts:

@@ -182,7 +182,7 @@ def test_a_cluster_that_cannot_run_pods_ends_the_run_in_error_with_the_suites_re
     with lab_clusters(stuck):
         data, code = run_battery("up-stuck")
     assert code == 1 and data["status"] == "error"
-    assert "could not start on this cluster ([SynchronizedBeforeSuite] failed)" in data["error"]
+    assert "could not start on this cluster ([SynchronizedBeforeSuite] failed: " in data["error"]
     assert "did not start within 1s: phase Pending" in data["error"]
     assert {v["outcome"] for v in data["results"].values()} == {"not_run"}
     run = Run.objects.get(pk=data["run"])
