@@ -33,6 +33,7 @@ from kernel.kubeconfig import KubeconfigError, api_client_from_kubeconfig, pinne
 log = logging.getLogger(__name__)
 
 PROGRESS_EVERY_SECONDS = 1.0
+TAIL_EVERY_SECONDS = 5.0
 LIVE_TAIL_LINES = 40
 
 
@@ -132,6 +133,16 @@ def run_upstream(run: Run, should_cancel: Callable[[], bool]) -> UpstreamReport:
         state["log_tail"] = list(tail)
         _save(run.id, upstream=state)
 
+    def on_line(line: str) -> None:
+        # A real spec can print for minutes without a progress change (a server pod that
+        # never gets ready: 5 min): the live page's last lines follow it every few seconds.
+        tail.append(line)
+        now = time.monotonic()
+        if now - last_save[0] >= TAIL_EVERY_SECONDS:
+            last_save[0] = now
+            state["log_tail"] = list(tail)
+            _save(run.id, upstream=state)
+
     result = e2e.run_e2e(
         binary,
         pinned,
@@ -139,7 +150,7 @@ def run_upstream(run: Run, should_cancel: Callable[[], bool]) -> UpstreamReport:
         time_limit=float(settings.E2E_TIME_LIMIT_SECONDS),
         should_cancel=should_cancel,
         on_progress=on_progress,
-        on_line=tail.append,
+        on_line=on_line,
     )
     state["progress"] = result.progress.as_dict()
     state["log_tail"] = list(tail)
