@@ -51,6 +51,8 @@ _SPEC_END = re.compile(
     r"^\s*[•SP]\s+(?:\[(?:FAILED|PANICKED|SKIPPED|PENDING|INTERRUPTED|TIMEDOUT|ABORTED)\]\s+)*"
     r"\[\d+(?:\.\d+)? seconds\]"
 )
+_SUITE_NODE_FAILED = re.compile(r"^\[(?:Synchronized)?BeforeSuite\] \[FAILED\]")
+_FAILED_REASON = re.compile(r"^\s*\[FAILED\] (.+)$")
 _TAG = re.compile(r"\[[^\[\]]*\]")
 _SPACES = re.compile(r"\s+")
 _IT = re.compile(r"^\s*\[It\]\s+")
@@ -128,8 +130,23 @@ def spec_key(text: str) -> str:
     return " ".join(_segments(text)).casefold()
 
 
+def kubectl_beside(binary: Path) -> Path | None:
+    """The release's kubectl, when one lies beside its e2e.test (E2E_DIR/v1.<minor>/kubectl).
+
+    Upstream's network specs run `kubectl exec` (framework/pod/output RunHostCmd) with the
+    framework's --kubectl-path, "kubectl" by default: without one here, whichever kubectl the
+    worker's PATH (/usr/local/bin:/usr/bin:/bin) holds is used, of whatever release."""
+    path = Path(binary).parent / "kubectl"
+    return path if path.is_file() and os.access(path, os.X_OK) else None
+
+
 def command(
-    binary: Path, kubeconfig: Path, focus: str, report_dir: Path, time_limit: int
+    binary: Path,
+    kubeconfig: Path,
+    focus: str,
+    report_dir: Path,
+    time_limit: int,
+    kubectl: Path | None = None,
 ) -> list[str]:
     """The command line: upstream's framework flags (test/e2e/framework/test_context.go) and
     ginkgo v2's. `--report-dir` is where the framework writes its files; ginkgo's
@@ -144,6 +161,7 @@ def command(
         f"--report-dir={report_dir}",
         f"--ginkgo.junit-report={report_dir / JUNIT_NAME}",
         f"--e2e-output-dir={report_dir}",
+        *([f"--kubectl-path={kubectl}"] if kubectl is not None else []),
     ]
 
 
@@ -160,16 +178,34 @@ class Progress:
 
 
 class ProgressReader:
-    """Reads ginkgo's console lines; `feed` answers whether the progress changed."""
+    """Reads ginkgo's console lines; `feed` answers whether the progress changed.
+
+    As e2e.test v1.36.3 prints them with `--ginkgo.v` (checked on its real output against a
+    real cluster, tests/fixtures/realcluster/e2e-v1.36.3-sctp.log): a spec begins right after
+    a `------------------------------` line with its full name (labels appended in one more
+    bracket, `[sig-network, Serial]`), and ends with `• [8.318 seconds]`, `S [SKIPPED] […]`
+    or `• [FAILED] […]`; a skipped or failed spec's name is printed once more after its end
+    (with `[It]` inside), which is not a start. `done` counts those ends; "Ran N of M Specs"
+    counts only the specs that ran, not those skipped at run time, so it ends the run without
+    replacing the count (a suite whose setup failed ends with 0 done).
+    """
+
+    SEPARATOR = "------------------------------"
 
     def __init__(self, names: Iterable[str]) -> None:
         self.names = {spec_key(name): name for name in names}
         self.progress = Progress()
+        self._after_separator = False
 
     def feed(self, line: str) -> bool:
         p = self.progress
+        after_separator, self._after_separator = self._after_separator, False
+        if line.strip() == self.SEPARATOR:
+            self._after_separator = True
+            return False
         if m := _RAN.search(line):
-            p.done = p.total = int(m.group(1))
+            if p.total is None:
+                p.total = int(m.group(1))
             p.running = ""
             return True
         if m := _WILL_RUN.search(line):
@@ -179,10 +215,11 @@ class ProgressReader:
             p.done += 1
             p.running = ""
             return True
-        key = spec_key(line)
-        if key in self.names:
-            p.running = self.names[key]
-            return True
+        if after_separator:
+            key = spec_key(line)
+            if key in self.names:
+                p.running = self.names[key]
+                return True
         return False
 
 
@@ -196,6 +233,20 @@ class E2EResult:
     cancelled: bool = False
     start_error: str = ""  # it could not be started at all
     command: list[str] = field(default_factory=list)
+
+    @property
+    def suite_failure(self) -> str:
+        """Why the suite's setup failed, as ginkgo says it under the failed suite node
+        ("[SynchronizedBeforeSuite] [FAILED] [60.001 seconds]", then "  [FAILED] <reason>"):
+        the summary at the end of the output names only the node and its file."""
+        lines = self.log.splitlines()
+        for i, line in enumerate(lines):
+            if _SUITE_NODE_FAILED.match(line):
+                for after in lines[i + 1 : i + 8]:
+                    m = _FAILED_REASON.match(after)
+                    if m and not m.group(1).startswith("in ["):
+                        return m.group(1)[:LINE_MAX_CHARS]
+        return ""
 
     @property
     def tail(self) -> str:
@@ -284,7 +335,9 @@ def run_e2e(
             json.dump(kubeconfig, handle)
         report_dir = workdir / "report"
         report_dir.mkdir(mode=0o700)
-        argv = command(binary, config_path, focus, report_dir, int(time_limit))
+        argv = command(
+            binary, config_path, focus, report_dir, int(time_limit), kubectl_beside(binary)
+        )
         return _supervise(
             argv,
             workdir,

@@ -68,6 +68,9 @@ class Cluster:
 
     def __post_init__(self) -> None:
         self.name: str = self.profile["name"]
+        # The serving CA's PEM (the LabServer sets it), published in every namespace's
+        # kube-root-ca.crt ConfigMap as kube-controller-manager does.
+        self.root_ca_pem: str = ""
         seed = self.profile.get("seed")
         if seed is None:
             seed = zlib.crc32(self.name.encode())

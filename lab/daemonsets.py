@@ -210,6 +210,11 @@ def configmaps(cluster: Cluster, namespace: str | None = None) -> list[dict[str,
                 },
             )
         )
+    # kube-controller-manager's root-ca-cert-publisher (pkg/controller/certificates/rootcacertpublisher):
+    # every namespace gets kube-root-ca.crt with the API server's CA; upstream's e2e framework
+    # waits for it in each test namespace before any spec runs (framework.go, BeforeEach).
+    for ns in sorted(cluster.store.namespaces):
+        out.append(_configmap(cluster, ns, "kube-root-ca.crt", {"ca.crt": cluster.root_ca_pem}))
     return [c for c in out if namespace is None or c["metadata"]["namespace"] == namespace]
 
 

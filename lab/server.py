@@ -1127,6 +1127,8 @@ class LabServer:
             else:
                 names.append(socket.gethostname())
             self.server_cert = server_cert or ca.server_certificate(tuple(names))
+            for cluster in self.clusters.values():
+                cluster.root_ca_pem = ca.cert_pem.decode()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
 

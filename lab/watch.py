@@ -57,12 +57,18 @@ def selector_terms(selector: str | None) -> Iterator[tuple[str, str, bool]]:
 
 
 def field_matches(selector: str | None, obj: dict[str, Any]) -> bool:
-    """fieldSelector on metadata.name / metadata.namespace (what clients wait with)."""
+    """fieldSelector on metadata.name / metadata.namespace (what clients wait with), and a
+    Node's spec.unschedulable."""
     if not selector:
         return True
     meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
     for key, value, negate in selector_terms(selector):
         field = {"metadata.name": meta.get("name"), "metadata.namespace": meta.get("namespace")}
+        if "nodeInfo" in (obj.get("status") or {}):
+            # A Node's (pkg/registry/core/node/strategy.go NodeToSelectableFields: Go's
+            # fmt.Sprint of the bool); upstream's e2e suite lists nodes with it before any spec.
+            field["spec.unschedulable"] = "true" if spec.get("unschedulable") else "false"
         if key not in field:
             raise ApiError(
                 400,
@@ -147,7 +153,14 @@ class WatchStream:
         self.current = cluster.resource_version
         self.initial: list[dict[str, Any]] = []
         self.expired: str | None = None
-        if self.start_rv is None:
+        # A streaming list (client-go's WatchListClient, on by default since 1.35): the current
+        # state as ADDED events whatever the resourceVersion, then a BOOKMARK marked
+        # k8s.io/initial-events-end (meta/v1 types.go, InitialEventsAnnotationKey).
+        self.send_initial = (_q(query, "sendInitialEvents") or "").lower() in ("true", "1")
+        if self.send_initial:
+            self.initial = [{"type": "ADDED", "object": o} for o in snapshot if self._matches(o)]
+            self.last = self.current
+        elif self.start_rv is None:
             self.initial = [{"type": "ADDED", "object": o} for o in snapshot if self._matches(o)]
             self.last = self.current
         else:
@@ -183,6 +196,19 @@ class WatchStream:
             }
             return
         yield from self.initial
+        if self.send_initial:
+            kind, api_version = self.item_type
+            yield {
+                "type": "BOOKMARK",
+                "object": {
+                    "kind": kind,
+                    "apiVersion": api_version,
+                    "metadata": {
+                        "resourceVersion": str(self.current),
+                        "annotations": {"k8s.io/initial-events-end": "true"},
+                    },
+                },
+            }
         deadline = time.monotonic() + self.timeout
         cluster = self.cluster
         quiet_since = time.monotonic()

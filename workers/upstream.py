@@ -33,6 +33,7 @@ from kernel.kubeconfig import KubeconfigError, api_client_from_kubeconfig, pinne
 log = logging.getLogger(__name__)
 
 PROGRESS_EVERY_SECONDS = 1.0
+TAIL_EVERY_SECONDS = 5.0
 LIVE_TAIL_LINES = 40
 
 
@@ -134,6 +135,16 @@ def run_upstream(run: Run, should_cancel: Callable[[], bool]) -> UpstreamReport:
         state["log_tail"] = list(tail)
         _save(run.id, upstream=state)
 
+    def on_line(line: str) -> None:
+        # A real spec can print for minutes without a progress change (a server pod that
+        # never gets ready: 5 min): the live page's last lines follow it every few seconds.
+        tail.append(line)
+        now = time.monotonic()
+        if now - last_save[0] >= TAIL_EVERY_SECONDS:
+            last_save[0] = now
+            state["log_tail"] = list(tail)
+            _save(run.id, upstream=state)
+
     result = e2e.run_e2e(
         binary,
         pinned,
@@ -141,7 +152,7 @@ def run_upstream(run: Run, should_cancel: Callable[[], bool]) -> UpstreamReport:
         time_limit=float(settings.E2E_TIME_LIMIT_SECONDS),
         should_cancel=should_cancel,
         on_progress=on_progress,
-        on_line=tail.append,
+        on_line=on_line,
     )
     state["progress"] = result.progress.as_dict()
     state["log_tail"] = list(tail)
@@ -198,9 +209,11 @@ def _judge(
     if isinstance(dry, Mapping) and dry.get("value") == "yes":
         return f"upstream's JUnit is no evidence: {dry.get('source')}"
     if read.suite_failures:
+        why = result.suite_failure
         return (
             f"upstream's suite could not start on this cluster ({', '.join(read.suite_failures)} "
-            f"failed): no spec ran, nothing is counted{_last_lines(result)}"
+            f"failed{': ' + why if why else ''}): no spec ran, nothing is counted"
+            f"{_last_lines(result)}"
         )
     verdicts = [r for r in read.results.values() if r.outcome in (Outcome.PASSED, Outcome.FAILED)]
     if result.exit_code not in (0, None) and not verdicts:

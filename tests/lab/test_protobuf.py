@@ -150,6 +150,23 @@ def test_a_hand_built_pod_decodes_to_its_json_form() -> None:
     assert protobuf.decode(POD) == POD_JSON
 
 
+def test_delete_options_decode_as_client_go_v0_36_sends_them() -> None:
+    # e2e.test v1.36.3 deletes its hostexec pods with a protobuf DeleteOptions (gracePeriod 0):
+    # the lab refused it with a 415 until the message was in the table (docs/lab-vs-e2e.md).
+    body = envelope(
+        "v1",
+        "DeleteOptions",
+        varint(1 << 3) + varint(0) + msg(2, text(1, "u-1")) + text(4, "Background"),
+    )
+    assert protobuf.decode(body) == {
+        "kind": "DeleteOptions",
+        "apiVersion": "v1",
+        "gracePeriodSeconds": 0,
+        "preconditions": {"uid": "u-1"},
+        "propagationPolicy": "Background",
+    }
+
+
 @pytest.mark.parametrize("target", [8080, "http"])
 def test_a_service_target_port_decodes_as_int_or_string(target: int | str) -> None:
     assert protobuf.decode(service(target)) == {

@@ -185,7 +185,7 @@ def test_a_cluster_that_cannot_run_pods_ends_the_run_in_error_with_the_suites_re
     with lab_clusters(stuck):
         data, code = run_battery("up-stuck")
     assert code == 1 and data["status"] == "error"
-    assert "could not start on this cluster ([SynchronizedBeforeSuite] failed)" in data["error"]
+    assert "could not start on this cluster ([SynchronizedBeforeSuite] failed: " in data["error"]
     assert "did not start within 1s: phase Pending" in data["error"]
     assert {v["outcome"] for v in data["results"].values()} == {"not_run"}
     run = Run.objects.get(pk=data["run"])
@@ -238,3 +238,40 @@ def test_a_basic_only_cluster_refuses_the_upstream_battery(e2e_dir):
         with pytest.raises(CommandError, match="basic-only"):
             call_command("run_battery", "up-basic", "--battery", "upstream", "--sync")
     assert not Run.objects.filter(cluster=cluster).exists()
+
+
+REAL_E2E = Path(__file__).resolve().parents[2] / "var" / "e2e" / "v1.36"
+
+
+def test_the_real_binary_on_a_lab_profile_past_its_limit_ends_in_error_with_its_output(
+    tmp_path, settings
+):
+    """The whole path (run_battery, the worker's execute, the pinned kubeconfig, the ingest)
+    with upstream's REAL e2e.test v1.36.3 (`make e2e-binaries`; skipped without it) against a
+    lab profile of that release: its suite setup passes on the lab (docs/lab-vs-e2e.md), a
+    spec starts, and at the limit the group is stopped, the run ends `error`, nothing counts."""
+    binary = REAL_E2E / "e2e.test"
+    if not binary.is_file():
+        pytest.skip(f"no real e2e.test at {binary} (`make e2e-binaries` builds it)")
+    where = tmp_path / "e2e" / "v1.36"
+    where.mkdir(parents=True)
+    (where / "e2e.test").symlink_to(binary)
+    if (REAL_E2E / "kubectl").is_file():
+        (where / "kubectl").symlink_to(REAL_E2E / "kubectl")
+    settings.E2E_DIR = tmp_path / "e2e"
+    settings.E2E_TIME_LIMIT_SECONDS = 12
+    settings.RUN_HEARTBEAT_SECONDS = 0.2
+    with lab_clusters(profile(name="up-real", kubernetes_version="1.36.3")):
+        data, code = run_battery("up-real")
+    assert code == 1 and data["status"] == "error"
+    assert data["error"].startswith(
+        "e2e.test ran past its time limit of 12 s (E2E_TIME_LIMIT_SECONDS): its process group "
+        "was killed, nothing is counted"
+    )
+    assert {v["outcome"] for v in data["results"].values()} == {"not_run"}
+    run = Run.objects.defer(None).get(pk=data["run"])
+    assert run.upstream["binary"] == "v1.36/e2e.test"
+    assert "Will run 13 of 942 specs" in run.upstream_log
+    assert "[SynchronizedBeforeSuite] PASSED" in run.upstream_log  # the lab answers its setup
+    assert run.upstream["progress"]["total"] == 13
+    assert not run.results.exclude(outcome="not_run").exists()
