@@ -28,7 +28,7 @@ NETPOL_RECORD = ROOT / "var" / "cluster" / "netpol"
 
 
 @pytest.fixture
-def core(real_kubeconfig: Path) -> Iterator[k8s.CoreV1Api]:
+def core(real_kubeconfig: Path) -> Iterator[Any]:
     api = api_client_from_kubeconfig(real_kubeconfig.read_text(), request_timeout=30)
     try:
         yield k8s.CoreV1Api(api)
@@ -37,7 +37,7 @@ def core(real_kubeconfig: Path) -> Iterator[k8s.CoreV1Api]:
 
 
 @pytest.fixture
-def namespace(core: k8s.CoreV1Api) -> Iterator[str]:
+def namespace(core: Any) -> Iterator[str]:
     name = f"realcluster-test-{uuid.uuid4().hex[:8]}"
     core.create_namespace({"metadata": {"name": name}})
     try:
@@ -61,7 +61,7 @@ def pod(name: str, args: list[str], *, command: list[str] | None = None, **spec:
     }
 
 
-def wait_phase(core: k8s.CoreV1Api, ns: str, name: str, phases: set[str], secs: float = 90) -> Any:
+def wait_phase(core: Any, ns: str, name: str, phases: set[str], secs: float = 90) -> Any:
     deadline = time.monotonic() + secs
     while True:
         p = core.read_namespaced_pod(name, ns)
@@ -73,9 +73,7 @@ def wait_phase(core: k8s.CoreV1Api, ns: str, name: str, phases: set[str], secs: 
         time.sleep(0.5)
 
 
-def test_agnhost_of_the_release_runs_under_upstreams_name(
-    core: k8s.CoreV1Api, namespace: str
-) -> None:
+def test_agnhost_of_the_release_runs_under_upstreams_name(core: Any, namespace: str) -> None:
     core.create_namespaced_pod(namespace, pod("netexec", ["netexec", "--http-port=8080"]))
     wait_phase(core, namespace, "netexec", {"Running"})
     logs = ""
@@ -104,7 +102,7 @@ def test_agnhost_of_the_release_runs_under_upstreams_name(
     ]
 
 
-def test_the_netpol_record_tells_the_truth(core: k8s.CoreV1Api, namespace: str) -> None:
+def test_the_netpol_record_tells_the_truth(core: Any, namespace: str) -> None:
     record = NETPOL_RECORD.read_text().strip() if NETPOL_RECORD.is_file() else ""
     if not record:
         pytest.skip(
@@ -117,7 +115,7 @@ def test_the_netpol_record_tells_the_truth(core: k8s.CoreV1Api, namespace: str) 
 
     core.create_namespaced_pod(namespace, pod("server", ["netexec", "--http-port=8080"]))
     server = wait_phase(core, namespace, "server", {"Running"})
-    networking = k8s.NetworkingV1Api(core.api_client)
+    networking: Any = k8s.NetworkingV1Api(core.api_client)
     networking.create_namespaced_network_policy(
         namespace,
         {
