@@ -51,7 +51,7 @@ if [ "${1:-}" = "--down" ]; then
     rm -f "$nstate/node-if"
   fi
   # An NRI socket a containerd with NRI on left (ours has it off), when nothing listens there.
-  if [ -S /run/nri/nri.sock ] && ! ss -Hxl 2>/dev/null | grep -qE ' (/var)?/run/nri/nri.sock '; then
+  if [ -S /run/nri/nri.sock ] && ! ss -Hxl 2>/dev/null | grep -E ' (/var)?/run/nri/nri.sock ' >/dev/null; then
     rm -f /run/nri/nri.sock
     rmdir /run/nri 2>/dev/null || true
   fi
@@ -88,13 +88,13 @@ node="$(cat "$pki/node-name")"
 # pulled (the specs ask imagePullPolicy IfNotPresent). Idempotent.
 import_images() {
   ctr images import --all-platforms "$bin/pause.oci.tar" >/dev/null
-  ctr images list -q | grep -qx "$pause_image" || die "pause image $pause_image not imported"
+  ctr images list -q | grep -x "$pause_image" >/dev/null || die "pause image $pause_image not imported"
   say "imported $pause_image (built from pause.c of $KUBE_VERSION)"
   if [ -f "$bin/agnhost.oci.tar" ] && [ -f "$bin/agnhost.image" ]; then
     local agnhost_image
     agnhost_image="$(cat "$bin/agnhost.image")"
     ctr images import --all-platforms "$bin/agnhost.oci.tar" >/dev/null
-    ctr images list -q | grep -qx "$agnhost_image" || die "agnhost image $agnhost_image not imported"
+    ctr images list -q | grep -x "$agnhost_image" >/dev/null || die "agnhost image $agnhost_image not imported"
     say "imported $agnhost_image (built from test/images/agnhost of $KUBE_VERSION)"
   fi
 }
@@ -108,8 +108,8 @@ fi
 # The node's address: a veth pair of our own (this kernel has no dummy links), NODE_IP/32 on
 # NODE_IF, both ends up so that the link has carrier; nothing is attached to the peer.
 mkdir -p "$nstate"
-if ! ip -o addr show dev "$node_if" 2>/dev/null | grep -q " $node_ip/"; then
-  if ip -o addr show 2>/dev/null | grep -q " inet $node_ip/"; then
+if ! ip -o addr show dev "$node_if" 2>/dev/null | grep " $node_ip/" >/dev/null; then
+  if ip -o addr show 2>/dev/null | grep " inet $node_ip/" >/dev/null; then
     die "$node_ip is already on another interface: set CLUSTER_NODE_IP"
   fi
   ip link show "$node_if" >/dev/null 2>&1 && die "interface $node_if exists (not ours?): set CLUSTER_NODE_IF"
