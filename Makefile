@@ -121,13 +121,16 @@ bench-smoke: $(TEST_STAMP)
 clean-demo:
 	rm -rf var/dashboard.sqlite3* var/broker
 
-# A real single-node cluster from the upstream release pinned in cluster/release.env, built once
-# from its Go modules (cluster/build.sh: cached; needs Go 1.26, the first build takes minutes)
-# and started on 127.0.0.1 (cluster/up.sh: etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler; says so when it is already up). Kubeconfig: var/cluster/kubeconfig.
+# A real single-node cluster from the upstream release pinned in cluster/release.env, in one
+# command (cluster/cluster.sh, one progress line per step): builds once (cached, stamps keyed on
+# release.env; needs Go 1.26, the first build takes minutes) the control plane, kube-proxy,
+# kubelet, kubectl, containerd, runc, the CNI plugins, the pause and agnhost images and
+# kube-network-policies, then starts the control plane on 127.0.0.1, the node (images
+# imported, no pull), kube-proxy (KUBE_PROXY_MODE=iptables|nftables) and kube-network-policies
+# (or says plainly why NetworkPolicy is not enforced). Says so when already up.
+# Kubeconfig: var/cluster/kubeconfig.
 cluster:
-	cluster/build.sh
-	cluster/up.sh
+	cluster/cluster.sh
 
 # The lab held against the real API server (lab/replay.py): replays the committed recording of
 # kube-apiserver v1.36.3's answers (tests/fixtures/realcluster/api-recording.json) against a
@@ -141,19 +144,18 @@ lab-record: $(TEST_STAMP)
 	$(PY) manage.py lab_record --kubeconfig $${REALCLUSTER_KUBECONFIG:-var/cluster/kubeconfig} \
 	  --kubectl $${REALCLUSTER_KUBECTL:-var/cluster/bin/kubectl}
 
-# Stops it (by pid files) and removes its state, keeping the built binaries.
+# Stops it all (by pid files) and removes its state, keeping the built binaries; then checks
+# that no process, link, mount, KUBE-*/CNI-* chain, nft table or listener of it is left.
 cluster-down:
 	cluster/down.sh
 
-# kube-proxy on this host against the cluster (KUBE_PROXY_MODE=iptables|nftables, default
-# iptables), started after `make cluster`. cluster/capture-proxy-rules.sh captures the rules it
-# writes for an SCTP Service into tests/fixtures/realcluster/.
+# kube-proxy alone (KUBE_PROXY_MODE=iptables|nftables, default iptables; `make cluster` starts
+# it too; another mode replaces the running one). cluster/capture-proxy-rules.sh captures the
+# rules it writes for an SCTP Service into tests/fixtures/realcluster/.
 cluster-proxy: cluster
 	cluster/kube-proxy.sh
 
-# The node: containerd, runc and the reference CNI plugins built from their modules, the pause
-# image built from the release's pause.c and imported (no pull), the kubelet (cgroupfs, cgroup
-# v1 allowed); waits for the node to be Ready (cluster/build-node.sh, cluster/node.sh).
+# The node alone (`make cluster` starts it too): containerd, runc and the reference CNI plugins,
+# the pause and agnhost images imported (no pull), the kubelet; waits for the node to be Ready.
 cluster-node: cluster
-	cluster/build-node.sh
 	cluster/node.sh

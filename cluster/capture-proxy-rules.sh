@@ -55,7 +55,7 @@ rules() { # mode: kube-proxy's rules only
 wait_rules() {
   local i
   for i in $(seq 1 150); do
-    if rules "$1" 2>/dev/null | grep -qE "$2"; then return 0; fi
+    if rules "$1" 2>/dev/null | grep -E "$2" >/dev/null; then return 0; fi
     sleep 0.2
   done
   die "kube-proxy ($1) wrote no rule matching '$2' within 30s (log: ${logs#"$root"/}/kube-proxy.log)"

@@ -91,7 +91,7 @@ stop() {
 
 # port_free PORT: nothing listens on 127.0.0.1:PORT (or the wildcard).
 port_free() {
-  ! ss -Hltn "sport = :$1" 2>/dev/null | grep -q .
+  ! ss -Hltn "sport = :$1" 2>/dev/null | grep . >/dev/null
 }
 
 # wait_for NAME SECONDS COMMAND...: retries COMMAND until it succeeds, NAME's process dies, or

@@ -50,6 +50,11 @@ if [ "${1:-}" = "--down" ]; then
     ip link show "$made" >/dev/null 2>&1 && ip link delete "$made" && say "removed interface $made"
     rm -f "$nstate/node-if"
   fi
+  # An NRI socket a containerd with NRI on left (ours has it off), when nothing listens there.
+  if [ -S /run/nri/nri.sock ] && ! ss -Hxl 2>/dev/null | grep -E ' (/var)?/run/nri/nri.sock ' >/dev/null; then
+    rm -f /run/nri/nri.sock
+    rmdir /run/nri 2>/dev/null || true
+  fi
   # The shims' and runc's state directories, when empty (rmdir removes nothing else).
   rmdir /run/containerd/runc/k8s.io /run/containerd/runc /run/containerd/s /run/containerd 2>/dev/null || true
   # The chains the kubelet (KUBE-FIREWALL, canaries, hint) and portmap (CNI-HOSTPORT-*) leave.
@@ -78,7 +83,24 @@ for b in containerd containerd-shim-runc-v2 ctr runc kubelet cni/bridge cni/host
 done
 [ "$(api /readyz 2>/dev/null)" = ok ] || die "no cluster answers at $server: run make cluster first"
 node="$(cat "$pki/node-name")"
+# The images built from the release's source (cluster/build-node.sh: pause; cluster/build-images.sh:
+# agnhost), imported into containerd's k8s.io namespace: pods find them there and nothing is
+# pulled (the specs ask imagePullPolicy IfNotPresent). Idempotent.
+import_images() {
+  ctr images import --all-platforms "$bin/pause.oci.tar" >/dev/null
+  ctr images list -q | grep -x "$pause_image" >/dev/null || die "pause image $pause_image not imported"
+  say "imported $pause_image (built from pause.c of $KUBE_VERSION)"
+  if [ -f "$bin/agnhost.oci.tar" ] && [ -f "$bin/agnhost.image" ]; then
+    local agnhost_image
+    agnhost_image="$(cat "$bin/agnhost.image")"
+    ctr images import --all-platforms "$bin/agnhost.oci.tar" >/dev/null
+    ctr images list -q | grep -x "$agnhost_image" >/dev/null || die "agnhost image $agnhost_image not imported"
+    say "imported $agnhost_image (built from test/images/agnhost of $KUBE_VERSION)"
+  fi
+}
+
 if alive containerd && alive kubelet; then
+  import_images
   say "node $node already running"
   exit 0
 fi
@@ -86,8 +108,8 @@ fi
 # The node's address: a veth pair of our own (this kernel has no dummy links), NODE_IP/32 on
 # NODE_IF, both ends up so that the link has carrier; nothing is attached to the peer.
 mkdir -p "$nstate"
-if ! ip -o addr show dev "$node_if" 2>/dev/null | grep -q " $node_ip/"; then
-  if ip -o addr show 2>/dev/null | grep -q " inet $node_ip/"; then
+if ! ip -o addr show dev "$node_if" 2>/dev/null | grep " $node_ip/" >/dev/null; then
+  if ip -o addr show 2>/dev/null | grep " inet $node_ip/" >/dev/null; then
     die "$node_ip is already on another interface: set CLUSTER_NODE_IP"
   fi
   ip link show "$node_if" >/dev/null 2>&1 && die "interface $node_if exists (not ours?): set CLUSTER_NODE_IF"
@@ -113,6 +135,10 @@ state = "$nstate/containerd/state"
 
 [debug]
   level = "info"
+
+# NRI off: nothing here uses it, and it would put its socket in the host's /run/nri.
+[plugins.'io.containerd.nri.v1.nri']
+  disable = true
 
 [plugins.'io.containerd.cri.v1.images']
   snapshotter = "overlayfs"
@@ -163,9 +189,7 @@ EOF
 export PATH="$bin:$PATH"
 start containerd --config "$nstate/containerd/config.toml"
 wait_for containerd 30 ctr version
-ctr images import --all-platforms "$bin/pause.oci.tar" >/dev/null
-ctr images list -q | grep -qx "$pause_image" || die "pause image $pause_image not imported"
-say "imported $pause_image (built from pause.c of $KUBE_VERSION)"
+import_images
 
 write_kubeconfig "$nstate/kubelet/kubeconfig" kubelet
 cat >"$nstate/kubelet/config.yaml" <<EOF
