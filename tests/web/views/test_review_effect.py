@@ -127,15 +127,15 @@ def test_a_file_that_can_never_count_is_marked_in_the_queue(client: Client, main
 
 
 def test_a_change_only_on_the_watch_is_said_not_no_change(client: Client, maintainer) -> None:
-    """Every criterion keeps its status (calico already counts on ipvs, on 1.35), yet `/`'s
-    per-release watch changes: ipvs is now demonstrated on 1.34 too. Before, "no change"."""
-    f.submission("calico", proxier="ipvs", kubernetes_version="1.35.1")
-    sub = f.submission("calico", status=PENDING, proxier="ipvs", kubernetes_version="1.34.2")
+    """Every criterion keeps its status (calico already counts on ipvs, on 1.36), yet `/`'s
+    per-release watch changes: ipvs is now demonstrated on 1.35 too (the watch follows 1.37, 1.36, 1.35). Before, "no change"."""
+    f.submission("calico", proxier="ipvs", kubernetes_version="1.36.1")
+    sub = f.submission("calico", status=PENDING, proxier="ipvs", kubernetes_version="1.35.2")
     client.force_login(maintainer)
     said = _said(client, sub, "verify")
     assert "no change" not in said, said
-    assert "ipvs on 1.34: now demonstrated" in said, said
-    assert "calico on ipvs, 1.34: not counted → holds" in said, said  # shown while pending
+    assert "ipvs on 1.35: now demonstrated" in said, said
+    assert "calico on ipvs, 1.35: not counted → holds" in said, said  # shown while pending
     assert "tests-written" not in said and "iptables-and-ipvs" not in said  # statuses kept
 
 
