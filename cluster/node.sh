@@ -178,7 +178,7 @@ cat >"$nstate/cni/net.d/10-sctp-readiness.conflist" <<EOF
       "ipMasq": false,
       "hairpinMode": true,
       "ipam": {"type": "host-local", "ranges": [[{"subnet": "$subnet"}]],
-               "dataDir": "$nstate/cni/ipam"}
+               "routes": [{"dst": "0.0.0.0/0"}], "dataDir": "$nstate/cni/ipam"}
     },
     {"type": "portmap", "capabilities": {"portMappings": true}}
   ]

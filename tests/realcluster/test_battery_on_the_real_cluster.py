@@ -151,6 +151,12 @@ def test_the_battery_runs_on_the_real_cluster_through_a_worker_and_ends_as_upstr
             f"{mode})"
         )
 
+    # The TCP and UDP pod-to-service checks beside the catalog: pods reach the Service range
+    # (the CNI config gives them a default route; without it, "connect: network is unreachable").
+    for key in ("conformance-tcp-pod-to-service", "conformance-udp-pod-to-service"):
+        assert key in results, sorted(results)
+        assert results[key].outcome == "passed", (key, results[key].reason)
+
     # No NetworkPolicy implementation runs here (kubenet's plugins have none): never a pass.
     netpol = results["netpol-sctp-blocks-tcp-udp"]
     assert netpol.outcome == "skipped", netpol.reason
