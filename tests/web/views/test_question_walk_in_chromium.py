@@ -67,9 +67,9 @@ def test_each_question_is_answered_from_the_front_page(
     assert "cilium" in by["what-changed"] and "1.35" in by["what-changed"]
     assert "ipvs" in by["what-changed"] and "pod-to-service failed" in by["what-changed"]
     assert "run " in by["what-changed"]
-    # per proxier: ipvs was shown on 1.35 (cilium's run before it failed), nothing on 1.34, 1.33
+    # per proxier: ipvs was shown on 1.35 (cilium's run before it failed), none on 1.37, 1.36
     ipvs = by["ga-per-proxier"].split("ipvs", 1)[1]
-    assert "demonstrated on 1.35; not demonstrated on 1.34, 1.33" in ipvs, ipvs
+    assert "demonstrated on 1.35; not demonstrated on 1.37, 1.36" in ipvs, ipvs
     assert "does not qualify" in by["why-row"] or "✘" in by["why-row"], by["why-row"]
     if role == "maintainer":
         assert "calico-new" in by["approval-queue"] and "maintainer" in by["approval-queue"]
