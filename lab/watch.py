@@ -188,6 +188,17 @@ class WatchStream:
             self.last = found[-1].rv
         return [e for e in found if e.resource == self.resource and self._matches(e.obj)]
 
+    def _bookmark(self, version: int, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+        """A BOOKMARK event at resourceVersion `version`, for the objects this watch streams."""
+        kind, api_version = self.item_type
+        metadata: dict[str, Any] = {"resourceVersion": str(version)}
+        if annotations:
+            metadata["annotations"] = annotations
+        return {
+            "type": "BOOKMARK",
+            "object": {"kind": kind, "apiVersion": api_version, "metadata": metadata},
+        }
+
     def lines(self) -> Iterator[dict[str, Any]]:
         if self.expired:
             yield {
@@ -197,18 +208,7 @@ class WatchStream:
             return
         yield from self.initial
         if self.send_initial:
-            kind, api_version = self.item_type
-            yield {
-                "type": "BOOKMARK",
-                "object": {
-                    "kind": kind,
-                    "apiVersion": api_version,
-                    "metadata": {
-                        "resourceVersion": str(self.current),
-                        "annotations": {"k8s.io/initial-events-end": "true"},
-                    },
-                },
-            }
+            yield self._bookmark(self.current, {"k8s.io/initial-events-end": "true"})
         deadline = time.monotonic() + self.timeout
         cluster = self.cluster
         quiet_since = time.monotonic()
@@ -218,15 +218,7 @@ class WatchStream:
                 return
             if self.bookmarks and time.monotonic() - quiet_since >= BOOKMARK_S:
                 quiet_since = time.monotonic()
-                kind, api_version = self.item_type
-                yield {
-                    "type": "BOOKMARK",
-                    "object": {
-                        "kind": kind,
-                        "apiVersion": api_version,
-                        "metadata": {"resourceVersion": str(max(self.last, self.current))},
-                    },
-                }
+                yield self._bookmark(max(self.last, self.current))
             with cluster.changed:
                 cluster.advance()
                 batch = self._new_events()
