@@ -115,7 +115,9 @@ def battery_namespaces_left(kubeconfig: Path, run_ids: list[str]) -> list[str]:
         left = []
         for run_id in run_ids:
             found = core.list_namespace(label_selector=f"{RUN_ID_LABEL}={run_id}")
-            left += [f"{ns.metadata.name} ({ns.status.phase})" for ns in found.items]
+            for ns in found.items:
+                name = ns.metadata.name if ns.metadata else "?"
+                left.append(f"{name} ({ns.status.phase if ns.status else '?'})")
         return left
     finally:
         api.close()

@@ -151,7 +151,8 @@ def test_ours_and_upstreams_e2e_test_agree_key_by_key(real_kubeconfig: Path, set
         assert f'data-feature="{label}"' in page and html.escape(why) in page
     junit = client.get(f"/runs/{upstream.id}/junit.xml")
     assert junit.status_code == 200
-    assert junit.content == bytes(Run.objects.defer(None).get(pk=upstream.id).upstream_junit)
+    kept = Run.objects.defer(None).get(pk=upstream.id).upstream_junit
+    assert kept is not None and junit.content == bytes(kept)
     assert b'<property name="SkipStrings" value="' in junit.content
 
     # The cluster page's side-by-side table: this pair, both outcomes per catalog test.
