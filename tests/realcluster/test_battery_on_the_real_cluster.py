@@ -122,12 +122,13 @@ def test_the_battery_runs_on_the_real_cluster_through_a_worker_and_ends_as_upstr
         assert rules.outcome == "passed", rules.reason
         assert rules.reason.startswith("kube-proxy wrote the nat-table KUBE-SERVICES jump for SCTP")
         assert "-A KUBE-SERVICES -d 10.0.0." in rules.evidence and "-p sctp" in rules.evidence
-    else:
-        assert rules.outcome == "skipped", rules.reason
-        assert rules.reason == (
-            "The test doesn't work if kube-proxy is not in iptables mode (detected proxier: "
-            f"{mode})"
+    else:  # nftables: kube-proxy's nftables rules are read
+        assert rules.outcome == "passed", rules.reason
+        assert rules.reason.startswith(
+            "kube-proxy (nftables mode) wrote the service-ips element for SCTP 10.0.0."
         )
+        assert " . sctp . 5060 : goto service-" in rules.evidence
+        assert "dnat ip to numgen random mod 1 map { 0 : 10.88." in rules.evidence
 
     # The TCP and UDP pod-to-service checks beside the catalog: pods reach the Service range
     # (the CNI config gives them a default route; without it, "connect: network is unreachable").
