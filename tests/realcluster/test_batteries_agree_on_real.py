@@ -82,6 +82,11 @@ def test_ours_and_upstreams_e2e_test_agree_key_by_key(real_kubeconfig: Path, set
     with celery_worker() as worker:
         ours = _run(cluster, "all", worker["log"], 600)
         assert ours.state == Run.State.FINISHED, ours.error
+        # Ours' pods (a hostPort 5060 among them) gone before upstream's specs ask the same.
+        gone = [runner.battery_run_id(ours.id)]
+        wait_for(
+            lambda: not battery_namespaces_left(real_kubeconfig, gone), 180, "ours' namespaces"
+        )
         upstream = _run(cluster, "upstream", worker["log"], 1200)
         assert upstream.state == Run.State.FINISHED, upstream.error
     state = upstream.upstream
