@@ -147,14 +147,18 @@ def command(
     report_dir: Path,
     time_limit: int,
     kubectl: Path | None = None,
+    skip: str = "",
 ) -> list[str]:
     """The command line: upstream's framework flags (test/e2e/framework/test_context.go) and
     ginkgo v2's. `--report-dir` is where the framework writes its files; ginkgo's
-    `--junit-report` names the one JUnit file (it takes precedence over the framework's)."""
+    `--junit-report` names the one JUnit file (it takes precedence over the framework's).
+    `skip`: the `--ginkgo.skip` of the feature labels the cluster lacks (as upstream's own
+    runners leave them out; kernel.battery.features), none when empty."""
     return [
         str(binary),
         f"--kubeconfig={kubeconfig}",
         f"--ginkgo.focus={focus}",
+        *([f"--ginkgo.skip={skip}"] if skip else []),
         "--ginkgo.no-color",
         "--ginkgo.v",
         f"--ginkgo.timeout={max(1, int(time_limit))}s",
@@ -322,9 +326,11 @@ def run_e2e(
     should_cancel: Callable[[], bool] = lambda: False,
     on_progress: Callable[[Progress], None] | None = None,
     on_line: Callable[[str], None] | None = None,
+    skip: str = "",
 ) -> E2EResult:
-    """Runs `binary` focused on `names` against the cluster of `kubeconfig` (pinned already)
-    and returns what it did; never raises for what the program does."""
+    """Runs `binary` focused on `names` (less those `skip` matches) against the cluster of
+    `kubeconfig` (pinned already) and returns what it did; never raises for what the program
+    does."""
     focus = focus_regex(names)
     workdir = Path(tempfile.mkdtemp(prefix="sctp-e2e-"))
     os.chmod(workdir, 0o700)
@@ -336,7 +342,13 @@ def run_e2e(
         report_dir = workdir / "report"
         report_dir.mkdir(mode=0o700)
         argv = command(
-            binary, config_path, focus, report_dir, int(time_limit), kubectl_beside(binary)
+            binary,
+            config_path,
+            focus,
+            report_dir,
+            int(time_limit),
+            kubectl_beside(binary),
+            skip=skip,
         )
         return _supervise(
             argv,

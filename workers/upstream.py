@@ -27,6 +27,7 @@ from dashboard.domain.ingest.upstream_names import RELEASE_NAMES, RELEASES
 from dashboard.domain.models import Run
 from dashboard.domain.runs import kubeconfig_of
 from kernel import upstream as e2e
+from kernel.battery import features
 from kernel.kube import Kube, KubeError
 from kernel.kubeconfig import KubeconfigError, api_client_from_kubeconfig, pinned_kubeconfig
 
@@ -121,6 +122,12 @@ def run_upstream(run: Run, should_cancel: Callable[[], bool]) -> UpstreamReport:
     }
     report.fingerprint["e2e_binary"] = state["binary"]
     _save(run.id, upstream=state)
+    # The feature labels this cluster lacks, left out as upstream's own runners leave them out
+    # (--ginkgo.skip), decided with the battery's own facts (kernel.battery.features).
+    left = _left_out(run, text)
+    state.update(features.as_state(left))
+    state["skip"] = features.skip_regex(left.features)
+    _save(run.id, upstream=state)
     tail: deque[str] = deque(maxlen=LIVE_TAIL_LINES)
     last_save = [0.0]
 
@@ -153,13 +160,27 @@ def run_upstream(run: Run, should_cancel: Callable[[], bool]) -> UpstreamReport:
         should_cancel=should_cancel,
         on_progress=on_progress,
         on_line=on_line,
+        skip=state["skip"],
     )
     state["progress"] = result.progress.as_dict()
     state["log_tail"] = list(tail)
     state["exit_code"] = result.exit_code
-    report.error = _judge(result, state, report, git_version)
+    report.error = _judge(result, state, report, git_version, left.features)
     _save(run.id, upstream=state, upstream_junit=result.junit, upstream_log=result.log)
     return report
+
+
+def _left_out(run: Run, text: str) -> features.LeftOut:
+    from workers.runner import battery_run_id, cluster_spec  # workers.runner imports this module
+
+    try:
+        api = api_client_from_kubeconfig(text)
+    except KubeconfigError as exc:
+        return features.LeftOut(errors=[f"the cluster could not be surveyed: {exc}"])
+    try:
+        return features.survey(api, cluster_spec(run.cluster), battery_run_id(run.id))
+    finally:
+        api.close()
 
 
 def _version(text: str) -> dict[str, Any]:
@@ -175,7 +196,11 @@ def _last_lines(result: e2e.E2EResult) -> str:
 
 
 def _judge(
-    result: e2e.E2EResult, state: dict[str, Any], report: UpstreamReport, version: str
+    result: e2e.E2EResult,
+    state: dict[str, Any],
+    report: UpstreamReport,
+    version: str,
+    left_out: Mapping[str, str] | None = None,
 ) -> str:
     """Fills the report's results from the JUnit; answers why the run is no evidence ("": it is)."""
     limit = settings.E2E_TIME_LIMIT_SECONDS
@@ -194,7 +219,12 @@ def _judge(
             f"nothing is counted{_last_lines(result)}"
         )
     try:
-        read = ingest(result.junit, declared_kubernetes_version=version, check_evidence=False)
+        read = ingest(
+            result.junit,
+            declared_kubernetes_version=version,
+            check_evidence=False,
+            left_out=left_out,
+        )
     except IngestError as exc:
         return f"upstream's JUnit file could not be read: {exc.message}"
     state["specs"] = [

@@ -23,6 +23,7 @@ __all__ = [
     "iptables_table",
     "ipvs_sctp_services",
     "nft_sctp_service_elements",
+    "nft_service_path",
     "proxy_mode",
     "sctp_module_loaded",
 ]
@@ -358,3 +359,72 @@ def proxy_mode(text: str) -> str | None:
     """The mode kube-proxy reports on :10249/proxyMode, or None for anything else (errors, HTML)."""
     value = (text or "").strip().lower()
     return value if value in _PROXY_MODES else None
+
+
+_NFT_CHAIN = re.compile(r"^\s*chain\s+(\S+)\s*\{\s*$")
+# A DNAT as kube-proxy's nftables mode writes it: `dnat to 10.88.0.4:5060` in an endpoint
+# chain, or (v1.36) one map in the service chain:
+# `dnat ip to numgen random mod 1 map { 0 : 10.88.0.11 . 9595 }`.
+_NFT_DNAT_TO = re.compile(r"\bdnat\b(?:\s+ip6?)?\s+to\s+(\[?[0-9a-fA-F.:]+?\]?):(\d+)\b")
+_NFT_DNAT_MAP = re.compile(r"\d+\s*:\s*([0-9a-fA-F.:]+)\s*\.\s*(\d+)")
+
+
+def nft_chains(ruleset_text: str) -> dict[str, list[str]]:
+    """Chain name -> its rule lines, from `nft list ruleset` (every table)."""
+    chains: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for raw in (ruleset_text or "").splitlines():
+        line = raw.strip()
+        m = _NFT_CHAIN.match(raw)
+        if m:
+            current = chains.setdefault(m.group(1), [])
+        elif line == "}":
+            current = None
+        elif current is not None and line:
+            current.append(line)
+    return chains
+
+
+@dataclass
+class NftServicePath:
+    """How kube-proxy's nftables mode carries one SCTP ClusterIP: the map element, its service
+    chain, the DNAT rules (in it, or in the endpoint chains it jumps to)."""
+
+    element: str  # `vip . sctp . port : goto service-…`
+    chain: str
+    dnat: list[str] = field(default_factory=list)
+    destinations: list[str] = field(default_factory=list)  # "ip:port" of each DNAT
+
+
+def nft_service_path(ruleset_text: str, vip: str, port: int) -> NftServicePath | None:
+    """The nftables path of SCTP `vip:port` (a `service-ips` element going to a service chain
+    that DNATs), or None when kube-proxy wrote none. A `no-endpoint-services` element (`goto
+    reject-chain`) carries no traffic and does not count."""
+    chains = nft_chains(ruleset_text)
+    for ip, element_port, verdict in nft_sctp_service_elements(ruleset_text):
+        if ip != vip or element_port != port:
+            continue
+        words = verdict.split()
+        if len(words) != 2 or words[0] not in ("goto", "jump"):
+            continue
+        if not words[1].startswith("service-"):
+            continue
+        path = NftServicePath(f"{ip} . sctp . {port} : {verdict}", words[1])
+        lines = list(chains.get(words[1], []))
+        for line in chains.get(words[1], []):
+            lines += [
+                rule
+                for target in re.findall(r"(?:goto|jump)\s+(endpoint-\S+?)(?=[,\s}]|$)", line)
+                for rule in chains.get(target, [])
+            ]
+        for line in lines:
+            if not re.search(r"\bdnat\b", line):
+                continue
+            found = [f"{a.strip('[]')}:{b}" for a, b in _NFT_DNAT_TO.findall(line)]
+            if "map" in line:
+                found += [f"{a}:{b}" for a, b in _NFT_DNAT_MAP.findall(line.split("map", 1)[1])]
+            if found:
+                path.dnat.append(line)
+                path.destinations += found
+        return path
+    return None

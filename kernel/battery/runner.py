@@ -114,7 +114,7 @@ def run_battery(
 
     stop_reason = ""
     try:
-        _fingerprint_cluster(run)
+        fingerprint_cluster(run)
         probe = TestContext(run, run.create_namespace("probe"))
         _probe_node_access(run, probe)
         if run.node_access:
@@ -191,7 +191,7 @@ def _plan(battery: str, keys: list[str]) -> list[tuple[str, type[BatteryTest]]]:
     return basic + extras + rest + later
 
 
-def _fingerprint_cluster(run: RunContext) -> None:
+def fingerprint_cluster(run: RunContext) -> None:
     kube, fingerprint = run.kube, run.report.fingerprint
     version = kube.version_info()
     fingerprint["kubernetes_version"] = str(version.get("gitVersion") or "").lstrip("v") or None

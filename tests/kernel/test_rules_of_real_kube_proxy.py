@@ -117,6 +117,25 @@ def test_the_battery_finds_the_sctp_element_in_real_nftables_rules() -> None:
     assert verdict.startswith("goto service-") and "sctp-capture/sctp-svc/sctp" in verdict
 
 
+@pytest.mark.parametrize(
+    "name", ["kube-proxy-nftables-sctp.txt", "guest-kube-proxy-nftables-sctp.txt"]
+)
+def test_service_iptables_rules_follows_real_nftables_rules_to_the_endpoint(name: str) -> None:
+    """v1.36's kube-proxy DNATs in the service chain itself, with a numgen map."""
+    path = nodeparse.nft_service_path(capture(name), SCTP_VIP, SCTP_PORT)
+    assert path is not None
+    assert path.element.startswith(f"{SCTP_VIP} . sctp . {SCTP_PORT} : goto service-")
+    assert path.destinations == ["10.88.0.11:9595"]
+    assert path.dnat == [
+        "meta l4proto sctp dnat ip to numgen random mod 1 map { 0 : 10.88.0.11 . 9595 }"
+    ]
+    assert nodeparse.nft_service_path(capture(name), SCTP_VIP, SCTP_PORT + 1) is None
+    assert (
+        nodeparse.nft_service_path(capture("kube-proxy-nftables-tcp.txt"), TCP_VIP, TCP_PORT)
+        is None
+    )
+
+
 def test_the_real_nftables_capture_demonstrates_the_nftables_proxier() -> None:
     modes = nodeparse.proxier_modes_with(
         SCTP_VIP,

@@ -54,3 +54,70 @@ def real_kubeconfig(lab_networks_allowed: None) -> Path:
     except Exception as exc:  # whatever the client raises: the cluster does not answer
         _unavailable(f"GET /version through {path} failed: {type(exc).__name__}: {exc}")
     return path
+
+
+def registration_form(kubeconfig: Path, name: str, proxier: str = "iptables") -> dict[str, Any]:
+    """A vendor's registration of the real cluster: kubenet (its bridge/host-local/portmap
+    plugins implement no NetworkPolicy), the release's version, the proxier it runs."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    return {
+        "name": name,
+        "plugin": "kubenet",
+        "plugin_version": "v1.36.3",
+        "proxier": proxier,
+        "kubeconfig": SimpleUploadedFile("kubeconfig", kubeconfig.read_bytes()),
+    }
+
+
+def vendor_token() -> str:
+    from dashboard.domain.models import ApiToken
+    from tests import factories
+
+    return ApiToken.issue(
+        role=ApiToken.Role.VENDOR, vendor=factories.vendor("Kubenet vendor", ("kubenet",))
+    )[1]
+
+
+def register_and_approve(client: Any, kubeconfig: Path, name: str, proxier: str) -> Any:
+    """Registered through the API by a vendor (a loopback API server, allowed only by the
+    suite's CLUSTER_ALLOWED_NETWORKS), approved by a maintainer: the product's own path."""
+    from dashboard.domain.models import Cluster
+    from tests.conftest import auth
+    from tests.e2e import maintainer_token
+
+    resp = client.post(
+        "/api/v1/clusters/", registration_form(kubeconfig, name, proxier), **auth(vendor_token())
+    )
+    assert resp.status_code == 201, resp.content
+    assert resp.json()["emulated"] is False and resp.json()["approved"] is False
+    approved = client.post(f"/api/v1/clusters/{name}/approve", **auth(maintainer_token()))
+    assert approved.status_code == 200, approved.content
+    return Cluster.objects.get(name=name)
+
+
+def proxy_mode(kubeconfig: Path) -> str:
+    """kube-proxy's mode as `make cluster-proxy` wrote it beside the kubeconfig."""
+    mode_file = kubeconfig.parent / "kube-proxy.mode"
+    return mode_file.read_text().strip() if mode_file.is_file() else "iptables"
+
+
+def battery_namespaces_left(kubeconfig: Path, run_ids: list[str]) -> list[str]:
+    """The battery's namespaces of these battery run ids that still exist (any phase)."""
+    from kubernetes import client as k8s
+
+    from kernel.battery.base import RUN_ID_LABEL
+    from kernel.kubeconfig import api_client_from_kubeconfig
+
+    api = api_client_from_kubeconfig(kubeconfig.read_text(), request_timeout=10)
+    try:
+        core = k8s.CoreV1Api(api)
+        left = []
+        for run_id in run_ids:
+            found = core.list_namespace(label_selector=f"{RUN_ID_LABEL}={run_id}")
+            for ns in found.items:
+                name = ns.metadata.name if ns.metadata else "?"
+                left.append(f"{name} ({ns.status.phase if ns.status else '?'})")
+        return left
+    finally:
+        api.close()

@@ -24,16 +24,22 @@ import socket
 from pathlib import Path
 
 import pytest
-from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.test import Client
 
-from dashboard.domain.models import ApiToken, Cluster, Run
+from dashboard.domain.models import Cluster, Run
 from kernel.vocabulary import BASIC_KEYS, CONNECTIVITY_KEYS
-from tests import factories
 from tests.conftest import auth
-from tests.e2e import maintainer_token, wait_for
+from tests.e2e import wait_for
+from tests.realcluster.conftest import (
+    battery_namespaces_left,
+    proxy_mode,
+    register_and_approve,
+    registration_form,
+    vendor_token,
+)
 from tests.worker import celery_worker
+from workers import runner
 
 pytestmark = [
     pytest.mark.realcluster,
@@ -53,46 +59,12 @@ def host_has_sctp_sockets() -> bool:
     return True
 
 
-def proxy_mode(kubeconfig: Path) -> str:
-    """kube-proxy's mode as `make cluster-proxy` wrote it beside the kubeconfig."""
-    mode_file = kubeconfig.parent / "kube-proxy.mode"
-    return mode_file.read_text().strip() if mode_file.is_file() else "iptables"
-
-
-def register_and_approve(client: Client, kubeconfig: Path, name: str, proxier: str) -> Cluster:
-    _, vendor_token = ApiToken.issue(
-        role=ApiToken.Role.VENDOR, vendor=factories.vendor("Kubenet vendor", ("kubenet",))
-    )
-    form = {
-        "name": name,
-        "plugin": "kubenet",
-        "plugin_version": "v1.36.3",
-        "proxier": proxier,
-        "kubeconfig": SimpleUploadedFile("kubeconfig", kubeconfig.read_bytes()),
-    }
-    resp = client.post("/api/v1/clusters/", form, **auth(vendor_token))
-    assert resp.status_code == 201, resp.content
-    assert resp.json()["emulated"] is False and resp.json()["approved"] is False
-    approved = client.post(f"/api/v1/clusters/{name}/approve", **auth(maintainer_token()))
-    assert approved.status_code == 200, approved.content
-    return Cluster.objects.get(name=name)
-
-
 def test_the_loopback_server_is_refused_without_the_operators_setting(
     client, real_kubeconfig: Path, settings
 ) -> None:
     settings.CLUSTER_ALLOWED_NETWORKS = ""
-    _, token = ApiToken.issue(
-        role=ApiToken.Role.VENDOR, vendor=factories.vendor("Kubenet vendor", ("kubenet",))
-    )
-    form = {
-        "name": "real-refused",
-        "plugin": "kubenet",
-        "plugin_version": "v1.36.3",
-        "proxier": "iptables",
-        "kubeconfig": SimpleUploadedFile("kubeconfig", real_kubeconfig.read_bytes()),
-    }
-    resp = client.post("/api/v1/clusters/", form, **auth(token))
+    form = registration_form(real_kubeconfig, "real-refused")
+    resp = client.post("/api/v1/clusters/", form, **auth(vendor_token()))
     assert resp.status_code == 400, resp.content
     assert resp.json()["error"] == (
         "kubeconfig: server https://127.0.0.1:6443 is not allowed: the server resolves to a "
@@ -119,6 +91,12 @@ def test_the_battery_runs_on_the_real_cluster_through_a_worker_and_ends_as_upstr
         )
     run.refresh_from_db()
     assert run.state == "finished", run.error
+    # Every namespace of the run is deleted (the API deletes asynchronously: wait for it).
+    wait_for(
+        lambda: not battery_namespaces_left(real_kubeconfig, [runner.battery_run_id(run.pk)]),
+        180,
+        f"the namespaces of run {run.pk} to go",
+    )
     assert run.emulated is False and run.fingerprint["emulated"] is False
     assert run.fingerprint["kubernetes_version"] == "1.36.3"
     assert run.fingerprint["kube_proxy_mode"] == mode
@@ -144,12 +122,13 @@ def test_the_battery_runs_on_the_real_cluster_through_a_worker_and_ends_as_upstr
         assert rules.outcome == "passed", rules.reason
         assert rules.reason.startswith("kube-proxy wrote the nat-table KUBE-SERVICES jump for SCTP")
         assert "-A KUBE-SERVICES -d 10.0.0." in rules.evidence and "-p sctp" in rules.evidence
-    else:
-        assert rules.outcome == "skipped", rules.reason
-        assert rules.reason == (
-            "The test doesn't work if kube-proxy is not in iptables mode (detected proxier: "
-            f"{mode})"
+    else:  # nftables: kube-proxy's nftables rules are read
+        assert rules.outcome == "passed", rules.reason
+        assert rules.reason.startswith(
+            "kube-proxy (nftables mode) wrote the service-ips element for SCTP 10.0.0."
         )
+        assert " . sctp . 5060 : goto service-" in rules.evidence
+        assert "dnat ip to numgen random mod 1 map { 0 : 10.88." in rules.evidence
 
     # The TCP and UDP pod-to-service checks beside the catalog: pods reach the Service range
     # (the CNI config gives them a default route; without it, "connect: network is unreachable").

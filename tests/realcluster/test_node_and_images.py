@@ -44,6 +44,11 @@ def namespace(core: Any) -> Iterator[str]:
         yield name
     finally:
         core.delete_namespace(name, grace_period_seconds=0)
+        # Deletion is asynchronous: the suite leaves the cluster clean, so wait until it is gone.
+        deadline = time.monotonic() + 120
+        while any(ns.metadata.name == name for ns in core.list_namespace().items):
+            assert time.monotonic() < deadline, f"namespace {name} still there after 120 s"
+            time.sleep(0.5)
 
 
 def pod(name: str, args: list[str], *, command: list[str] | None = None, **spec: Any) -> dict:

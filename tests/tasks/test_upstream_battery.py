@@ -105,11 +105,26 @@ def test_it_runs_upstreams_specs_and_their_junit_becomes_the_runs_results(e2e_di
     assert stored.outcome == "not_run" and "no upstream e2e test" in stored.reason
     assert run.upstream["binary"] == "v1.30/e2e.test" and run.upstream["minor"] == 30
     assert len(run.upstream["specs"]) == 13
-    assert {s["outcome"] for s in run.upstream["specs"]} == {"passed"}
+    # The lab is single-stack: [Feature:IPv6DualStack] is left out, as upstream's runners do,
+    # decided by the secondary-family check's own fact; its one spec ends skipped with that.
+    single = "not a dual-stack cluster: a RequireDualStack Service got one ClusterIP"
+    assert [f["feature"] for f in run.upstream["left_out"]] == ["[Feature:IPv6DualStack]"]
+    assert run.upstream["left_out"][0]["reason"].startswith(single)
+    assert run.upstream["skip"] == r"\[Feature:IPv6DualStack\]"
+    assert (
+        f"--ginkgo.skip={run.upstream['skip']}"
+        in json.loads((where / "seen.json").read_text())["argv"]
+    )
+    skipped = [s for s in run.upstream["specs"] if s["outcome"] == "skipped"]
+    assert [s["name"] for s in skipped] == [
+        n for n in (s["name"] for s in run.upstream["specs"]) if "[Feature:IPv6DualStack]" in n
+    ]
+    assert skipped[0]["message"].startswith(single)
+    assert {s["outcome"] for s in run.upstream["specs"]} == {"passed", "skipped"}
     assert all(s["key"] for s in run.upstream["specs"])
-    assert run.upstream["progress"] == {"running": "", "done": 13, "total": 13}
+    assert run.upstream["progress"] == {"running": "", "done": 12, "total": 12}
     assert run.fingerprint["emulated"] is True and run.emulated  # the lab: never counted
-    assert "Ran 13 of" in run.upstream_log
+    assert "Ran 12 of" in run.upstream_log
 
     # e2e.test got a kubeconfig of ours: one context, the checked address, in a private
     # directory that is gone now, and an environment without the worker's secrets.
@@ -122,7 +137,8 @@ def test_it_runs_upstreams_specs_and_their_junit_becomes_the_runs_results(e2e_di
     page = client.get(f"/runs/{run.id}/").content.decode()
     assert "Upstream&#x27;s specs" in page or "Upstream's specs" in page
     assert html.escape(run.upstream["specs"][0]["name"]) in page
-    assert "13 of 13 specs ran" in page
+    assert "12 of 12 specs ran" in page
+    assert "data-left-out" in page and html.escape(single) in page
     junit = client.get(f"/runs/{run.id}/junit.xml")
     assert junit.status_code == 200 and junit["Content-Type"] == "application/xml"
     assert junit.content == bytes(Run.objects.defer(None).get(pk=run.id).upstream_junit)
@@ -215,13 +231,15 @@ def test_a_cancelled_run_stops_e2e_test_and_keeps_what_it_printed(e2e_dir, clien
             time.sleep(0.1)
         assert progress.get("running"), "e2e.test never reported a running spec"
         page = client.get(f"/runs/{run.id}/progress/").content.decode()
-        assert "running: " in page and " of 13 done" in page  # the live progress
+        assert (
+            "running: " in page and " of 12 done" in page
+        )  # the live progress (the single-stack lab: 12)
         Run.objects.filter(pk=run.pk).update(state=Run.State.CANCELLED)
         worker.join(timeout=30)
     assert not worker.is_alive()
     run.refresh_from_db()
     assert run.state == "cancelled"
-    assert "Will run 13 of" in Run.objects.defer(None).get(pk=run.pk).upstream_log
+    assert "Will run 12 of" in Run.objects.defer(None).get(pk=run.pk).upstream_log
     assert not run.results.exclude(outcome="not_run").exists()
 
 
@@ -271,7 +289,70 @@ def test_the_real_binary_on_a_lab_profile_past_its_limit_ends_in_error_with_its_
     assert {v["outcome"] for v in data["results"].values()} == {"not_run"}
     run = Run.objects.defer(None).get(pk=data["run"])
     assert run.upstream["binary"] == "v1.36/e2e.test"
-    assert "Will run 13 of 942 specs" in run.upstream_log
+    # The lab is single-stack: upstream's [Feature:IPv6DualStack] spec is left out.
+    assert [f["feature"] for f in run.upstream["left_out"]] == ["[Feature:IPv6DualStack]"]
+    assert "Will run 12 of 942 specs" in run.upstream_log
     assert "[SynchronizedBeforeSuite] PASSED" in run.upstream_log  # the lab answers its setup
-    assert run.upstream["progress"]["total"] == 13
+    assert run.upstream["progress"]["total"] == 12
     assert not run.results.exclude(outcome="not_run").exists()
+
+
+def test_a_cluster_without_the_features_has_their_specs_left_out_with_the_batterys_reasons(
+    e2e_dir, client
+):
+    """No SCTP in the nodes' kernels (the battery's kernelsctp probe), a plugin that implements
+    no NetworkPolicy (the netpol tests' skip), single-stack (the secondary-family check's
+    fact): e2e.test gets one --ginkgo.skip for the three labels, and every spec it left out ends
+    skipped with the battery's reason, mapped to its catalog key by the ingest."""
+    where = install(e2e_dir)
+    lab = profile(
+        name="up-bare",
+        kubernetes_version=RELEASE,
+        plugin="kubenet",
+        kubenet=True,
+        faults={"no_kernel_sctp": True},
+    )
+    with lab_clusters(lab):
+        data, code = run_battery("up-bare")
+    assert code == 0 and data["status"] == "finished", data.get("error")
+    run = Run.objects.get(pk=data["run"])
+    left = {f["feature"]: f["reason"] for f in run.upstream["left_out"]}
+    assert list(left) == [
+        "[Feature:NetworkPolicy]",
+        "[Feature:SCTPConnectivity]",
+        "[Feature:IPv6DualStack]",
+    ]
+    assert left["[Feature:NetworkPolicy]"] == "the plugin kubenet does not implement NetworkPolicy"
+    assert left["[Feature:SCTPConnectivity]"].startswith(
+        "[Feature:SCTPConnectivity]: the kernel of node up-bare-worker has no SCTP sockets"
+    ) or left["[Feature:SCTPConnectivity]"].startswith(
+        "[Feature:SCTPConnectivity]: the kernels of nodes up-bare-worker"
+    )
+    assert any("protocol not supported" in e for e in run.upstream["left_out_evidence"])
+    argv = json.loads((where / "seen.json").read_text())["argv"]
+    assert (
+        r"--ginkgo.skip=\[Feature:NetworkPolicy\]|\[Feature:SCTPConnectivity\]|"
+        r"\[Feature:IPv6DualStack\]"
+    ) in argv
+    by_name = {s["name"]: s for s in run.upstream["specs"]}
+    assert len(by_name) == 13
+    ran = {n for n, s in by_name.items() if s["outcome"] == "passed"}
+    assert all("[Feature:" not in n for n in ran) and len(ran) == 2
+    for name, spec in by_name.items():
+        if name in ran:
+            continue
+        assert spec["outcome"] == "skipped", name
+        wanted = [why for label, why in left.items() if label in name]
+        assert spec["message"] == "; ".join(wanted), name
+    outcomes = data["results"]
+    assert outcomes[Key.DECLARE_SCTP_PORTS]["outcome"] == "passed"
+    assert outcomes[Key.HOSTPORT_KUBENET]["outcome"] == "passed"
+    for key in (Key.POD_TO_POD, Key.POD_TO_SERVICE, Key.NETPOL_ALLOW_DENY):
+        assert outcomes[key]["outcome"] == "skipped", key
+        assert "no SCTP sockets" in outcomes[key]["reason"], key
+    assert outcomes[Key.NETPOL_SCTP_BLOCKS_TCP_UDP]["outcome"] == "skipped"
+    assert outcomes[Key.NETPOL_SCTP_BLOCKS_TCP_UDP]["reason"] == left["[Feature:NetworkPolicy]"]
+    page = client.get(f"/runs/{run.id}/").content.decode()
+    for label in left:
+        assert f'data-feature="{label}"' in page
+    assert html.escape(left["[Feature:NetworkPolicy]"]) in page

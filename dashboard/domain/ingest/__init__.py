@@ -11,6 +11,8 @@ deduplicated and capped, so no upload of any shape makes the report (or the proc
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any
@@ -20,7 +22,7 @@ from dashboard.domain.ingest import archives, identity, provenance
 from dashboard.domain.ingest.cluster_facts import cni_for, known_slugs
 from dashboard.domain.ingest.e2elog import minor_of
 from dashboard.domain.ingest.errors import UNSUPPORTED, IngestError
-from dashboard.domain.ingest.junit import Case, JUnitResult
+from dashboard.domain.ingest.junit import NOT_SELECTED, Case, JUnitResult
 from dashboard.domain.ingest.limits import Deadline, Limits, Warnings
 from dashboard.domain.ingest.report import (
     CatalogResult,
@@ -97,6 +99,7 @@ def ingest(
     limits: Limits | None = None,
     received_at: datetime | None = None,
     check_evidence: bool = True,
+    left_out: Mapping[str, str] | None = None,
 ) -> IngestReport:
     """Read one submitted file, whatever its container; raise IngestError to refuse it.
 
@@ -106,6 +109,11 @@ def ingest(
     more than 10 minutes in the future and a file in which no SCTP test ran.
     ``received_at``: the upload time (the future check's reference; never a run time).
     ``check_evidence=False`` skips the 422 checks (reading a file back to inspect it).
+    ``left_out``: feature labels the runner left out with `--ginkgo.skip`, each with its
+    reason (the `upstream` battery's decision, kernel.battery.features): ginkgo writes a spec
+    its skip excluded as it writes one its focus did not select (status="skipped",
+    `<skipped message="skipped">`), so an unselected SCTP spec that carries such a label
+    becomes `skipped` with that reason instead of `not_run`.
     """
     limits = limits or Limits(max_bytes=max_bytes)
     deadline = Deadline(limits.time_budget_seconds)
@@ -124,6 +132,7 @@ def ingest(
             limits,
             received_at or datetime.now(UTC),
             check_evidence,
+            left_out or {},
         )
         if check_evidence:
             _check_evidence(report, contents, junit)
@@ -161,6 +170,7 @@ def _report(
     limits: Limits,
     received_at: datetime,
     check: bool,
+    left_out: Mapping[str, str],
 ) -> IngestReport:
     warnings = Warnings(limits)
     scan = contents.scan
@@ -210,6 +220,8 @@ def _report(
         if check:
             raise
         dry = provenance.Fact("yes", exc.message)
+    if left_out:
+        junit.cases = [_left_out(case, left_out) for case in junit.cases]
     results = aggregate(junit.cases)
     focus, skip = provenance.focus_and_skip(contents, scan)
     if check and not ran(results):
@@ -262,6 +274,17 @@ def _report(
         cases=list(junit.cases),
         suite_failures=list(junit.suite_failures),
     )
+
+
+def _left_out(case: Case, left_out: Mapping[str, str]) -> Case:
+    """An unselected spec the runner's skip left out by a label it carries: skipped, with the
+    reason (every matching label's, in order)."""
+    if case.outcome != "not_run" or case.reason != NOT_SELECTED:
+        return case
+    reasons = [why for label, why in left_out.items() if label in case.name]
+    if not reasons:
+        return case
+    return dataclasses.replace(case, outcome="skipped", reason="; ".join(reasons))
 
 
 def _check_evidence(report: IngestReport, contents: archives.Contents, junit: JUnitResult) -> None:

@@ -115,6 +115,14 @@ def _upstream(run: Run) -> dict[str, Any]:
         "specs": specs,
         "log_tail": "\n".join(lines[-LOG_TAIL_LINES:]),
         "warnings": state.get("warnings") or [],
+        "left_out": [
+            item
+            for item in state.get("left_out") or []
+            if isinstance(item, dict) and item.get("feature")
+        ],
+        "skip": state.get("skip") or "",
+        "surveyed": "left_out" in state,
+        "left_out_errors": state.get("left_out_errors") or [],
         "has_junit": Run.objects.filter(pk=run.pk, upstream_junit__isnull=False).exists(),
     }
 

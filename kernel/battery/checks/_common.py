@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kernel.battery import pods, schedulable
-from kernel.battery.base import TestFailed
+from kernel.battery.base import ClusterSpec, TestFailed
 from kernel.battery.context import TESTER_PORT, ConnectResult, RunContext, TestContext
 
 SCTP_PORT = 5060  # the port upstream's basic SCTP tests declare
@@ -33,6 +33,14 @@ def why(result: ConnectResult) -> str:
 
 def no_network_policy_reason(slug: str) -> str:
     return f"the plugin {slug} does not implement NetworkPolicy"
+
+
+def network_policy_skip(spec: ClusterSpec) -> str | None:
+    """Why no NetworkPolicy test can tell anything here (the plugin implements none), or None:
+    the netpol tests' skip and the `upstream` battery's `[Feature:NetworkPolicy]` decision."""
+    if not spec.implements_network_policy:
+        return no_network_policy_reason(spec.plugin_slug)
+    return None
 
 
 def plugin_is(run: RunContext, slug: str) -> bool:

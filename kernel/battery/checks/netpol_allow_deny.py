@@ -32,7 +32,7 @@ from typing import Any
 
 from kernel.battery import pods
 from kernel.battery.base import BatteryTest, TestFailed
-from kernel.battery.checks._common import no_network_policy_reason, why
+from kernel.battery.checks._common import network_policy_skip, why
 from kernel.battery.context import CONNECT_WORDS, ConnectResult, RunContext, TestContext
 from kernel.vocabulary import Battery, Key
 
@@ -107,9 +107,7 @@ class NetpolAllowDeny(BatteryTest):
     battery = Battery.CONNECTIVITY
 
     def skip_reason(self, run: RunContext) -> str | None:
-        if not run.spec.implements_network_policy:
-            return no_network_policy_reason(run.spec.plugin_slug)
-        return None
+        return network_policy_skip(run.spec)
 
     def run(self, ctx: TestContext) -> str:
         spaces: dict[str, TestContext] = {}

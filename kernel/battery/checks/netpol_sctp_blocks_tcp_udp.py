@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from kernel.battery import pods
 from kernel.battery.base import BatteryTest, TestFailed
-from kernel.battery.checks._common import no_network_policy_reason, why
+from kernel.battery.checks._common import network_policy_skip, why
 from kernel.battery.context import RunContext, TestContext
 from kernel.vocabulary import Battery, Key
 
@@ -26,9 +26,7 @@ class NetpolSctpBlocksTcpUdp(BatteryTest):
     battery = Battery.BASIC
 
     def skip_reason(self, run: RunContext) -> str | None:
-        if not run.spec.implements_network_policy:
-            return no_network_policy_reason(run.spec.plugin_slug)
-        return None
+        return network_policy_skip(run.spec)
 
     def run(self, ctx: TestContext) -> str:
         labels = {"app": "netpol-server"}

@@ -30,13 +30,47 @@ from kernel.battery.checks.pod_to_service import (
     dual_stack_api,
 )
 from kernel.battery.context import TESTER_PORT, RunContext, TestContext
-from kernel.kube import api_error_message
+from kernel.kube import KubeError, api_error_message
 from kernel.vocabulary import Battery, Extra
 
 UPSTREAM_NAME = (
     "[sig-network] [Feature:IPv6DualStack] Granular Checks: Services Secondary IP Family "
     "[LinuxOnly] should function for pod-Service: sctp [Feature:SCTPConnectivity]"
 )
+
+
+PROBE_SERVICE = "dual-stack-probe"
+
+
+def single_stack_reason(ctx: TestContext) -> str | None:
+    """Why this cluster is not dual-stack, or None: the fact this check skips on, and the
+    `upstream` battery's `[Feature:IPv6DualStack]` decision (kernel.battery.features).
+
+    A selector-less RequireDualStack Service (upstream's EnableDualStack asks the same of its
+    node-port-service): a single-stack API server refuses it ("this cluster is not configured
+    for dual-stack services") or gives it one ClusterIP. The probe Service is deleted."""
+    if not dual_stack_api(ctx):
+        return "not a dual-stack cluster: ipFamilyPolicy needs Kubernetes 1.21+"
+    body = pods.service(PROBE_SERVICE, {}, SERVICE_PORT, SERVICE_PORT, port_name="sctp")
+    del body["spec"]["selector"]
+    body["spec"]["ipFamilyPolicy"] = "RequireDualStack"
+    try:
+        service = ctx.create_service(body)
+    except ApiException as exc:
+        if exc.status in (400, 422) and "dual-stack" in api_error_message(exc).lower():
+            return f"not a dual-stack cluster: {api_error_message(exc)}"
+        raise
+    cluster_ips = [ip for ip in (service.spec.cluster_ips or [service.spec.cluster_ip]) if ip]
+    try:
+        ctx.run.kube.call(ctx.run.kube.core.delete_namespaced_service, PROBE_SERVICE, ctx.namespace)
+    except (ApiException, KubeError):
+        pass  # the namespace goes with the run
+    if len(cluster_ips) < 2:
+        return (
+            "not a dual-stack cluster: a RequireDualStack Service got one ClusterIP "
+            f"({', '.join(cluster_ips) or 'none'})"
+        )
+    return None
 
 
 class PodToServiceSecondaryFamily(BatteryTest):
@@ -48,8 +82,9 @@ class PodToServiceSecondaryFamily(BatteryTest):
         return networking_skip(run, "Secondary IP Family pod-Service spec")
 
     def run(self, ctx: TestContext) -> str:
-        if not dual_stack_api(ctx):
-            raise TestSkipped("not a dual-stack cluster: ipFamilyPolicy needs Kubernetes 1.21+")
+        single = single_stack_reason(ctx)
+        if single:
+            raise TestSkipped(single)
         try:
             setup = Setup.create(ctx, dual_stack=True)
         except ApiException as exc:

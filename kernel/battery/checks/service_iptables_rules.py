@@ -10,12 +10,16 @@ traffic: it does not pass.
 Upstream removed that spec in 1.27 (kube-proxy's iptables internals are not a conformance
 matter): this check has no upstream counterpart since 1.27 and is kept because the KEP's
 test plan names it (docs/upstream-mapping.md). On IPv6 and dual-stack clusters each
-ClusterIP's rules are read from its family's table: `ip6tables-save` for IPv6.
+ClusterIP's rules are read from its family's table: `ip6tables-save` for IPv6. With kube-proxy
+in nftables mode the same path is read from `nft list ruleset`: the `service-ips` element
+`VIP . sctp . port : goto service-…` and that chain's DNAT to the endpoint (in the chain, as
+v1.36's kube-proxy writes it, or in the endpoint chains it jumps to); other modes skip it.
 """
 
 from __future__ import annotations
 
 import ipaddress
+from typing import Any
 
 from kernel.battery import nodeparse, pods
 from kernel.battery.base import BatteryTest, TestFailed
@@ -23,6 +27,8 @@ from kernel.battery.checks._common import SCTP_PORT, poll_node_rules
 from kernel.battery.checks.pod_to_service import dual_stack_api
 from kernel.battery.context import RunContext, TestContext
 from kernel.vocabulary import Battery, Key
+
+NFT_COMMAND = "nft list ruleset"
 
 
 class ServiceIptablesRules(BatteryTest):
@@ -41,7 +47,7 @@ class ServiceIptablesRules(BatteryTest):
                 "The test doesn't work if kube-proxy is not in iptables mode (proxier not "
                 f"detected; registered as {run.spec.declared_proxier})"
             )
-        if mode != "iptables":
+        if mode not in ("iptables", "nftables"):
             return (
                 "The test doesn't work if kube-proxy is not in iptables mode "
                 f"(detected proxier: {mode})"
@@ -66,6 +72,8 @@ class ServiceIptablesRules(BatteryTest):
         # Real kube-proxy writes the nat KUBE-SERVICES jump only for services with endpoints.
         ctx.wait_endpoints("sctp-clusterip", "SCTP")
 
+        if ctx.run.proxier_detected == "nftables":
+            return self._nftables(ctx, vips, pod, endpoint)
         missing: list[str] = []
         pod_ips = [p.ip for p in (pod.status.pod_ips or []) if p.ip] or [pod.status.pod_ip]
         for node in ctx.run.nodes:
@@ -102,4 +110,43 @@ class ServiceIptablesRules(BatteryTest):
             f"kube-proxy wrote the nat-table KUBE-SERVICES jump for SCTP {vip}:{SCTP_PORT} "
             f"and its DNAT to {endpoint} on every node (a check of the KEP's test plan; "
             "no upstream counterpart since 1.27)"
+        )
+
+    def _nftables(self, ctx: TestContext, vips: list[str], pod: Any, endpoint: str) -> str:
+        """kube-proxy in nftables mode: the `service-ips` element of each ClusterIP with sctp
+        and its port, going to a service chain that DNATs to the pod (`nft list ruleset`)."""
+        missing: list[str] = []
+        pod_ips = [p.ip for p in (pod.status.pod_ips or []) if p.ip] or [pod.status.pod_ip]
+        for node in ctx.run.nodes:
+            for vip_of_family in vips:
+                v6 = ipaddress.ip_address(vip_of_family).version == 6
+                ip = next(
+                    (p for p in pod_ips if ipaddress.ip_address(p).version == (6 if v6 else 4)),
+                    pod_ips[0],
+                )
+                want = f"{ip}:{SCTP_PORT}"
+
+                def find(text: str, vip: str = vip_of_family, want: str = want) -> list[str]:
+                    path = nodeparse.nft_service_path(text, vip, SCTP_PORT)
+                    if path is None or want not in path.destinations:
+                        return []
+                    return [path.element, f"chain {path.chain}:", *path.dnat]
+
+                rules = poll_node_rules(ctx, node, NFT_COMMAND, find)
+                if rules:
+                    ctx.note(f"{NFT_COMMAND} on {node} (table kube-proxy):")
+                    ctx.evidence.extend(f"  {line}" for line in rules)
+                else:
+                    missing.append(f"{node} ({vip_of_family})")
+        vip = vips[0]
+        if missing:
+            raise TestFailed(
+                f"no kube-proxy nftables element for SCTP {vip}:{SCTP_PORT} going to a service "
+                f"chain that DNATs to {endpoint} on node(s) {', '.join(missing)} within "
+                f"{ctx.spec.timeouts.rules_poll:g}s"
+            )
+        return (
+            f"kube-proxy (nftables mode) wrote the service-ips element for SCTP "
+            f"{vip}:{SCTP_PORT} and its service chain's DNAT to {endpoint} on every node (a "
+            "check of the KEP's test plan; no upstream counterpart since 1.27)"
         )

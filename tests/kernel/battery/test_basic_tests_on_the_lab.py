@@ -238,7 +238,20 @@ def test_hostport_kubenet_fails_when_no_iptables_rule_appears(start_lab):
     ), hostport.reason
 
 
-@pytest.mark.parametrize("mode", ["ipvs", "nftables"])
+def test_service_iptables_rules_reads_kube_proxys_nftables_rules_in_nftables_mode(start_lab):
+    lab = start_lab(proxier="nftables")
+    report = lab.run("basic", spec=spec_for(lab.profile, declared_proxier="iptables"))
+    result = report.results["service-iptables-rules"]
+    assert result.outcome == "passed", result.reason
+    assert result.reason.startswith(
+        "kube-proxy (nftables mode) wrote the service-ips element for SCTP "
+    )
+    assert "nft list ruleset on lab-worker (table kube-proxy):" in result.evidence
+    assert " . sctp . 5060 : goto service-" in result.evidence
+    assert "dnat to 10.244." in result.evidence
+
+
+@pytest.mark.parametrize("mode", ["ipvs"])
 def test_service_iptables_rules_is_skipped_when_kube_proxy_reports_another_mode(start_lab, mode):
     lab = start_lab(proxier=mode)
     # Even when registered as iptables: what kube-proxy says on :10249/proxyMode wins.

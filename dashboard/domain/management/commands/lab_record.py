@@ -18,11 +18,13 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
+from kernel.battery.base import DEFAULT_AGNHOST_IMAGE
 from lab.replay import RECORDING, ROOT, body_of, parse_kubectl_log
 
 NS = "sctp-battery-replay"
 NS_RESTRICTED = "sctp-battery-replay-restricted"
-IMAGE = "registry.k8s.io/e2e-test-images/agnhost:2.53"
+# The battery's image, which `make cluster` imports (its node pulls nothing).
+IMAGE = DEFAULT_AGNHOST_IMAGE
 LABELS = {"sctp-dashboard/run-id": "replay", "app.kubernetes.io/managed-by": "sctp-dashboard"}
 
 
@@ -248,12 +250,18 @@ def record(kubeconfig: str, kubectl: str | None) -> dict[str, Any]:
     exchanges = rec.exchanges
     if kubectl:
         exchanges = exchanges + record_kubectl(kubectl, kubeconfig)
+    nodes = [str(n.metadata.name) for n in k8s.CoreV1Api(api).list_node().items if n.metadata]
     api.close()
+    where = (
+        f"`make cluster` with its node(s) {', '.join(nodes)} up (kubelet, containerd, kube-proxy)"
+        if nodes
+        else "control plane only (etcd, kube-apiserver, kube-controller-manager, "
+        "kube-scheduler; no kubelet)"
+    )
     return {
         "attribution": (
             f"Recorded from kube-apiserver {version.get('gitVersion')} built from source "
-            "(cluster/build.sh: upstream's k8s.io/kubernetes module at the tag), control plane "
-            "only (etcd, kube-apiserver, kube-controller-manager, kube-scheduler; no kubelet), "
+            f"(cluster/build.sh: upstream's k8s.io/kubernetes module at the tag), {where}, "
             "by `manage.py lab_record`."
         ),
         "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
