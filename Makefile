@@ -38,7 +38,7 @@ $(TEST_STAMP): $(RUNTIME_STAMP)
 services:
 	.ci/services
 
-.PHONY: lab-replay lab-record services install demo test test-sqlite fuzz lint bench bench-smoke clean-demo screenshots \
+.PHONY: lab-replay lab-record services install demo test test-sqlite test-realcluster fuzz lint bench bench-smoke clean-demo screenshots \
 	e2e-binaries cluster cluster-down cluster-proxy cluster-node
 
 # Upstream's e2e.test of each release with a wrapper module in deploy/e2e/v1.<minor>/ (the newest
@@ -93,6 +93,14 @@ fuzz: $(TEST_STAMP)
 test-embedded: $(TEST_STAMP)
 	DATABASE_URL= CACHE_URL= CELERY_BROKER_URL=filesystem:// REDIS_URL=redis://127.0.0.1:1/0 \
 	  $(TEST_ENV) $(PY) -m pytest -q $(XDIST) -m "not redis and not browser and not guest and not realcluster" $(PYTEST_ARGS)
+
+# The real-cluster suite (marker realcluster, tests/realcluster/) against the running cluster of
+# `make cluster` (REALCLUSTER_KUBECONFIG names another kubeconfig), in one process: its tests
+# share the one cluster. Without a cluster (or without Go to build one) its tests are skipped
+# with the reason; under CI=true they fail. CI runs it between `make cluster` and
+# `make cluster-down` (.ci/run).
+test-realcluster: $(TEST_STAMP)
+	$(TEST_ENV) $(PY) -m pytest -q -n 0 -m realcluster --durations=10 tests/realcluster $(PYTEST_ARGS)
 
 # The database-facing tests again on the embedded SQLite, whatever DATABASE_URL says.
 test-sqlite: $(TEST_STAMP)

@@ -20,22 +20,12 @@
 # (hostexec: `nsenter --mount=/rootfs/proc/1/ns/mnt -- sh -c CMD`). Not included: dig, coredns,
 # iperf, ipcs and the fake registry's /var/registry (no SCTP spec uses them).
 #
-# Cached: bin/.stamp-images holds a digest of release.env, both modules' go.mod and go.sum,
-# this script, oci-pack.sh, the Go version and the Debian packages' versions.
+# Cached: bin/.stamp-images holds a digest of release.env, build-env.sh, both modules' go.mod
+# and go.sum, this script, oci-pack.sh, the Go version and the Debian packages' versions.
 set -euo pipefail
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(dirname "$here")"
-# shellcheck source=release.env
-. "$here/release.env"
-bin="${CLUSTER_BIN:-$root/var/cluster/bin}"
-GO="${GO:-$(command -v go || echo /usr/local/go/bin/go)}"
-if ! [ -x "$GO" ] && ! command -v "$GO" >/dev/null 2>&1; then
-  echo "cluster/build-images.sh: no Go toolchain (install Go 1.26 or set GO=/path/to/go)" >&2
-  exit 2
-fi
-export GOTOOLCHAIN="${GOTOOLCHAIN:-local}"
-export GOFLAGS="-mod=readonly -buildvcs=false"
+# shellcheck source=build-env.sh
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/build-env.sh"
 
 # The user land of the agnhost image (see above), from this host's packages.
 userland=(/usr/bin/curl /usr/bin/bash /usr/bin/ss)
@@ -70,9 +60,9 @@ fi
 pkgs="$(dpkg-query -W -f '${Package} ${Version}\n' busybox-static curl bash iproute2 2>/dev/null || true)"
 digest="$(
   {
-    cat "$here/release.env" "$here/build-images.sh" "$here/oci-pack.sh"
+    cat "$here/release.env" "$here/build-env.sh" "$here/build-images.sh" "$here/oci-pack.sh"
     cat "$here/images-build/go.mod" "$here/images-build/go.sum" "$here/knp-build/go.mod" "$here/knp-build/go.sum"
-    "$GO" version
+    echo "$go_version"
     echo "$pkgs"
   } | sha256sum | cut -d' ' -f1
 )"

@@ -6,17 +6,13 @@
 # portmap and loopback (into bin/cni/). The pause image is built from the Kubernetes release's
 # own source (build/pause/linux/pause.c of k8s.io/kubernetes, static, as its Makefile does) and
 # packed as an OCI image tarball, bin/pause.oci.tar (registry.k8s.io/pause:PAUSE_VERSION), for
-# `ctr images import`: nothing is pulled. Cached by a stamp like cluster/build.sh.
+# `ctr images import` by cluster/oci-pack.sh: nothing is pulled. Cached by a stamp like
+# cluster/build.sh: bin/.stamp-node, a digest of release.env, build-env.sh, node-build's go.mod
+# and go.sum, this script, oci-pack.sh and `go version`.
 set -euo pipefail
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(dirname "$here")"
-# shellcheck source=release.env
-. "$here/release.env"
-bin="${CLUSTER_BIN:-$root/var/cluster/bin}"
-GO="${GO:-$(command -v go || echo /usr/local/go/bin/go)}"
-export GOTOOLCHAIN="${GOTOOLCHAIN:-local}"
-export GOFLAGS="-mod=readonly -buildvcs=false"
+# shellcheck source=build-env.sh
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/build-env.sh"
 cd "$here/node-build"
 
 for m in "github.com/containerd/containerd/v2 $CONTAINERD_VERSION" \
@@ -33,7 +29,12 @@ command -v gcc >/dev/null || {
   exit 2
 }
 
-digest="$(cat "$here/release.env" go.mod go.sum "$here/build-node.sh" | sha256sum | cut -d' ' -f1)"
+digest="$(
+  {
+    cat "$here/release.env" "$here/build-env.sh" go.mod go.sum "$here/build-node.sh" "$here/oci-pack.sh"
+    echo "$go_version"
+  } | sha256sum | cut -d' ' -f1
+)"
 stamp="$bin/.stamp-node"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$digest" ] && [ -f "$bin/pause.oci.tar" ]; then
   echo "node binaries up to date (containerd $CONTAINERD_VERSION, runc $RUNC_VERSION, CNI plugins $CNI_PLUGINS_VERSION)"
@@ -74,29 +75,13 @@ pause_version="$(sed -n 's/^TAG ?= *//p' "$kube_src/build/pause/Makefile")"
 [ -n "$pause_version" ] || pause_version=3.10.2
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-gcc -Os -Wall -Werror -static -DVERSION="v$pause_version" -o "$work/pause" \
+mkdir -p "$work/rootfs"
+chmod 0755 "$work/rootfs"
+gcc -Os -Wall -Werror -static -DVERSION="v$pause_version" -o "$work/rootfs/pause" \
   "$kube_src/build/pause/linux/pause.c"
-strip "$work/pause"
-mkdir -p "$work/oci/blobs/sha256"
-blob() { # file -> prints "digest size", stores the blob
-  local d s
-  d="$(sha256sum "$1" | cut -d' ' -f1)"
-  s="$(stat -c %s "$1")"
-  cp "$1" "$work/oci/blobs/sha256/$d"
-  echo "$d $s"
-}
-tar -C "$work" --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -cf "$work/layer.tar" pause
-read -r layer_d layer_s < <(blob "$work/layer.tar")
-printf '{"architecture":"amd64","os":"linux","config":{"User":"65535:65535","Entrypoint":["/pause"]},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' \
-  "$layer_d" >"$work/config.json"
-read -r config_d config_s < <(blob "$work/config.json")
-printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"sha256:%s","size":%s}]}' \
-  "$config_d" "$config_s" "$layer_d" "$layer_s" >"$work/manifest.json"
-read -r manifest_d manifest_s < <(blob "$work/manifest.json")
-printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%s,"platform":{"architecture":"amd64","os":"linux"},"annotations":{"io.containerd.image.name":"registry.k8s.io/pause:%s","org.opencontainers.image.ref.name":"%s"}}]}' \
-  "$manifest_d" "$manifest_s" "$pause_version" "$pause_version" >"$work/oci/index.json"
-echo '{"imageLayoutVersion":"1.0.0"}' >"$work/oci/oci-layout"
-tar -C "$work/oci" --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -cf "$bin/pause.oci.tar" .
+strip "$work/rootfs/pause"
+"$here/oci-pack.sh" "$work/rootfs" "registry.k8s.io/pause:$pause_version" \
+  '{"User":"65535:65535","Entrypoint":["/pause"]}' "$bin/pause.oci.tar"
 echo "$pause_version" >"$bin/pause.version"
 
 echo "$digest" >"$stamp"

@@ -3,29 +3,18 @@
 # cluster/release.env, through the project's wrapper module cluster/build/ (go.mod + the go.sum
 # committed beside it: every module is checked against it), into var/cluster/bin/.
 #
-# Cached: var/cluster/bin/.stamp holds a digest of release.env, go.mod, go.sum, the wrapper's
-# sources and this script; when it matches and every binary is there, nothing is built. The Go
-# build and module caches (GOCACHE, GOMODCACHE) make a rebuild after a change fast too.
+# Cached: var/cluster/bin/.stamp holds a digest of release.env, build-env.sh (the Go toolchain
+# and its flags), go.mod, go.sum, the wrapper's sources, this script and `go version`; when it
+# matches and every binary is there, nothing is built. The Go build and module caches
+# (GOCACHE, GOMODCACHE) make a rebuild after a change fast too.
 #
 #   cluster/build.sh            build what is missing or stale
 #   cluster/build.sh --force    rebuild whatever the stamp says
 #   CLUSTER_BIN=DIR             build into DIR instead of var/cluster/bin
 set -euo pipefail
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(dirname "$here")"
-# shellcheck source=release.env
-. "$here/release.env"
-
-bin="${CLUSTER_BIN:-$root/var/cluster/bin}"
-GO="${GO:-$(command -v go || echo /usr/local/go/bin/go)}"
-if ! [ -x "$GO" ] && ! command -v "$GO" >/dev/null 2>&1; then
-  echo "cluster/build.sh: no Go toolchain (install Go 1.26 or set GO=/path/to/go)" >&2
-  exit 2
-fi
-# The machine's own Go (1.26, which every pinned module accepts); go.sum is authoritative.
-export GOTOOLCHAIN="${GOTOOLCHAIN:-local}"
-export GOFLAGS="-mod=readonly -buildvcs=false"
+# shellcheck source=build-env.sh
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/build-env.sh"
 
 force=
 [ "${1:-}" = "--force" ] && force=1
@@ -62,9 +51,9 @@ targets=(
 
 digest="$(
   {
-    cat "$here/release.env" go.mod go.sum "$here/build.sh"
+    cat "$here/release.env" "$here/build-env.sh" go.mod go.sum "$here/build.sh"
     find . -name '*.go' -print0 | sort -z | xargs -0 cat
-    "$GO" version
+    echo "$go_version"
   } | sha256sum | cut -d' ' -f1
 )"
 stamp="$bin/.stamp"

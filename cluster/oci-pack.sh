@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Packs a root file system into a one-layer OCI image tarball for `ctr images import`, the way
-# cluster/build-node.sh packs the pause image: deterministic (sorted, owner 0, mtime 0), amd64.
+# Packs a root file system into a one-layer OCI image tarball for `ctr images import`: the pause
+# image (cluster/build-node.sh) and the agnhost image (cluster/build-images.sh). Deterministic
+# (sorted, owner 0, mtime 0), amd64.
 #
 #   cluster/oci-pack.sh ROOTFS IMAGE_NAME CONFIG_JSON OUT.tar
 #

@@ -2,28 +2,46 @@
 `make cluster` (upstream's binaries, built from the release pinned in cluster/release.env).
 
 `real_kubeconfig` is the path of its admin kubeconfig: REALCLUSTER_KUBECONFIG, by default
-var/cluster/kubeconfig. When no cluster answers there, the tests are skipped with the reason,
-except under CI=true, where they fail: CI starts the cluster, and a CI that silently skipped
-them would say nothing about the real cluster.
+var/cluster/kubeconfig. When no cluster answers there, the tests are skipped with the reason
+(and, on a machine without Go, that `make cluster` cannot build one here), except under
+CI=true, where they fail: CI builds and starts the cluster (.ci/run), and a CI that silently
+skipped them would say nothing about the real cluster.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.need import unavailable
+
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_KUBECONFIG = ROOT / "var" / "cluster" / "kubeconfig"
 
 
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI=true and no real cluster: {reason}", pytrace=False)
-    pytest.skip(f"no real cluster: {reason} (start one with `make cluster`)")
+def go_toolchain() -> str | None:
+    """The Go that `make cluster` would build with, found as cluster/build-env.sh finds it
+    (GO, else `go` on the PATH, else /usr/local/go/bin/go), or None."""
+    name = os.environ.get("GO") or "go"
+    found = shutil.which(name)
+    if found is None and not os.environ.get("GO") and os.access("/usr/local/go/bin/go", os.X_OK):
+        found = "/usr/local/go/bin/go"
+    return found
+
+
+def no_cluster(reason: str) -> None:
+    """Skips (fails under CI=true) the test: no real cluster answers, for `reason`."""
+    if go_toolchain() is None:
+        unavailable(
+            f"no real cluster: {reason}; and no Go toolchain here to build one (`make cluster` "
+            "needs Go 1.26: `go` on the PATH or GO=/path/to/go)"
+        )
+    unavailable(f"no real cluster: {reason} (start one with `make cluster`)")
 
 
 def real_version(kubeconfig: Path) -> dict[str, Any]:
@@ -48,11 +66,11 @@ def real_kubeconfig(lab_networks_allowed: None) -> Path:
     # After the suite's CLUSTER_ALLOWED_NETWORKS (127.0.0.0/8): the cluster is on loopback.
     path = Path(os.environ.get("REALCLUSTER_KUBECONFIG") or DEFAULT_KUBECONFIG)
     if not path.is_file():
-        _unavailable(f"{path} does not exist")
+        no_cluster(f"{path} does not exist")
     try:
         real_version(path)
     except Exception as exc:  # whatever the client raises: the cluster does not answer
-        _unavailable(f"GET /version through {path} failed: {type(exc).__name__}: {exc}")
+        no_cluster(f"GET /version through {path} failed: {type(exc).__name__}: {exc}")
     return path
 
 
