@@ -37,9 +37,10 @@ def nft_ruleset(cluster: NodeView, ports: list[ServicePort]) -> str:
         svc_chain = "service-" + _nft_hash(base)
         ext_chain = "external-" + _nft_hash(base)
         if not sp.endpoints:
-            # Each element names its service port (`Comment: &svcPortNameString`, as real
-            # kube-proxy writes from 1.29's nftables mode on: `10.0.0.1 . tcp . 443 comment
-            # "default/kubernetes:https" : goto reject-chain`, tests/fixtures/realcluster/
+            # Each element names its service port (`Comment: &svcPortNameString` in
+            # pkg/proxy/nftables/proxier.go at 1.34 to 1.36, cut to 128 characters at 1.37),
+            # as the real kube-proxy v1.36.3 wrote: `10.0.0.1 . tcp . 443 comment
+            # "default/kubernetes:https" : goto reject-chain` (tests/fixtures/realcluster/
             # guest-kube-proxy-nftables-sctp.txt); a LoadBalancer IP gets its own element.
             reject = f'comment "{sp.spn}" : goto reject-chain'
             no_endpoint.append(f"{sp.cluster_ip} . {sp.proto} . {sp.port} {reject}")
