@@ -39,7 +39,7 @@ services:
 	.ci/services
 
 .PHONY: lab-replay lab-record services install demo test test-sqlite test-realcluster fuzz lint bench bench-smoke clean-demo screenshots \
-	e2e-binaries cluster cluster-down cluster-proxy cluster-node
+	e2e-binaries cluster cluster-down cluster-proxy cluster-node guest-proxy
 
 # Upstream's e2e.test of each release with a wrapper module in deploy/e2e/v1.<minor>/ (the newest
 # patch the Go module proxy serves) into var/e2e/v1.<minor>/e2e.test, for the `upstream` battery
@@ -167,3 +167,15 @@ cluster-proxy: cluster
 # the pause and agnhost images imported (no pull), the kubelet; waits for the node to be Ready.
 cluster-node: cluster
 	cluster/node.sh
+
+# Upstream's kube-proxy (the release's binary, from cluster/build.sh) in the qemu guest, in
+# iptables, ipvs and nftables mode, against a control plane of its own (lab/guest/
+# control-plane.sh: var/cluster-guest, ports 26443, 22379/22380, 20257, 20259; nothing shared
+# with `make cluster`), carrying a real SCTP association through an SCTP Service's ClusterIP:
+# tests/kernel/test_guest_kube_proxy.py (marker guestproxy, opt-in), qemu at nice 10. The
+# control plane is stopped and its state removed afterwards, whatever the outcome; exit 1 on any
+# FAIL, and when qemu, the guest image or the binaries are missing (GUEST_PROXY_REQUIRED=1).
+guest-proxy: $(TEST_STAMP)
+	@rc=0; GUEST_PROXY_REQUIRED=1 $(TEST_ENV) nice -n 10 $(PY) -m pytest -q -n 0 -m guestproxy \
+	  -p no:cacheprovider tests/kernel/test_guest_kube_proxy.py $(PYTEST_ARGS) || rc=$$?; \
+	  lab/guest/control-plane.sh down || rc=1; exit $$rc

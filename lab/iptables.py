@@ -1,17 +1,22 @@
 """`iptables-save` on an emulated node: kubelet's and kube-proxy's chains (iptables or ipvs
-mode, pkg/proxy/iptables and ipvs) and kubenet's hostport chains (pkg/kubelet/network/hostport).
+mode, pkg/proxy/iptables and ipvs) and, on a kubenet-style node, the hostPort chains: the CNI
+portmap plugin's since 1.24, the kubelet's own hostport manager's (pkg/kubelet/network/hostport)
+before.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lab.kubeproxy import POD_CIDR, NodeView, ServicePort, kube_proxy_mode, rule_hash
+from lab.store import Key, version_tuple
 
 if TYPE_CHECKING:
     from lab.nodes import Node
+    from lab.runtime import PodRuntime
 
 
 class _Table:
@@ -249,7 +254,76 @@ def _ipvs_proxier(ports: list[ServicePort], nat: _Table, filt: _Table) -> None:
     filt.chain("KUBE-NODE-PORT")
 
 
+# The CNI network's name in portmap's rules (`name` of the conflist the runtime runs).
+PORTMAP_NETWORK = "kubenet"
+
+
+def _hostport_pods(cluster: NodeView, node: Node) -> list[tuple[Key, dict[str, Any], PodRuntime]]:
+    """The ready, non-hostNetwork pods of NODE that declare a hostPort, by their key."""
+    found = []
+    for key in sorted(cluster.objects["pods"]):
+        rt = cluster.pod_rt[key]
+        pod = cluster.objects["pods"][key]
+        if rt.node != node.index or not cluster.pod_is_ready(key) or pod["spec"].get("hostNetwork"):
+            continue
+        ports = [p for c in pod["spec"].get("containers") or [] for p in c.get("ports") or []]
+        if any(p.get("hostPort") for p in ports):
+            found.append((key, pod, rt))
+    return found
+
+
+def _portmap(cluster: NodeView, node: Node, nat: _Table) -> None:
+    """The reference CNI portmap plugin's iptables backend (plugins/meta/portmap,
+    portmap_iptables.go, v1.10.0), what a bridge/host-local/portmap node (kubenet's successor
+    since the kubelet's own hostport manager went with dockershim in 1.24) writes: per pod,
+    `CNI-HOSTPORT-DNAT -p PROTO -m comment --comment "dnat name: ... id: ..." -m multiport
+    --dports PORTS -j CNI-DN-<hash>`, and in that chain the hairpin and localhost SETMARKs
+    before the DNAT to the pod, as tests/fixtures/realcluster/portmap-iptables-sctp-hostport.txt.
+    The top-level chains appear with the first hostPort pod (portmap returns early for a pod
+    without port mappings)."""
+    pods = _hostport_pods(cluster, node)
+    if not pods:
+        return
+    for chain in ("PREROUTING", "OUTPUT"):
+        nat.add(chain, "-m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT")
+    nat.add(
+        "POSTROUTING",
+        '-m comment --comment "CNI portfwd requiring masquerade" -j CNI-HOSTPORT-MASQ',
+    )
+    nat.add("CNI-HOSTPORT-MASQ", "-m mark --mark 0x2000/0x2000 -j MASQUERADE")
+    nat.add(
+        "CNI-HOSTPORT-SETMARK",
+        '-m comment --comment "CNI portfwd masquerade mark" -j MARK --set-xmark 0x2000/0x2000',
+    )
+    subnet = f"10.244.{node.index}.0/24"  # the node's podCIDR (lab.nodes)
+    for _key, pod, rt in pods:
+        # The sandbox's id, as containerd would give it: 64 hex digits, stable per pod.
+        sandbox = hashlib.sha256(f"sandbox/{pod['metadata'].get('uid', '')}".encode()).hexdigest()
+        chain = "CNI-DN-" + hashlib.sha512((PORTMAP_NETWORK + sandbox).encode()).hexdigest()[:21]
+        comment = f'"dnat name: \\"{PORTMAP_NETWORK}\\" id: \\"{sandbox}\\""'
+        maps = [
+            (p.get("protocol", "TCP").lower(), p["hostPort"], p["containerPort"])
+            for c in pod["spec"].get("containers") or []
+            for p in c.get("ports") or []
+            if p.get("hostPort")
+        ]
+        for proto in sorted({m[0] for m in maps}):
+            ports = ",".join(str(m[1]) for m in maps if m[0] == proto)
+            nat.add(
+                "CNI-HOSTPORT-DNAT",
+                f"-p {proto} -m comment --comment {comment} -m multiport --dports {ports} "
+                f"-j {chain}",
+            )
+        for proto, host_port, container_port in maps:
+            base = f"-p {proto} -m {proto} --dport {host_port}"
+            nat.add(chain, f"-s {subnet} {base} -j CNI-HOSTPORT-SETMARK")
+            nat.add(chain, f"-s 127.0.0.1/32 {base} -j CNI-HOSTPORT-SETMARK")
+            nat.add(chain, f"{base} -j DNAT --to-destination {rt.ip}:{container_port}")
+
+
 def _hostports(cluster: NodeView, node: Node, nat: _Table) -> None:
+    """The kubelet's in-tree hostport manager (pkg/kubelet/network/hostport, kubenet until
+    1.23): KUBE-HOSTPORTS -> KUBE-HP-<hash>."""
     nat.chain("KUBE-HOSTPORTS")
     for chain in ("PREROUTING", "OUTPUT"):
         nat.add(
@@ -298,7 +372,13 @@ def iptables_save(
     elif proxier == "ipvs":
         _ipvs_proxier(ports, nat, filt)
     if cluster.profile["kubenet"]:
-        _hostports(cluster, node, nat)
+        # Since 1.24 (dockershim and kubenet gone from the kubelet) a kubenet-style node runs
+        # the reference bridge/host-local/portmap plugins: portmap's chains; before, the
+        # kubelet's own hostport manager's.
+        if version_tuple(cluster.profile["kubernetes_version"]) >= (1, 24):
+            _portmap(cluster, node, nat)
+        else:
+            _hostports(cluster, node, nat)
     when = datetime.fromtimestamp(cluster.clock(), tz=UTC).strftime("%a %b %d %H:%M:%S %Y")
     out = []
     for t in (mangle, filt, nat):

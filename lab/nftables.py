@@ -37,9 +37,17 @@ def nft_ruleset(cluster: NodeView, ports: list[ServicePort]) -> str:
         svc_chain = "service-" + _nft_hash(base)
         ext_chain = "external-" + _nft_hash(base)
         if not sp.endpoints:
-            no_endpoint.append(f"{sp.cluster_ip} . {sp.proto} . {sp.port} : goto reject-chain")
+            # Each element names its service port (`Comment: &svcPortNameString` in
+            # pkg/proxy/nftables/proxier.go at 1.34 to 1.36, cut to 128 characters at 1.37),
+            # as the real kube-proxy v1.36.3 wrote: `10.0.0.1 . tcp . 443 comment
+            # "default/kubernetes:https" : goto reject-chain` (tests/fixtures/realcluster/
+            # guest-kube-proxy-nftables-sctp.txt); a LoadBalancer IP gets its own element.
+            reject = f'comment "{sp.spn}" : goto reject-chain'
+            no_endpoint.append(f"{sp.cluster_ip} . {sp.proto} . {sp.port} {reject}")
+            if sp.lb_ip:
+                no_endpoint.append(f"{sp.lb_ip} . {sp.proto} . {sp.port} {reject}")
             if sp.node_port:
-                no_endpoint_nodeports.append(f"{sp.proto} . {sp.node_port} : goto reject-chain")
+                no_endpoint_nodeports.append(f"{sp.proto} . {sp.node_port} {reject}")
             continue
         service_elems.append(f"{sp.cluster_ip} . {sp.proto} . {sp.port} : goto {svc_chain}")
         if sp.lb_ip:
@@ -124,7 +132,7 @@ def nft_ruleset(cluster: NodeView, ports: list[ServicePort]) -> str:
             "\tchain service-endpoints-check {\n"
             "\t\tip daddr . meta l4proto . th dport vmap @no-endpoint-services\n\t}\n\n"
         ),
-        '\tchain reject-chain {\n\t\tcomment "helper for @no-endpoint-services"\n\t\treject\n\t}\n\n',
+        '\tchain reject-chain {\n\t\tcomment "helper for @no-endpoint-services / @no-endpoint-nodeports"\n\t\treject\n\t}\n\n',
         "\tchain mark-for-masquerade {\n\t\tmeta mark set meta mark | 0x00004000\n\t}\n\n",
         (
             "\tchain masquerading {\n\t\tmeta mark & 0x00004000 == 0x00000000 return\n"

@@ -11,7 +11,7 @@ from collections.abc import Generator
 import pytest
 from _pytest.nodeid import NodeId
 
-SLOW_SUITES = ("guest", "drills", "browser", "realcluster")
+SLOW_SUITES = ("guest", "guestproxy", "drills", "browser", "realcluster")
 
 
 class SlowSuiteGroups:

@@ -2,7 +2,8 @@
 
 ``python -m lab.guest.lab_golden [--dest DIR]`` builds one fixed lab scenario (`scenario()`:
 SCTP and TCP services with 3, 1 and no endpoints, NodePorts, an SCTP hostPort under kubenet,
-the `kubernetes` service), renders what the lab's `iptables-save`, `nft list ruleset` and
+the `kubernetes` service; at 1.31.2, and in iptables mode again at 1.23.17 for the kubelet's
+own hostport chains), renders what the lab's `iptables-save`, `nft list ruleset` and
 `ipvsadm -Ln` print for it, boots the kernel guest once, loads those rules into the guest's
 kernel (`iptables-restore`, `nft -f`, `ipvsadm -A/-a`) and saves what the real tools print
 back into ``tests/fixtures/node/lab-*.txt``. The lab tests then require the lab's text to equal
@@ -55,21 +56,25 @@ SERVICES: list[dict[str, Any]] = [
         ],
     },
 ]
+# One golden per variant: a proxier's mode, or "iptables-1.23", the iptables mode of a release
+# before 1.24, whose kubenet hostPorts are the kubelet's own chains (KUBE-HOSTPORTS) where
+# later ones are the CNI portmap plugin's (CNI-HOSTPORT-DNAT).
 FILES = {
     "iptables": "lab-iptables-save.txt",
+    "iptables-1.23": "lab-iptables-save-1.23.txt",
     "nftables": "lab-nft-list-ruleset.txt",
     "ipvs": "lab-ipvsadm-Ln.txt",
 }
 
 
-def scenario(proxier: str) -> tuple[Any, Any]:
+def scenario(proxier: str, kubernetes_version: str = "1.31.2") -> tuple[Any, Any]:
     """(cluster, worker node) with the fixed objects, every pod started."""
     profile = validate_profile(
         {
             "name": "golden",
             "plugin": "calico",
             "plugin_version": "3.28.0",
-            "kubernetes_version": "1.31.2",
+            "kubernetes_version": kubernetes_version,
             "proxier": proxier,
             "nodes": 2,
             "seed": 614,
@@ -129,9 +134,10 @@ def scenario(proxier: str) -> tuple[Any, Any]:
     return cluster, cluster.nodes[1]
 
 
-def lab_text(proxier: str) -> str:
-    """What the lab's node tool prints for the scenario in that proxier's mode."""
-    cluster, node = scenario(proxier)
+def lab_text(variant: str) -> str:
+    """What the lab's node tool prints for the scenario in that variant (FILES)."""
+    proxier, _, minor = variant.partition("-")
+    cluster, node = scenario(proxier, "1.23.17" if minor == "1.23" else "1.31.2")
     command = {"iptables": "iptables-save", "nftables": "nft list ruleset", "ipvs": "ipvsadm -Ln"}
     return nodetools.run(cluster, node, command[proxier])[1]
 
@@ -175,6 +181,14 @@ def guest_script() -> str:
             " || { echo 'FAIL iptables-restore'; cat out/lab/iptables-restore.err; exit 1; }"
         ),
         f"iptables-save > out/lab/{FILES['iptables']}",
+        "cat > /tmp/lab-iptables-1.23.rules <<'LAB_EOF'",
+        lab_text("iptables-1.23").rstrip("\n"),
+        "LAB_EOF",
+        (
+            "iptables-restore < /tmp/lab-iptables-1.23.rules 2> out/lab/iptables-restore.err"
+            " || { echo 'FAIL iptables-restore 1.23'; cat out/lab/iptables-restore.err; exit 1; }"
+        ),
+        f"iptables-save > out/lab/{FILES['iptables-1.23']}",
         "nft flush ruleset",
         (
             "nft -f /tmp/lab-decl.nft 2> out/lab/nft.err && nft -f /tmp/lab.nft 2>> out/lab/nft.err"

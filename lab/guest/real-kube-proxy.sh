@@ -9,7 +9,10 @@
 # start kube-proxy, wait until its rules carry the endpoint, open a real SCTP association
 # client -> ClusterIP $VIP:$PORT -> srv (the probe's connect: INIT, DATA, the reply, SHUTDOWN),
 # record what the kernel saw (conntrack, ipvs connections), capture the rules, stop it and run
-# `kube-proxy --cleanup`. Lines "PASS|FAIL <check> <detail>" go to out/results.txt, timings
+# `kube-proxy --cleanup`, which must leave nothing of the mode but what it keeps by design
+# (out/after-cleanup-MODE.txt lists what the mode left: KUBE-* chains and rules in iptables and
+# ip6tables, the kube-proxy nft tables, IPVS virtual services, KUBE-* ipsets, the kube-ipvs0
+# link). Lines "PASS|FAIL <check> <detail>" go to out/results.txt, timings
 # (guest uptime) to out/timings.txt, kube-proxy's rules to out/kube-proxy-MODE-sctp.txt.
 #
 # Env: MODES ("iptables ipvs nftables"), VIP, PORT, ENDPOINT (ip), NODE_IP (10.0.2.15).
@@ -88,12 +91,23 @@ endpoint_pattern() {
 tracked() { # the SCTP conntrack entries client -> ClusterIP, DNATed to the endpoint
     grep -E "sctp .*dst=$VIP sport=[0-9]+ dport=$PORT .*src=$ENDPOINT " /proc/net/nf_conntrack 2>/dev/null
 }
+leftovers() { # what any mode of kube-proxy writes, one line per leftover (nothing: clean)
+    for t in iptables ip6tables; do
+        "$t-save" 2>/dev/null | sed -n "s/^:\(KUBE-[^ ]*\).*/$t chain \1/p"
+        "$t-save" 2>/dev/null | grep -E '^-A .*KUBE-' | sed "s/^/$t rule /"
+    done
+    nft list tables 2>/dev/null | grep -E ' kube-proxy$' | sed 's/^/nft /'
+    ipvsadm -Ln 2>/dev/null | grep -E '^(TCP|UDP|SCTP) ' | sed 's/^/ipvs service /'
+    ipset list -n 2>/dev/null | grep '^KUBE-' | sed 's/^/ipset /'
+    ip link show kube-ipvs0 > /dev/null 2>&1 && echo "link kube-ipvs0"
+}
 proxy_mode() {
     python3 -S -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:10249/proxyMode", timeout=5).read().decode())' 2>&1
 }
 
 for mode in $MODES; do
     mark "$mode-start"
+    leftovers > "/tmp/before-$mode.txt"
     $KP --config="/job/kube-proxy-$mode.yaml" --v=2 > "out/kube-proxy-$mode.log" 2>&1 &
     kp=$!
     want=$(endpoint_pattern "$mode")
@@ -145,9 +159,22 @@ for mode in $MODES; do
     mark "$mode-stopped"
     $KP --cleanup --v=2 > "out/kube-proxy-$mode-cleanup.log" 2>&1
     mark "$mode-cleaned"
+    # What this mode left (an earlier mode's leftovers were there before it started).
+    leftovers | grep -vxFf "/tmp/before-$mode.txt" > "out/after-cleanup-$mode.txt"
+    # What --cleanup keeps by upstream's design, named: the kubelet's KUBE-FIREWALL (kube-proxy
+    # writes a duplicate and "do[es] not delete them in CleanupLeftovers",
+    # pkg/proxy/iptables/proxier.go iptablesKubeletJumpChains), and the IPv6 ipsets of the ipvs
+    # mode (KUBE-6-*, pkg/proxy/ipvs/ipset.go NewIPSet; cleanup.go destroys ipsetInfo's names,
+    # the IPv4 ones, only).
+    kept='^(ip6?tables chain KUBE-FIREWALL|ip6?tables rule -A (INPUT|OUTPUT) -j KUBE-FIREWALL|ip6?tables rule -A KUBE-FIREWALL .*|ipset KUBE-6-.*)$'
+    unexpected=$(grep -vE "$kept" "out/after-cleanup-$mode.txt")
     if rules "$mode" 2>/dev/null | grep -qF -- "$want"; then
         result FAIL "$mode-cleanup" "kube-proxy --cleanup left '$want'"
-    else result PASS "$mode-cleanup" "no rule for the endpoint left"; fi
+    elif [ -n "$unexpected" ]; then
+        result FAIL "$mode-cleanup" "left: $(echo "$unexpected" | paste -sd';')"
+    else
+        result PASS "$mode-cleanup" "nothing of kube-proxy left but what --cleanup keeps by design: $(grep -cE "$kept" "out/after-cleanup-$mode.txt") lines (KUBE-FIREWALL, KUBE-6-* ipsets)"
+    fi
 done
 kill $srv_pid
 wait $srv_pid

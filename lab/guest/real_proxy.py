@@ -14,10 +14,13 @@ the client namespace to the ClusterIP and on to the endpoint, and go away with
 ``kube-proxy --cleanup``. The rules it wrote come back as text (``--fixtures`` writes them to
 tests/fixtures/realcluster/guest-kube-proxy-MODE-sctp.txt).
 
-    python -m lab.guest.real_proxy --state var/cluster --port 6443 [--fixtures DIR]
+    lab/guest/control-plane.sh up     # var/cluster-guest, API server on 127.0.0.1:26443
+    python -m lab.guest.real_proxy --state var/cluster-guest --port 26443 [--fixtures DIR]
+    lab/guest/control-plane.sh down
 
-Run it against a control plane of its own (cluster/up.sh with CLUSTER_STATE and other ports):
-the Node it adds would show in a shared cluster's battery runs.
+Run it against a control plane of its own, as above (cluster/up.sh with its own state dir and
+ports): the Node it adds would show in a shared cluster's battery runs. `make guest-proxy` does
+all three and asserts the outcome (tests/kernel/test_guest_kube_proxy.py).
 """
 
 from __future__ import annotations

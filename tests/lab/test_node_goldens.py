@@ -2,7 +2,8 @@
 
 Two sets of kernel-guest goldens in tests/fixtures/node/ (no qemu needed to run these tests):
 
-- `lab-iptables-save.txt`, `lab-nft-list-ruleset.txt`, `lab-ipvsadm-Ln.txt`: written by
+- `lab-iptables-save.txt`, `lab-iptables-save-1.23.txt` (the same scenario at 1.23.17: the
+  kubelet's own hostport chains), `lab-nft-list-ruleset.txt`, `lab-ipvsadm-Ln.txt`: written by
   `python -m lab.guest.lab_golden`, which loads the lab's own output for a fixed scenario
   (`lab.guest.lab_golden.scenario`) into the guest kernel with iptables-restore / nft -f /
   ipvsadm and saves what iptables-save, nft and ipvsadm 1.31 print back. So quoting, match
@@ -69,9 +70,18 @@ def test_the_lab_goldens_cover_what_the_battery_reads() -> None:
         ipt,
         re.M,
     )
+    # The hostPort as portmap writes it (1.31.2, a kubenet-style node)...
+    assert re.search(
+        r'^-A CNI-HOSTPORT-DNAT -p sctp -m comment --comment "dnat name: \\"kubenet\\" id: '
+        r'\\"[0-9a-f]{64}\\"" -m multiport --dports 5060 -j CNI-DN-[0-9a-f]{21}$',
+        ipt,
+        re.M,
+    )
+    assert "KUBE-HOSTPORTS" not in ipt
+    # ...and as the kubelet's own hostport manager wrote it until 1.23.
     assert re.search(
         r'^-A KUBE-HOSTPORTS -p sctp -m comment --comment "hostport_sctp-guest hostport 5060"',
-        ipt,
+        fixture("lab-iptables-save-1.23.txt"),
         re.M,
     )
     assert "10.96.0.10 . sctp . 95 : goto service-" in fixture("lab-nft-list-ruleset.txt")

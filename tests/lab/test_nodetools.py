@@ -193,7 +193,34 @@ def test_nft_outside_nftables_mode_is_empty(kube: Kube) -> None:
 
 
 def test_kubenet_writes_hostport_rules_on_the_pods_node_only(make_kube: Any) -> None:
-    kube = make_kube(kubenet=True)
+    # Since 1.24 a kubenet-style node runs bridge/host-local/portmap: portmap's chains, as on
+    # the real node (tests/fixtures/realcluster/portmap-iptables-sctp-hostport.txt).
+    kube = make_kube(kubenet=True, kubernetes_version="1.36.3")
+    namespace(kube, "a")
+    pod(kube, "a", "hp", ["pause"], ports=[(5060, "SCTP")], host_port=True, node="c1-worker")
+    ip = kube.core.read_namespaced_pod("hp", "a").status.pod_ip
+    _p, text, _c = hostexec(kube, "c1-worker", "iptables-save")
+    rule = re.search(
+        r'^-A CNI-HOSTPORT-DNAT -p sctp -m comment --comment "dnat name: \\"kubenet\\" id: '
+        r'\\"[0-9a-f]{64}\\"" -m multiport --dports 5060 -j (CNI-DN-[0-9a-f]{21})$',
+        text,
+        re.MULTILINE,
+    )
+    assert rule, text
+    chain = rule.group(1)
+    assert [ln for ln in text.splitlines() if ln.startswith(f"-A {chain} ")] == [
+        f"-A {chain} -s 10.244.1.0/24 -p sctp -m sctp --dport 5060 -j CNI-HOSTPORT-SETMARK",
+        f"-A {chain} -s 127.0.0.1/32 -p sctp -m sctp --dport 5060 -j CNI-HOSTPORT-SETMARK",
+        f"-A {chain} -p sctp -m sctp --dport 5060 -j DNAT --to-destination {ip}:5060",
+    ]
+    assert "KUBE-HOSTPORTS" not in text
+    _p, other, _c = hostexec(kube, "c1-control-plane", "iptables-save")
+    assert "--dports 5060" not in other and "CNI-HOSTPORT" not in other
+    assert not loaded(kube, "c1-worker")
+
+
+def test_kubenet_before_1_24_writes_the_kubelets_own_hostport_chains(make_kube: Any) -> None:
+    kube = make_kube(kubenet=True, kubernetes_version="1.23.17")
     namespace(kube, "a")
     pod(kube, "a", "hp", ["pause"], ports=[(5060, "SCTP")], host_port=True, node="c1-worker")
     ip = kube.core.read_namespaced_pod("hp", "a").status.pod_ip
@@ -209,16 +236,16 @@ def test_kubenet_writes_hostport_rules_on_the_pods_node_only(make_kube: Any) -> 
         f'-A {rule.group(1)} -p sctp -m comment --comment "hp_a hostport 5060" -m sctp -j DNAT '
         f"--to-destination {ip}:5060\n"
     ) in text
+    assert "CNI-HOSTPORT" not in text
     _p, other, _c = hostexec(kube, "c1-control-plane", "iptables-save")
     assert "hostport 5060" not in other
-    assert not loaded(kube, "c1-worker")
 
 
 def test_without_kubenet_there_are_no_hostport_rules(kube: Kube) -> None:
     namespace(kube, "a")
     pod(kube, "a", "hp", ["pause"], ports=[(5060, "SCTP")], host_port=True, node="c1-worker")
     _p, text, _c = hostexec(kube, "c1-worker", "iptables-save")
-    assert "KUBE-HOSTPORTS" not in text
+    assert "KUBE-HOSTPORTS" not in text and "CNI-HOSTPORT" not in text
 
 
 def test_node_output_reflects_the_moment_the_pod_ran(make_kube: Any) -> None:

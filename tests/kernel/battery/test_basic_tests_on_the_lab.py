@@ -44,7 +44,9 @@ def test_a_healthy_cluster_passes_every_basic_test_without_loading_sctp_ko(start
 def test_the_hostport_rule_and_the_clusterip_rule_are_the_evidence(start_lab):
     report = start_lab(kubenet=True).run("basic")
     hostport = report.results["hostport-kubenet"].evidence
-    assert "-A KUBE-HOSTPORTS -p sctp" in hostport and "--dport 5060" in hostport
+    # The lab's kubenet-style node at 1.24 and later writes portmap's chains, as the real one.
+    assert "-A CNI-HOSTPORT-DNAT -p sctp" in hostport and "--dports 5060 -j CNI-DN-" in hostport
+    assert "-j DNAT --to-destination" in hostport
     clusterip = report.results["service-iptables-rules"].evidence
     assert "-A KUBE-SERVICES -d 10.96." in clusterip and "-m sctp --dport 5060" in clusterip
 
@@ -429,7 +431,7 @@ def test_a_node_that_refuses_nsenter_is_read_chrooted_into_its_root(start_lab):
         k: report.results[k].reason for k in BASIC_KEYS
     }
     hostport = report.results["hostport-kubenet"].evidence
-    assert "-A KUBE-HOSTPORTS -p sctp" in hostport
+    assert "-A CNI-HOSTPORT-DNAT -p sctp" in hostport
     assert report.fingerprint["node_access"] is True
     assert report.fingerprint["sctp_invariant"]["held"] is True
     # lsmod was read chrooted on every node: sctp.ko known (not loaded), not "unread".
