@@ -5,6 +5,8 @@
   history  bench_history.py  a year of history (into sctp_bench): pages 1 day vs 365 days
   load     bench_load.py     wrk, 50 connections for 15 s per path on gunicorn, against sctp_bench
   fanout   bench_fanout.py   200 lab clusters' basic batteries at once, 2 real workers
+  cluster  bench_cluster.py  `make cluster` up/down warm (--cold: the cold builds too), ours vs
+                             upstream's e2e.test on it in one run (needs Go; not in --smoke)
 
 Run: .venv/bin/python bench/run.py [--only NAME ...] [--smoke]
 
@@ -31,7 +33,10 @@ BENCHES = [
     ("history", "bench_history.py"),
     ("load", "bench_load.py"),
     ("fanout", "bench_fanout.py"),
+    ("cluster", "bench_cluster.py"),
 ]
+# Not run by --smoke: CI's real-cluster stage starts the one cluster this host can hold.
+NOT_SMOKE = {"cluster"}
 SMOKE_DB = "sctp_bench_smoke"
 SMOKE = {
     "ingest": ["--rounds", "5"],
@@ -101,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     failed = []
     for name, script in BENCHES:
         if args.only and name not in args.only:
+            continue
+        if args.smoke and name in NOT_SMOKE:
+            print(f"\n#### {name}: not in --smoke (CI's real-cluster stage has the cluster)")
             continue
         print(f"\n#### {name} ({script})", flush=True)
         before = machine_state()

@@ -6,8 +6,6 @@ Plain code, called by the Celery task (workers.tasks.execute_run) and by
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import logging
 import threading
 from collections.abc import Callable
@@ -18,7 +16,7 @@ from django.db import close_old_connections, connection
 from django.utils.timezone import now
 
 from dashboard.domain.catalog import Battery
-from dashboard.domain.models import Cluster, Run
+from dashboard.domain.models import Run
 from dashboard.domain.runs import (
     CredentialsUnreadable,
     after_run,
@@ -28,9 +26,10 @@ from dashboard.domain.runs import (
     kubeconfig_of,
     record_result,
 )
-from kernel.battery import ClusterSpec, run_battery
+from kernel.battery import run_battery
 from kernel.kubeconfig import api_client_from_kubeconfig
 from workers.lease import Lease
+from workers.runspec import battery_run_id, cluster_spec
 from workers.upstream import run_upstream
 
 log = logging.getLogger(__name__)
@@ -38,48 +37,8 @@ log = logging.getLogger(__name__)
 GONE, BUSY, DONE = "gone", "busy", "done"
 
 
-def deployment_tag() -> str:
-    """A short tag of this deployment (its Redis prefix and database): two deployments that run
-    the battery against one cluster (a staging and a production dashboard, the test suite's
-    workers against one real cluster) each number their runs from 1, so the battery's run id,
-    which names and labels its namespaces, carries the tag: no 409 AlreadyExists on
-    `sctp-battery-1-probe`, and no sweep deletes another deployment's live namespaces."""
-    db = settings.DATABASES["default"]
-    ident = f"{settings.REDIS_PREFIX}|{db.get('HOST') or ''}|{db.get('NAME')}"
-    return "d" + hashlib.sha1(ident.encode()).hexdigest()[:6]
-
-
-def battery_run_id(run_id: int) -> str:
-    """The battery's run id of run `run_id`: `<deployment tag>-<run id>`."""
-    return f"{deployment_tag()}-{run_id}"
-
-
 def lease_holder(run_id: int) -> str:
     return f"run-{run_id}"
-
-
-def cluster_spec(cluster: Cluster) -> Any:
-    kwargs: dict[str, Any] = {
-        "name": cluster.name,
-        "plugin_slug": cluster.plugin.slug,
-        "plugin_in_tree": cluster.plugin.in_tree,
-        "implements_network_policy": cluster.plugin.implements_network_policy,
-        "kubenet": cluster.kubenet or cluster.plugin.slug == "kubenet",
-        "declared_proxier": cluster.proxier,
-        "node_access": cluster.node_access,
-        "load_balancer": cluster.load_balancer,
-        "agnhost_image": cluster.agnhost_image or settings.AGNHOST_IMAGE,
-    }
-    spec = ClusterSpec(**kwargs)
-    if cluster.timeouts:
-        known = {f.name: f.type for f in dataclasses.fields(spec.timeouts)}
-        overrides = {
-            name: (int(value) if isinstance(getattr(spec.timeouts, name), int) else float(value))
-            for name, value in cluster.timeouts.items()
-            if name in known
-        }
-        spec.timeouts = dataclasses.replace(spec.timeouts, **overrides)
-    return spec
 
 
 def over_requested_share() -> bool:

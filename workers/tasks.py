@@ -24,7 +24,7 @@ from dashboard.domain.models import Cluster, Run, Schedule
 from dashboard.domain.runs import dispatch, request_run
 from kernel.battery import pods, sweep_namespaces
 from kernel.kubeconfig import api_client_from_kubeconfig
-from workers import runner
+from workers import runner, runspec
 from workers.lease import Lease, LeaseUnavailable
 
 log = logging.getLogger(__name__)
@@ -243,7 +243,7 @@ def sweep(cluster_id: int) -> list[str]:
         }
 
     live = live_ids()
-    tag = runner.deployment_tag() + "-"
+    tag = runspec.deployment_tag() + "-"
 
     def still_live(label: str) -> bool:
         """Asked again just before a deletion: a run may have started since `live` was read."""

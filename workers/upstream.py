@@ -30,6 +30,7 @@ from kernel import upstream as e2e
 from kernel.battery import features
 from kernel.kube import Kube, KubeError
 from kernel.kubeconfig import KubeconfigError, api_client_from_kubeconfig, pinned_kubeconfig
+from workers.runspec import battery_run_id, cluster_spec
 
 log = logging.getLogger(__name__)
 
@@ -171,7 +172,6 @@ def run_upstream(run: Run, should_cancel: Callable[[], bool]) -> UpstreamReport:
 
 
 def _left_out(run: Run, text: str) -> features.LeftOut:
-    from workers.runner import battery_run_id, cluster_spec  # workers.runner imports this module
 
     try:
         api = api_client_from_kubeconfig(text)
