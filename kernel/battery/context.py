@@ -53,6 +53,17 @@ TESTER_PORT = 9080  # upstream's testContainerHTTPPort: netexec in the test cont
 WATCH_RESYNC = 5.0  # seconds: a pod watch is re-read at least this often (heartbeat, cancel)
 
 
+def kube_for(api_client: Any, spec: ClusterSpec) -> Kube:
+    """The cluster's API with the retry policy of the spec's timeouts (both batteries')."""
+    timeouts = spec.timeouts
+    return Kube(
+        api_client,
+        request_timeout=timeouts.request,
+        tries=timeouts.api_tries,
+        backoff=timeouts.api_backoff,
+    )
+
+
 class Cancelled(Exception):
     """should_cancel() said so: stop the run, clean up, report."""
 

@@ -31,8 +31,8 @@ from kernel.battery import kernelsctp
 from kernel.battery.base import BatteryReport, ClusterSpec
 from kernel.battery.checks._common import network_policy_skip
 from kernel.battery.checks.pod_to_service_secondary_family import single_stack_reason
-from kernel.battery.context import RunContext, TestContext
-from kernel.kube import Kube, KubeError, api_error_message
+from kernel.battery.context import RunContext, TestContext, kube_for
+from kernel.kube import KubeError, api_error_message
 
 SCTP_CONNECTIVITY = "[Feature:SCTPConnectivity]"
 NETWORK_POLICY = "[Feature:NetworkPolicy]"
@@ -91,13 +91,7 @@ def survey(api_client: k8s.ApiClient, spec: ClusterSpec, run_id: str) -> LeftOut
     """Fingerprint the cluster as the battery does, decide, delete what was made."""
     from kernel.battery.runner import fingerprint_cluster  # the battery's own (no cycle)
 
-    timeouts = spec.timeouts
-    kube = Kube(
-        api_client,
-        request_timeout=timeouts.request,
-        tries=timeouts.api_tries,
-        backoff=timeouts.api_backoff,
-    )
+    kube = kube_for(api_client, spec)
     report = BatteryReport(battery="upstream", run_id=run_id)
     run = RunContext(kube, spec, run_id, report)
     left = LeftOut()

@@ -39,6 +39,7 @@ from kernel.battery.context import (
     RunContext,
     TestContext,
     admission_reason,
+    kube_for,
     rbac_reason,
     refusal_kind,
 )
@@ -94,13 +95,7 @@ def run_battery(
             "worker_sctp": sctp_host.check_worker_sctp(),
         }
     )
-    timeouts = spec.timeouts
-    kube = Kube(
-        api_client,
-        request_timeout=timeouts.request,
-        tries=timeouts.api_tries,
-        backoff=timeouts.api_backoff,
-    )
+    kube = kube_for(api_client, spec)
     run = RunContext(kube, spec, run_id, report, on_progress, should_cancel, sleep=sleep)
 
     def record(key: str, outcome: TestOutcome) -> None:

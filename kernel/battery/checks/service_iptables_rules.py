@@ -75,14 +75,9 @@ class ServiceIptablesRules(BatteryTest):
         if ctx.run.proxier_detected == "nftables":
             return self._nftables(ctx, vips, pod, endpoint)
         missing: list[str] = []
-        pod_ips = [p.ip for p in (pod.status.pod_ips or []) if p.ip] or [pod.status.pod_ip]
         for node in ctx.run.nodes:
             for vip_of_family in vips:
-                v6 = ipaddress.ip_address(vip_of_family).version == 6
-                ip = next(
-                    (p for p in pod_ips if ipaddress.ip_address(p).version == (6 if v6 else 4)),
-                    pod_ips[0],
-                )
+                v6, ip = _pod_ip_of_family(pod, vip_of_family)
                 want = f"[{ip}]:{SCTP_PORT}" if v6 else f"{ip}:{SCTP_PORT}"
                 command = "ip6tables-save" if v6 else "iptables-save"
 
@@ -116,14 +111,9 @@ class ServiceIptablesRules(BatteryTest):
         """kube-proxy in nftables mode: the `service-ips` element of each ClusterIP with sctp
         and its port, going to a service chain that DNATs to the pod (`nft list ruleset`)."""
         missing: list[str] = []
-        pod_ips = [p.ip for p in (pod.status.pod_ips or []) if p.ip] or [pod.status.pod_ip]
         for node in ctx.run.nodes:
             for vip_of_family in vips:
-                v6 = ipaddress.ip_address(vip_of_family).version == 6
-                ip = next(
-                    (p for p in pod_ips if ipaddress.ip_address(p).version == (6 if v6 else 4)),
-                    pod_ips[0],
-                )
+                _, ip = _pod_ip_of_family(pod, vip_of_family)
                 want = f"{ip}:{SCTP_PORT}"
 
                 def find(text: str, vip: str = vip_of_family, want: str = want) -> list[str]:
@@ -150,3 +140,11 @@ class ServiceIptablesRules(BatteryTest):
             f"{vip}:{SCTP_PORT} and its service chain's DNAT to {endpoint} on every node (a "
             "check of the KEP's test plan; no upstream counterpart since 1.27)"
         )
+
+
+def _pod_ip_of_family(pod: Any, vip: str) -> tuple[bool, str]:
+    """Whether `vip` is IPv6, and the pod's IP of that family (its first IP when it has none)."""
+    pod_ips = [p.ip for p in (pod.status.pod_ips or []) if p.ip] or [pod.status.pod_ip]
+    v6 = ipaddress.ip_address(vip).version == 6
+    family = 6 if v6 else 4
+    return v6, next((p for p in pod_ips if ipaddress.ip_address(p).version == family), pod_ips[0])
