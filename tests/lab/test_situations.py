@@ -122,7 +122,7 @@ def test_a_single_stack_cluster_skips_the_secondary_family():
     result = run("kube-router-ipvs").results["pod-to-service-secondary-family"]
     assert result.outcome == "skipped"
     assert result.reason.startswith(
-        "not a dual-stack cluster: the RequireDualStack Service got one"
+        "not a dual-stack cluster: a RequireDualStack Service got one ClusterIP"
     )
 
 
