@@ -172,7 +172,8 @@ def run_upstream(run: Run, should_cancel: Callable[[], bool]) -> UpstreamReport:
 
 
 def _left_out(run: Run, text: str) -> features.LeftOut:
-
+    """What the cluster lacks, surveyed with the battery's own checks (nothing when it cannot
+    be surveyed: the specs then run and speak for themselves)."""
     try:
         api = api_client_from_kubeconfig(text)
     except KubeconfigError as exc:
