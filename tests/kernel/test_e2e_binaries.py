@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel.upstream import NoBinary, available_minors, binary_for
+from kernel.upstream import KILL_GRACE_SECONDS, NoBinary, available_minors, binary_for, command
 
 
 def _put(e2e_dir: Path, minor: int, mode: int = 0o755) -> Path:
@@ -53,3 +53,13 @@ def test_a_worker_without_any_binary_says_so(tmp_path):
         binary_for(tmp_path / "missing", 36)
     assert "e2e.test for no minor at all" in str(refused.value)
     assert available_minors(tmp_path / "missing") == []
+
+
+def test_ginkgos_own_suite_timeout_is_past_the_workers_limit_and_its_grace(tmp_path):
+    """The worker's deadline ends a run (SIGTERM: ginkgo writes the nodes `interrupted`);
+    ginkgo's own timer is the backstop for a worker that died. Were they equal, which fired
+    first was a race (the real v1.36.3 binary wrote `timedout` about half the time)."""
+    argv = command(tmp_path / "e2e.test", tmp_path / "kc", "x", tmp_path, time_limit=60)
+    (flag,) = [a for a in argv if a.startswith("--ginkgo.timeout=")]
+    seconds = int(flag.removeprefix("--ginkgo.timeout=").removesuffix("s"))
+    assert seconds >= 60 + 2 * KILL_GRACE_SECONDS
