@@ -44,6 +44,9 @@ def test_a_taken_name_is_refused_and_the_edit_shows_what_changes(sized, maintain
     page.fill("#plugin_version", "3.29.0")
     page.click("text=Show what changes")
     rows = page.locator("#edit-changes tbody tr")
+    # The click submits the form: count() does not wait for the page it loads (CI under load
+    # counted the old page's 0 rows once); the first row's appearance is awaited first.
+    rows.first.wait_for(timeout=15_000)
     assert rows.count() == 1
     assert rows.first.inner_text().split() == ["plugin", "version", "3.28.0", "3.29.0"]
     assert Cluster.objects.get(name="x").plugin_version == "3.28.0"  # nothing stored yet
