@@ -165,7 +165,7 @@ def command(
         *([f"--ginkgo.skip={skip}"] if skip else []),
         "--ginkgo.no-color",
         "--ginkgo.v",
-        f"--ginkgo.timeout={max(1, int(time_limit + 2 * KILL_GRACE_SECONDS))}s",
+        f"--ginkgo.timeout={int(time_limit + 2 * KILL_GRACE_SECONDS)}s",
         f"--report-dir={report_dir}",
         f"--ginkgo.junit-report={report_dir / JUNIT_NAME}",
         f"--e2e-output-dir={report_dir}",
