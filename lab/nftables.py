@@ -1,8 +1,36 @@
-"""`nft list ruleset` on an emulated node: kube-proxy's nftables mode (pkg/proxy/nftables)."""
+"""`nft list ruleset` on an emulated node: kube-proxy's nftables mode (pkg/proxy/nftables).
+
+Two forms, as kube-proxy's release writes them (the profile's `kubernetes_version`, which its
+kube-proxy image runs):
+
+- before 1.36: a service chain `numgen random mod N vmap { 0 : goto endpoint-… }` to one
+  endpoint chain per endpoint (hairpin `ip saddr … jump mark-for-masquerade`, then `dnat to
+  ip:port`), masquerade marking in a `mark-for-masquerade` chain;
+- from 1.36 (pkg/proxy/nftables/proxier.go at v1.36.3, `writeServiceToEndpointDNATs`): no
+  endpoint chains, the service chain DNATs itself through one map, `meta l4proto sctp dnat ip
+  to numgen random mod N map { 0 : ip . port, … }`; masquerade marking is a rule
+  (`meta mark set meta mark | 0x00004000`) in `services` (ClusterIP traffic from off the
+  cluster) and in each `external-` chain; hairpin traffic is the `hairpin-connections` set of
+  this node's endpoints, masqueraded in `masquerading`; the LoadBalancerSourceRanges
+  (`firewall-ips`, `firewall-check`) and ClusterIP (`cluster-ips-check`) filter chains are
+  listed as the real v1.36.3 lists them (tests/fixtures/realcluster/
+  guest-kube-proxy-nftables-sctp.txt). Services with ClientIP affinity keep endpoint chains
+  there; the lab does not model affinity in its rules.
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from lab.kubeproxy import POD_CIDR, NodeView, ServicePort, rule_hash
+from lab.runtime import SERVICE_CIDR
+from lab.store import version_tuple
+
+if TYPE_CHECKING:
+    from lab.nodes import Node
+
+# The release whose kube-proxy wrote the service chain's own DNAT map (no endpoint chains).
+DNAT_MAP_RELEASE = (1, 36)
 
 
 def _nft_hash(name: str) -> str:
@@ -21,12 +49,23 @@ def _elements(items: list[str], per_line: int = 1) -> str:
     return "elements = { " + out + " }"
 
 
-def nft_ruleset(cluster: NodeView, ports: list[ServicePort]) -> str:
-    """`nft list ruleset` of kube-proxy's nftables mode, built from PORTS (`service_ports`)."""
-    cluster_ips = sorted(
+def nft_ruleset(cluster: NodeView, ports: list[ServicePort], node: Node | None = None) -> str:
+    """`nft list ruleset` of kube-proxy's nftables mode on NODE, built from PORTS
+    (`service_ports`), in the form of the profile's release."""
+    if version_tuple(cluster.profile["kubernetes_version"]) >= DNAT_MAP_RELEASE:
+        return _ruleset_1_36(cluster, ports, node)
+    return _ruleset_before_1_36(cluster, ports)
+
+
+def _sorted_ips(ports: list[ServicePort]) -> list[str]:
+    return sorted(
         {sp.cluster_ip for sp in ports if sp.cluster_ip},
         key=lambda ip: tuple(int(x) for x in ip.split(".")),
     )
+
+
+def _ruleset_before_1_36(cluster: NodeView, ports: list[ServicePort]) -> str:
+    cluster_ips = _sorted_ips(ports)
     service_elems: list[str] = []
     no_endpoint: list[str] = []
     no_endpoint_nodeports: list[str] = []
@@ -147,3 +186,205 @@ def nft_ruleset(cluster: NodeView, ports: list[ServicePort]) -> str:
         parts.append("\n" + chain)
     parts.append("}\n")
     return "".join(parts)
+
+
+_MASQ_MARK = "meta mark set meta mark | 0x00004000"
+
+
+def _set(kind: str, name: str, typ: str, comment: str, elements: list[str], per_line: int) -> str:
+    body = f'\t{kind} {name} {{\n\t\ttype {typ}\n\t\tcomment "{comment}"\n'
+    if elements:
+        body += f"\t\t{_elements(elements, per_line)}\n"
+    return body + "\t}\n"
+
+
+def _chain(name: str, *rules: str) -> str:
+    return f"\tchain {name} {{\n" + "".join(f"\t\t{r}\n" for r in rules) + "\t}\n"
+
+
+def _ruleset_1_36(cluster: NodeView, ports: list[ServicePort], node: Node | None) -> str:
+    """kube-proxy v1.36's form (setupNFTables and syncProxyRules at v1.36.3), in the order
+    `nft list table ip kube-proxy` prints it: sets and maps, then chains, each as created."""
+    # The node's own endpoints (EndpointSlice nodeName = this node): `IsLocal()`.
+    local_ips = (
+        {rt.ip for rt in cluster.pod_rt.values() if rt.node == node.index} if node else set()
+    )
+    hairpin: list[str] = []
+    service_elems: list[str] = []
+    no_endpoint: list[str] = []
+    no_endpoint_nodeports: list[str] = []
+    nodeport_elems: list[str] = []
+    chains: list[str] = []
+    for sp in ports:
+        base = f"{sp.namespace}/{sp.name}/{sp.proto}/{sp.port_name}"
+        svc_chain = "service-" + _nft_hash(base)
+        ext_chain = "external-" + _nft_hash(base)
+        if not sp.endpoints:
+            reject = f'comment "{sp.spn}" : goto reject-chain'
+            no_endpoint.append(f"{sp.cluster_ip} . {sp.proto} . {sp.port} {reject}")
+            if sp.lb_ip:
+                no_endpoint.append(f"{sp.lb_ip} . {sp.proto} . {sp.port} {reject}")
+            if sp.node_port:
+                no_endpoint_nodeports.append(f"{sp.proto} . {sp.node_port} {reject}")
+            continue
+        for ip, target in sp.endpoints:
+            element = f"{ip} . {ip} . {sp.proto} . {target}"
+            if ip in local_ips and element not in hairpin:
+                hairpin.append(element)
+        service_elems.append(f"{sp.cluster_ip} . {sp.proto} . {sp.port} : goto {svc_chain}")
+        if sp.lb_ip:
+            service_elems.append(f"{sp.lb_ip} . {sp.proto} . {sp.port} : goto {ext_chain}")
+        if sp.node_port:
+            nodeport_elems.append(f"{sp.proto} . {sp.node_port} : goto {ext_chain}")
+        if sp.lb_ip or sp.node_port:
+            # externalTrafficPolicy Cluster: masquerade, then the cluster policy chain.
+            chains.append(
+                _chain(ext_chain, f'{_MASQ_MARK} comment "masquerade"', f"goto {svc_chain}")
+            )
+        dnat_map = ", ".join(
+            f"{i} : {ip} . {target}" for i, (ip, target) in enumerate(sp.endpoints)
+        )
+        chains.append(
+            _chain(
+                svc_chain,
+                f"meta l4proto {sp.proto} dnat ip to numgen random mod {len(sp.endpoints)} "
+                f"map {{ {dnat_map} }}",
+            )
+        )
+    addr_svc = "ipv4_addr . inet_proto . inet_service"
+    sets = [
+        _set(
+            "set",
+            "hairpin-connections",
+            "ipv4_addr . ipv4_addr . inet_proto . inet_service",
+            "service hairpin connections",
+            hairpin,
+            1,
+        ),
+        _set("set", "cluster-ips", "ipv4_addr", "Active ClusterIPs", _sorted_ips(ports), 2),
+        _set(
+            "set",
+            "nodeport-ips",
+            "ipv4_addr",
+            "IPs that accept NodePort traffic",
+            [n.host_ip for n in cluster.nodes],
+            2,
+        ),
+        _set(
+            "map",
+            "no-endpoint-services",
+            f"{addr_svc} : verdict",
+            "vmap to drop or reject packets to services with no endpoints",
+            no_endpoint,
+            1,
+        ),
+        _set(
+            "map",
+            "no-endpoint-nodeports",
+            "inet_proto . inet_service : verdict",
+            "vmap to drop or reject packets to service nodeports with no endpoints",
+            no_endpoint_nodeports,
+            1,
+        ),
+        _set(
+            "map",
+            "firewall-ips",
+            f"{addr_svc} : verdict",
+            "destinations that are subject to LoadBalancerSourceRanges",
+            [],
+            1,
+        ),
+        _set(
+            "map",
+            "service-ips",
+            f"{addr_svc} : verdict",
+            "ClusterIP, ExternalIP and LoadBalancer IP traffic",
+            service_elems,
+            1,
+        ),
+        _set(
+            "map",
+            "service-nodeports",
+            "inet_proto . inet_service : verdict",
+            "NodePort traffic",
+            nodeport_elems,
+            1,
+        ),
+    ]
+    new = "ct state new jump "
+    fixed = [
+        _chain(
+            "filter-prerouting-pre-dnat",
+            "type filter hook prerouting priority dstnat - 10; policy accept;",
+            new + "firewall-check",
+        ),
+        _chain(
+            "filter-output-pre-dnat",
+            "type filter hook output priority -110; policy accept;",
+            new + "firewall-check",
+        ),
+        _chain(
+            "filter-input",
+            "type filter hook input priority filter; policy accept;",
+            new + "nodeport-endpoints-check",
+            new + "service-endpoints-check",
+        ),
+        _chain(
+            "filter-forward",
+            "type filter hook forward priority filter; policy accept;",
+            new + "service-endpoints-check",
+            new + "cluster-ips-check",
+        ),
+        _chain(
+            "filter-output",
+            "type filter hook output priority filter; policy accept;",
+            new + "service-endpoints-check",
+            new + "cluster-ips-check",
+        ),
+        _chain(
+            "nat-prerouting",
+            "type nat hook prerouting priority dstnat; policy accept;",
+            "jump services",
+        ),
+        _chain("nat-output", "type nat hook output priority -100; policy accept;", "jump services"),
+        _chain(
+            "nat-postrouting",
+            "type nat hook postrouting priority srcnat; policy accept;",
+            "jump masquerading",
+        ),
+        _chain(
+            "nodeport-endpoints-check",
+            "ip daddr @nodeport-ips meta l4proto . th dport vmap @no-endpoint-nodeports",
+        ),
+        _chain(
+            "service-endpoints-check",
+            "ip daddr . meta l4proto . th dport vmap @no-endpoint-services",
+        ),
+        _chain("firewall-check", "ip daddr . meta l4proto . th dport vmap @firewall-ips"),
+        _chain(
+            "services",
+            f"ip daddr @cluster-ips ip saddr != {POD_CIDR} {_MASQ_MARK} "
+            'comment "masquerade clusterIP traffic from outside cluster"',
+            "ip daddr . meta l4proto . th dport vmap @service-ips",
+            "ip daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports",
+        ),
+        _chain(
+            "masquerading",
+            "meta mark & 0x00004000 != 0x00000000 meta mark set meta mark ^ 0x00004000 "
+            "masquerade fully-random",
+            "ct status dnat ip saddr . ip daddr . meta l4proto . th dport @hairpin-connections "
+            "masquerade fully-random",
+        ),
+        _chain(
+            "cluster-ips-check",
+            'ip daddr @cluster-ips reject comment "Reject traffic to invalid ports of ClusterIPs"',
+            f'ip daddr {SERVICE_CIDR} drop comment "Drop traffic to unallocated ClusterIPs"',
+        ),
+        _chain(
+            "reject-chain",
+            'comment "helper for @no-endpoint-services / @no-endpoint-nodeports"',
+            "reject",
+        ),
+    ]
+    body = "\n".join([*sets, *fixed, *chains])
+    return 'table ip kube-proxy {\n\tcomment "rules for kube-proxy"\n' + body + "}\n"

@@ -68,7 +68,7 @@ def _run_one(cluster: NodeView, node: Node, command: str) -> tuple[int, str]:
     if tool == "ipvsadm":
         return 0, ipvsadm(cluster)
     if tool == "nft" and argv[1:3] == ["list", "ruleset"]:
-        return 0, nft_ruleset(cluster)
+        return 0, nft_ruleset(cluster, node)
     if tool == "curl" and any(a.endswith(":10249/proxyMode") for a in argv):
         mode = kube_proxy_mode(cluster)
         return (7, "") if mode == "none" else (0, mode)
@@ -214,7 +214,7 @@ def iptables_save(cluster: NodeView, node: Node, table: str | None = None) -> st
     return iptables.iptables_save(cluster, node, service_ports(cluster), table)
 
 
-def nft_ruleset(cluster: NodeView) -> str:
+def nft_ruleset(cluster: NodeView, node: Node | None = None) -> str:
     if kube_proxy_mode(cluster) != "nftables":
         return ""
-    return nftables.nft_ruleset(cluster, service_ports(cluster))
+    return nftables.nft_ruleset(cluster, service_ports(cluster), node)

@@ -437,3 +437,83 @@ def test_a_node_that_refuses_nsenter_is_read_chrooted_into_its_root(start_lab):
     # lsmod was read chrooted on every node: sctp.ko known (not loaded), not "unread".
     before = report.fingerprint["sctp_module_before"]
     assert before and set(before.values()) == {False}
+
+
+# ---- kube-proxy v1.36's nftables form (lab/nftables.py): a profile variant at 1.36.3
+
+_OVN_NFTABLES = "lab/profiles/ovn-nftables.yaml"
+
+
+def _ovn_nftables_at(version: str) -> dict:
+    """The shipped ovn-nftables profile (kube-proxy in nftables mode) at another release."""
+    from pathlib import Path
+
+    from lab.profiles import load_profile
+
+    shipped = load_profile(Path(__file__).resolve().parents[3] / _OVN_NFTABLES)
+    assert shipped["kube_proxy"] == "nftables"
+    return {**shipped, "name": "lab", "kubernetes_version": version, "seed": 7}
+
+
+def test_service_iptables_rules_passes_on_kube_proxy_1_36s_nftables_form(start_lab):
+    lab = start_lab(**_ovn_nftables_at("1.36.3"))
+    report = lab.run("basic", spec=spec_for(lab.profile))
+    result = report.results["service-iptables-rules"]
+    assert result.outcome == "passed", result.reason
+    assert result.reason.startswith(
+        "kube-proxy (nftables mode) wrote the service-ips element for SCTP "
+    )
+    # The service chain's own DNAT map, as v1.36.3 writes it: no endpoint chain in between.
+    evidence = result.evidence.splitlines()
+    assert "nft list ruleset on lab-worker (table kube-proxy):" in evidence
+    dnat = [line for line in evidence if " dnat " in line]
+    assert dnat and all(
+        re.fullmatch(
+            r"  meta l4proto sctp dnat ip to numgen random mod 1 map "
+            r"\{ 0 : 10\.244\.\d+\.\d+ \. 5060 \}",
+            line,
+        )
+        for line in dnat
+    ), dnat
+    assert len(dnat) == lab.profile["nodes"]  # on every node
+    assert not [line for line in evidence if "endpoint-" in line]
+
+
+def _broken_sctp(monkeypatch, change):
+    from lab import nodetools
+
+    plain = nodetools.service_ports
+
+    def broken(cluster):
+        ports = plain(cluster)
+        for sp in ports:
+            if sp.protocol == "SCTP":
+                change(sp)
+        return ports
+
+    monkeypatch.setattr(nodetools, "service_ports", broken)
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        # kube-proxy DNATs the SCTP service to the wrong port: the element and chain are there.
+        lambda sp: setattr(sp, "endpoints", [(ip, port + 1) for ip, port in sp.endpoints]),
+        # kube-proxy never got the SCTP endpoints: only the no-endpoint-services element.
+        lambda sp: setattr(sp, "endpoints", []),
+    ],
+    ids=["dnat-to-the-wrong-port", "no-endpoints"],
+)
+def test_service_iptables_rules_fails_on_a_broken_sctp_rule_of_the_1_36_form(
+    start_lab, monkeypatch, broken
+):
+    _broken_sctp(monkeypatch, broken)
+    lab = start_lab(**_ovn_nftables_at("1.36.3"))
+    spec = spec_for(lab.profile, timeouts=dataclasses.replace(FAST, rules_poll=0.2))
+    result = lab.run("basic", spec=spec).results["service-iptables-rules"]
+    assert result.outcome == "failed"
+    assert re.fullmatch(
+        r"no kube-proxy nftables element for SCTP 10\.96\.\d+\.\d+:5060 going to a service "
+        r"chain that DNATs to 10\.244\.\d+\.\d+:5060 on node\(s\) .+ within 0\.2s",
+        result.reason,
+    ), result.reason
