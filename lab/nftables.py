@@ -64,6 +64,22 @@ def _sorted_ips(ports: list[ServicePort]) -> list[str]:
     )
 
 
+def _add_no_endpoint(sp: ServicePort, services: list[str], nodeports: list[str]) -> None:
+    """A service port without endpoints, in the no-endpoint maps (the same in every form).
+
+    Each element names its service port (`Comment: &svcPortNameString` in
+    pkg/proxy/nftables/proxier.go at 1.34 to 1.36, cut to 128 characters at 1.37), as the real
+    kube-proxy v1.36.3 wrote: `10.0.0.1 . tcp . 443 comment "default/kubernetes:https" : goto
+    reject-chain` (tests/fixtures/realcluster/guest-kube-proxy-nftables-sctp.txt); a
+    LoadBalancer IP gets its own element."""
+    reject = f'comment "{sp.spn}" : goto reject-chain'
+    services.append(f"{sp.cluster_ip} . {sp.proto} . {sp.port} {reject}")
+    if sp.lb_ip:
+        services.append(f"{sp.lb_ip} . {sp.proto} . {sp.port} {reject}")
+    if sp.node_port:
+        nodeports.append(f"{sp.proto} . {sp.node_port} {reject}")
+
+
 def _ruleset_before_1_36(cluster: NodeView, ports: list[ServicePort]) -> str:
     cluster_ips = _sorted_ips(ports)
     service_elems: list[str] = []
@@ -76,17 +92,7 @@ def _ruleset_before_1_36(cluster: NodeView, ports: list[ServicePort]) -> str:
         svc_chain = "service-" + _nft_hash(base)
         ext_chain = "external-" + _nft_hash(base)
         if not sp.endpoints:
-            # Each element names its service port (`Comment: &svcPortNameString` in
-            # pkg/proxy/nftables/proxier.go at 1.34 to 1.36, cut to 128 characters at 1.37),
-            # as the real kube-proxy v1.36.3 wrote: `10.0.0.1 . tcp . 443 comment
-            # "default/kubernetes:https" : goto reject-chain` (tests/fixtures/realcluster/
-            # guest-kube-proxy-nftables-sctp.txt); a LoadBalancer IP gets its own element.
-            reject = f'comment "{sp.spn}" : goto reject-chain'
-            no_endpoint.append(f"{sp.cluster_ip} . {sp.proto} . {sp.port} {reject}")
-            if sp.lb_ip:
-                no_endpoint.append(f"{sp.lb_ip} . {sp.proto} . {sp.port} {reject}")
-            if sp.node_port:
-                no_endpoint_nodeports.append(f"{sp.proto} . {sp.node_port} {reject}")
+            _add_no_endpoint(sp, no_endpoint, no_endpoint_nodeports)
             continue
         service_elems.append(f"{sp.cluster_ip} . {sp.proto} . {sp.port} : goto {svc_chain}")
         if sp.lb_ip:
@@ -220,12 +226,7 @@ def _ruleset_1_36(cluster: NodeView, ports: list[ServicePort], node: Node | None
         svc_chain = "service-" + _nft_hash(base)
         ext_chain = "external-" + _nft_hash(base)
         if not sp.endpoints:
-            reject = f'comment "{sp.spn}" : goto reject-chain'
-            no_endpoint.append(f"{sp.cluster_ip} . {sp.proto} . {sp.port} {reject}")
-            if sp.lb_ip:
-                no_endpoint.append(f"{sp.lb_ip} . {sp.proto} . {sp.port} {reject}")
-            if sp.node_port:
-                no_endpoint_nodeports.append(f"{sp.proto} . {sp.node_port} {reject}")
+            _add_no_endpoint(sp, no_endpoint, no_endpoint_nodeports)
             continue
         for ip, target in sp.endpoints:
             element = f"{ip} . {ip} . {sp.proto} . {target}"
