@@ -20,6 +20,7 @@ kube-proxy image runs):
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from lab.kubeproxy import POD_CIDR, NodeView, ServicePort, rule_hash
@@ -64,41 +65,52 @@ def _sorted_ips(ports: list[ServicePort]) -> list[str]:
     )
 
 
-def _add_no_endpoint(sp: ServicePort, services: list[str], nodeports: list[str]) -> None:
-    """A service port without endpoints, in the no-endpoint maps (the same in every form).
+@dataclass
+class _Maps:
+    """The verdict maps' elements, filled the same way in every form (syncProxyRules)."""
 
-    Each element names its service port (`Comment: &svcPortNameString` in
-    pkg/proxy/nftables/proxier.go at 1.34 to 1.36, cut to 128 characters at 1.37), as the real
-    kube-proxy v1.36.3 wrote: `10.0.0.1 . tcp . 443 comment "default/kubernetes:https" : goto
-    reject-chain` (tests/fixtures/realcluster/guest-kube-proxy-nftables-sctp.txt); a
-    LoadBalancer IP gets its own element."""
-    reject = f'comment "{sp.spn}" : goto reject-chain'
-    services.append(f"{sp.cluster_ip} . {sp.proto} . {sp.port} {reject}")
-    if sp.lb_ip:
-        services.append(f"{sp.lb_ip} . {sp.proto} . {sp.port} {reject}")
-    if sp.node_port:
-        nodeports.append(f"{sp.proto} . {sp.node_port} {reject}")
+    services: list[str] = field(default_factory=list)
+    nodeports: list[str] = field(default_factory=list)
+    no_endpoint: list[str] = field(default_factory=list)
+    no_endpoint_nodeports: list[str] = field(default_factory=list)
+
+    def add(self, sp: ServicePort) -> tuple[str, str, str] | None:
+        """Files one service port; (base, service chain, external chain) when it has
+        endpoints, None when it went to the no-endpoint maps.
+
+        Each no-endpoint element names its service port (`Comment: &svcPortNameString` in
+        pkg/proxy/nftables/proxier.go at 1.34 to 1.36, cut to 128 characters at 1.37), as the
+        real kube-proxy v1.36.3 wrote: `10.0.0.1 . tcp . 443 comment "default/kubernetes:https"
+        : goto reject-chain` (tests/fixtures/realcluster/guest-kube-proxy-nftables-sctp.txt);
+        a LoadBalancer IP gets its own element."""
+        if not sp.endpoints:
+            reject = f'comment "{sp.spn}" : goto reject-chain'
+            self.no_endpoint.append(f"{sp.cluster_ip} . {sp.proto} . {sp.port} {reject}")
+            if sp.lb_ip:
+                self.no_endpoint.append(f"{sp.lb_ip} . {sp.proto} . {sp.port} {reject}")
+            if sp.node_port:
+                self.no_endpoint_nodeports.append(f"{sp.proto} . {sp.node_port} {reject}")
+            return None
+        base = f"{sp.namespace}/{sp.name}/{sp.proto}/{sp.port_name}"
+        svc_chain = "service-" + _nft_hash(base)
+        ext_chain = "external-" + _nft_hash(base)
+        self.services.append(f"{sp.cluster_ip} . {sp.proto} . {sp.port} : goto {svc_chain}")
+        if sp.lb_ip:
+            self.services.append(f"{sp.lb_ip} . {sp.proto} . {sp.port} : goto {ext_chain}")
+        if sp.node_port:
+            self.nodeports.append(f"{sp.proto} . {sp.node_port} : goto {ext_chain}")
+        return base, svc_chain, ext_chain
 
 
 def _ruleset_before_1_36(cluster: NodeView, ports: list[ServicePort]) -> str:
     cluster_ips = _sorted_ips(ports)
-    service_elems: list[str] = []
-    no_endpoint: list[str] = []
-    no_endpoint_nodeports: list[str] = []
-    nodeport_elems: list[str] = []
+    maps = _Maps()
     chains: list[str] = []
     for sp in ports:
-        base = f"{sp.namespace}/{sp.name}/{sp.proto}/{sp.port_name}"
-        svc_chain = "service-" + _nft_hash(base)
-        ext_chain = "external-" + _nft_hash(base)
-        if not sp.endpoints:
-            _add_no_endpoint(sp, no_endpoint, no_endpoint_nodeports)
+        named = maps.add(sp)
+        if named is None:
             continue
-        service_elems.append(f"{sp.cluster_ip} . {sp.proto} . {sp.port} : goto {svc_chain}")
-        if sp.lb_ip:
-            service_elems.append(f"{sp.lb_ip} . {sp.proto} . {sp.port} : goto {ext_chain}")
-        if sp.node_port:
-            nodeport_elems.append(f"{sp.proto} . {sp.node_port} : goto {ext_chain}")
+        base, svc_chain, ext_chain = named
         if sp.lb_ip or sp.node_port:
             chains.append(
                 f"\tchain {ext_chain} {{\n\t\tjump mark-for-masquerade\n"
@@ -132,25 +144,25 @@ def _ruleset_before_1_36(cluster: NodeView, ports: list[ServicePort]) -> str:
             "\tmap no-endpoint-services {\n\t\ttype ipv4_addr . inet_proto . inet_service : verdict\n"
             '\t\tcomment "vmap to drop or reject packets to services with no endpoints"\n'
         ),
-        f"\t\t{_elements(no_endpoint)}\n" if no_endpoint else "",
+        f"\t\t{_elements(maps.no_endpoint)}\n" if maps.no_endpoint else "",
         "\t}\n\n",
         (
             "\tmap no-endpoint-nodeports {\n\t\ttype inet_proto . inet_service : verdict\n"
             '\t\tcomment "vmap to drop or reject packets to service nodeports with no endpoints"\n'
         ),
-        f"\t\t{_elements(no_endpoint_nodeports)}\n" if no_endpoint_nodeports else "",
+        f"\t\t{_elements(maps.no_endpoint_nodeports)}\n" if maps.no_endpoint_nodeports else "",
         "\t}\n\n",
         (
             "\tmap service-ips {\n\t\ttype ipv4_addr . inet_proto . inet_service : verdict\n"
             '\t\tcomment "ClusterIP, ExternalIP and LoadBalancer IP traffic"\n'
         ),
-        f"\t\t{_elements(service_elems)}\n" if service_elems else "",
+        f"\t\t{_elements(maps.services)}\n" if maps.services else "",
         "\t}\n\n",
         (
             "\tmap service-nodeports {\n\t\ttype inet_proto . inet_service : verdict\n"
             '\t\tcomment "NodePort traffic"\n'
         ),
-        f"\t\t{_elements(nodeport_elems)}\n" if nodeport_elems else "",
+        f"\t\t{_elements(maps.nodeports)}\n" if maps.nodeports else "",
         "\t}\n\n",
         (
             "\tchain nat-prerouting {\n\t\ttype nat hook prerouting priority dstnat; policy accept;\n"
@@ -216,27 +228,17 @@ def _ruleset_1_36(cluster: NodeView, ports: list[ServicePort], node: Node | None
         {rt.ip for rt in cluster.pod_rt.values() if rt.node == node.index} if node else set()
     )
     hairpin: list[str] = []
-    service_elems: list[str] = []
-    no_endpoint: list[str] = []
-    no_endpoint_nodeports: list[str] = []
-    nodeport_elems: list[str] = []
+    maps = _Maps()
     chains: list[str] = []
     for sp in ports:
-        base = f"{sp.namespace}/{sp.name}/{sp.proto}/{sp.port_name}"
-        svc_chain = "service-" + _nft_hash(base)
-        ext_chain = "external-" + _nft_hash(base)
-        if not sp.endpoints:
-            _add_no_endpoint(sp, no_endpoint, no_endpoint_nodeports)
+        named = maps.add(sp)
+        if named is None:
             continue
+        _base, svc_chain, ext_chain = named
         for ip, target in sp.endpoints:
             element = f"{ip} . {ip} . {sp.proto} . {target}"
             if ip in local_ips and element not in hairpin:
                 hairpin.append(element)
-        service_elems.append(f"{sp.cluster_ip} . {sp.proto} . {sp.port} : goto {svc_chain}")
-        if sp.lb_ip:
-            service_elems.append(f"{sp.lb_ip} . {sp.proto} . {sp.port} : goto {ext_chain}")
-        if sp.node_port:
-            nodeport_elems.append(f"{sp.proto} . {sp.node_port} : goto {ext_chain}")
         if sp.lb_ip or sp.node_port:
             # externalTrafficPolicy Cluster: masquerade, then the cluster policy chain.
             chains.append(
@@ -276,7 +278,7 @@ def _ruleset_1_36(cluster: NodeView, ports: list[ServicePort], node: Node | None
             "no-endpoint-services",
             f"{addr_svc} : verdict",
             "vmap to drop or reject packets to services with no endpoints",
-            no_endpoint,
+            maps.no_endpoint,
             1,
         ),
         _set(
@@ -284,7 +286,7 @@ def _ruleset_1_36(cluster: NodeView, ports: list[ServicePort], node: Node | None
             "no-endpoint-nodeports",
             "inet_proto . inet_service : verdict",
             "vmap to drop or reject packets to service nodeports with no endpoints",
-            no_endpoint_nodeports,
+            maps.no_endpoint_nodeports,
             1,
         ),
         _set(
@@ -300,7 +302,7 @@ def _ruleset_1_36(cluster: NodeView, ports: list[ServicePort], node: Node | None
             "service-ips",
             f"{addr_svc} : verdict",
             "ClusterIP, ExternalIP and LoadBalancer IP traffic",
-            service_elems,
+            maps.services,
             1,
         ),
         _set(
@@ -308,7 +310,7 @@ def _ruleset_1_36(cluster: NodeView, ports: list[ServicePort], node: Node | None
             "service-nodeports",
             "inet_proto . inet_service : verdict",
             "NodePort traffic",
-            nodeport_elems,
+            maps.nodeports,
             1,
         ),
     ]
