@@ -20,6 +20,7 @@ kube-proxy image runs):
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -101,16 +102,20 @@ class _Maps:
             self.nodeports.append(f"{sp.proto} . {sp.node_port} : goto {ext_chain}")
         return base, svc_chain, ext_chain
 
+    def file(self, ports: list[ServicePort]) -> Iterator[tuple[ServicePort, str, str, str]]:
+        """Files every port; yields those with endpoints, with their chains, for the caller
+        to write their chains."""
+        for sp in ports:
+            named = self.add(sp)
+            if named is not None:
+                yield (sp, *named)
+
 
 def _ruleset_before_1_36(cluster: NodeView, ports: list[ServicePort]) -> str:
     cluster_ips = _sorted_ips(ports)
     maps = _Maps()
     chains: list[str] = []
-    for sp in ports:
-        named = maps.add(sp)
-        if named is None:
-            continue
-        base, svc_chain, ext_chain = named
+    for sp, base, svc_chain, ext_chain in maps.file(ports):
         if sp.lb_ip or sp.node_port:
             chains.append(
                 f"\tchain {ext_chain} {{\n\t\tjump mark-for-masquerade\n"
@@ -230,11 +235,7 @@ def _ruleset_1_36(cluster: NodeView, ports: list[ServicePort], node: Node | None
     hairpin: list[str] = []
     maps = _Maps()
     chains: list[str] = []
-    for sp in ports:
-        named = maps.add(sp)
-        if named is None:
-            continue
-        _base, svc_chain, ext_chain = named
+    for sp, _base, svc_chain, ext_chain in maps.file(ports):
         for ip, target in sp.endpoints:
             element = f"{ip} . {ip} . {sp.proto} . {target}"
             if ip in local_ips and element not in hairpin:
